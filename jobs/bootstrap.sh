@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Makes the project's own environment on a fresh machine: a venv in .venv with the pinned
+# packages, and the JVM artifacts (Delta, Kafka) cached under .cache/. Idempotent: a second
+# run with an unchanged pyproject.toml does nothing but check.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+py="${PYTHON:-python3.11}"
+command -v "$py" >/dev/null 2>&1 || py=python3
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
+if [ -f pipeline/spark/jars.py ]; then
+  .venv/bin/python -m pipeline.spark.jars
+fi

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline.fold.partitioning import java_string_hash, kafka_abs, partition_for
+
+
+@pytest.mark.parametrize(
+    ("group_id", "hash_code", "p50", "p10"),
+    [
+        ("my-group", -1906497762, 12, 2),
+        ("test", 3556498, 48, 8),
+        ("group-1", 293427299, 49, 9),
+        ("console-consumer-12345", 158455506, 6, 6),
+        ("", 0, 0, 0),
+        ("日本", 835047, 47, 7),
+        ("polygenelubricants", -2147483648, 0, 0),
+    ],
+)
+def test_partition_matches_kafkas_worked_examples(group_id: str, hash_code: int, p50: int, p10: int) -> None:
+    assert java_string_hash(group_id) == hash_code
+    assert partition_for(group_id) == p50
+    assert partition_for(group_id, 10) == p10
+
+
+@pytest.mark.parametrize("group_id", ["polygenelubricants", "GydZG_", "DESIGNING WORKHOUSES"])
+def test_integer_min_value_hash_maps_to_partition_zero_not_48(group_id: str) -> None:
+    assert java_string_hash(group_id) == -(2**31)
+    assert kafka_abs(java_string_hash(group_id)) == 0
+    assert partition_for(group_id) == 0
+
+
+def test_supplementary_characters_hash_as_two_utf16_surrogates() -> None:
+    # U+1F600 is the surrogate pair D83D DE00 in UTF-16.
+    assert java_string_hash("\U0001F600") == (31 * 0xD83D + 0xDE00)
+
+
+def test_partition_count_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="num_partitions"):
+        partition_for("g", 0)
