@@ -24,3 +24,23 @@ def partition_for(group_id: str, num_partitions: int = 50) -> int:
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions!r}")
     return kafka_abs(java_string_hash(group_id)) % num_partitions
+
+
+def java_hashmap_order(keys: list[str]) -> list[str]:
+    """Iteration order of a default java.util.HashMap<String, ?> filled with `keys` in order.
+
+    Buckets are `(h ^ (h >>> 16)) & (capacity - 1)`; the table starts at 16 and doubles when
+    the size passes 0.75 * capacity; within a bucket, insertion order (no treeified bins
+    below 8 collisions, which these small maps never reach in practice). DERIVED, see reference §5.4.
+    """
+    unique = list(dict.fromkeys(keys))
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    indexed = sorted(enumerate(unique), key=lambda item: (bucket(item[1]), item[0]))
+    return [key for _, key in indexed]

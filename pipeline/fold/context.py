@@ -1,0 +1,117 @@
+"""What one step of the fold (an event, or a timer firing) writes: output rows and coordinator records.
+
+Rows are staged on a `Step` and handed over only when the step succeeds, so a request that
+is refused halfway leaves no row behind. Row dicts use the column names of `schemas.tables`,
+with times as integer milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.events import Event, SnapshotMember
+from pipeline.fold.model import Group, Offset
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Outputs:
+    transitions: list[Row] = field(default_factory=list)
+    rebalances: list[Row] = field(default_factory=list)
+    offset_history: list[Row] = field(default_factory=list)
+    rejected: list[Row] = field(default_factory=list)
+    records: list[Event] = field(default_factory=list)  # what the coordinator writes to its log
+
+    def extend(self, other: Outputs) -> None:
+        self.transitions += other.transitions
+        self.rebalances += other.rebalances
+        self.offset_history += other.offset_history
+        self.rejected += other.rejected
+        self.records += other.records
+
+
+@dataclass
+class Step:
+    config: CoordinatorConfig
+    now: int
+    position: tuple[int, int] | None
+    out: Outputs = field(default_factory=Outputs)
+
+    @property
+    def log_partition(self) -> int | None:
+        return None if self.position is None else self.position[0]
+
+    @property
+    def log_offset(self) -> int | None:
+        return None if self.position is None else self.position[1]
+
+    def transition_row(
+        self, before: Group, after: Group, cause: str, member_id: str | None, detail: str | None
+    ) -> Group:
+        """Record a state change; returns `after` with its row counter advanced."""
+        self.out.transitions.append({
+            "group_id": after.group_id,
+            "event_time": self.now,
+            "log_partition": self.log_partition,
+            "log_offset": self.log_offset,
+            "from_state": before.state if before.exists else None,
+            "to_state": after.state,
+            "generation_id": after.generation_id,
+            "cause": cause,
+            "member_id": member_id,
+            "member_count": len(after.members),
+            "detail": detail,
+            "seq": after.seq,
+        })
+        return replace(after, seq=after.seq + 1)
+
+    def offset_row(self, group_id: str, tp: tuple[str, int], o: Offset, change: str,
+                   producer_id: int | None = None) -> None:
+        self.out.offset_history.append(
+            offset_columns(group_id, tp, o)
+            | {"event_time": self.now, "change": change, "producer_id": producer_id}
+        )
+
+    def record(self, event_type: str, group_id: str, **values: Any) -> None:
+        self.out.records.append(
+            Event(None, None, self.now, group_id, event_type, **values)
+        )
+
+    def snapshot_record(self, g: Group) -> None:
+        """The GROUP_METADATA record the coordinator writes for this group now."""
+        self.record(
+            "GROUP_METADATA", g.group_id,
+            generation_id=g.generation_id,
+            protocol_type=g.protocol_type or "",
+            protocol=g.protocol,
+            leader_id=g.leader_id,
+            current_state_timestamp=g.state_since,
+            members=tuple(
+                SnapshotMember(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                    m.session_timeout_ms, m.rebalance_timeout_ms,
+                    m.topics_for(g.protocol), m.assignment,
+                )
+                for m in g.members
+            ),
+        )
+
+
+def offset_columns(group_id: str, tp: tuple[str, int], o: Offset) -> Row:
+    return {
+        "group_id": group_id,
+        "topic": tp[0],
+        "partition": tp[1],
+        "committed_offset": o.committed_offset,
+        "leader_epoch": o.leader_epoch,
+        "commit_metadata": o.metadata,
+        "commit_timestamp": o.commit_timestamp,
+        "expire_timestamp": o.expire_timestamp,
+        "member_id": o.member_id,
+        "generation_id": o.generation_id,
+        "log_partition": o.log_partition,
+        "log_offset": o.log_offset,
+    }

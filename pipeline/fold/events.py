@@ -1,0 +1,183 @@
+"""The fold's input: one event-log row as an immutable value, read from and written back to a dict.
+
+`Event.from_row` never raises: a row whose nested values cannot be read keeps what it can
+and names the defect, so the fold can reject it as MALFORMED instead of the job dying.
+Times are integer milliseconds since the epoch; the Spark adapter converts at the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    name: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotMember:
+    """A member as a GROUP_METADATA record lists it."""
+
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    subscription: tuple[str, ...] = ()
+    assignment: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    log_partition: int | None
+    log_offset: int | None
+    event_time: int | None
+    group_id: str | None
+    event_type: str | None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    protocol_type: str | None = None
+    protocols: tuple[Protocol, ...] | None = None
+    generation_id: int | None = None
+    protocol: str | None = None
+    leader_id: str | None = None
+    assignments: tuple[tuple[str, tuple[TopicPartition, ...]], ...] | None = None
+    members: tuple[SnapshotMember, ...] | None = None
+    topic: str | None = None
+    partition: int | None = None
+    committed_offset: int | None = None
+    leader_epoch: int | None = None
+    commit_metadata: str | None = None
+    commit_timestamp: int | None = None
+    expire_timestamp: int | None = None
+    producer_id: int | None = None
+    txn_result: str | None = None
+    raw_key: bytes | None = None
+    raw_value: bytes | None = None
+    request_member_id: str | None = None
+    api_version: int | None = None
+    current_state_timestamp: int | None = None
+    defect: str | None = None  # why the row could not be read whole; not a column
+
+    @property
+    def position(self) -> tuple[int, int] | None:
+        if self.log_partition is None or self.log_offset is None:
+            return None
+        return (self.log_partition, self.log_offset)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Event:
+        values = {name: row.get(name) for name in _SCALARS}
+        defect = None
+        for name, reader in _NESTED.items():
+            try:
+                values[name] = reader(row.get(name))
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                values[name] = None
+                defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
+        return cls(**values, defect=defect)
+
+    def to_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {name: getattr(self, name) for name in _SCALARS}
+        row["protocols"] = (
+            None if self.protocols is None
+            else [{"name": p.name, "topics": list(p.topics)} for p in self.protocols]
+        )
+        row["assignments"] = (
+            None if self.assignments is None
+            else [{"member_id": m, "partitions": _tp_rows(tps)} for m, tps in self.assignments]
+        )
+        row["members"] = None if self.members is None else [_member_row(m) for m in self.members]
+        return row
+
+
+def _tp_rows(tps: tuple[TopicPartition, ...]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": p} for t, p in tps]
+
+
+def _member_row(m: SnapshotMember) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "group_instance_id": m.group_instance_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "session_timeout_ms": m.session_timeout_ms,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "subscription": list(m.subscription),
+        "assignment": _tp_rows(m.assignment),
+    }
+
+
+def _read_tps(value: Any) -> tuple[TopicPartition, ...]:
+    if value is None:
+        return ()
+    return tuple((_str(tp["topic"]), _int(tp["partition"])) for tp in value)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any) -> int:
+    if value is None or isinstance(value, bool):
+        raise TypeError("expected an integer")
+    return int(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _read_protocols(value: Any) -> tuple[Protocol, ...] | None:
+    if value is None:
+        return None
+    return tuple(
+        Protocol(_str(p["name"]), tuple(_str(t) for t in (p["topics"] or ()))) for p in value
+    )
+
+
+def _read_assignments(value: Any) -> tuple[tuple[str, tuple[TopicPartition, ...]], ...] | None:
+    if value is None:
+        return None
+    return tuple((_str(a["member_id"]), _read_tps(a["partitions"])) for a in value)
+
+
+def _read_members(value: Any) -> tuple[SnapshotMember, ...] | None:
+    if value is None:
+        return None
+    return tuple(
+        SnapshotMember(
+            member_id=_str(m["member_id"]),
+            group_instance_id=m.get("group_instance_id"),
+            client_id=m.get("client_id"),
+            client_host=m.get("client_host"),
+            session_timeout_ms=_opt_int(m.get("session_timeout_ms")),
+            rebalance_timeout_ms=_opt_int(m.get("rebalance_timeout_ms")),
+            subscription=tuple(_str(t) for t in (m.get("subscription") or ())),
+            assignment=_read_tps(m.get("assignment")),
+        )
+        for m in value
+    )
+
+
+_NESTED = {
+    "protocols": _read_protocols,
+    "assignments": _read_assignments,
+    "members": _read_members,
+}
+_SCALARS = tuple(
+    f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"
+)

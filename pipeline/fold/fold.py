@@ -1,0 +1,143 @@
+"""The fold: apply a group's events in log order to its state, with every output row.
+
+`fold(group, events)` sorts the events by log position, and for each one: rejects it if its
+position was applied already (DUPLICATE / OUT_OF_ORDER) or it is malformed; otherwise fires
+the timers due before its time, then hands it to the handler for its type. A request Kafka
+refuses leaves the group as it was (positions aside) and becomes a rejected row with Kafka's
+error name. `advance(group, t)` fires the timers due before `t`, for silent groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from pipeline.fold import errors
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.context import Outputs, Row, Step
+from pipeline.fold.errors import Refused
+from pipeline.fold.events import Event
+from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
+from pipeline.fold.model import Group
+from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
+from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
+from pipeline.fold.timers import advance as advance_timers
+from pipeline.fold.validation import position_defect, row_defect
+
+Handler = Callable[[Group, Event, Step], Group]
+
+HANDLERS: dict[str, Handler] = {
+    "JOIN": on_join,
+    "SYNC": on_sync,
+    "HEARTBEAT": on_heartbeat,
+    "LEAVE": on_leave,
+    "OFFSET_COMMIT": on_commit,
+    "TXN_MARKER": on_txn_marker,
+    "OFFSET_TOMBSTONE": on_offset_tombstone,
+    "GROUP_METADATA": on_group_metadata,
+    "GROUP_TOMBSTONE": on_group_tombstone,
+}
+PROTOCOL_REQUESTS = frozenset({"JOIN", "SYNC", "HEARTBEAT", "LEAVE"})
+DEFAULT_CONFIG = CoordinatorConfig()
+
+
+@dataclass
+class FoldResult:
+    group: Group
+    outputs: Outputs = field(default_factory=Outputs)
+
+
+def fold(group: Group | str, events: Iterable[Event],
+         config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
+    """Apply `events` of one group, in log-position order, to `group` (or a new group id)."""
+    g = Group(group_id=group) if isinstance(group, str) else group
+    out = Outputs()
+    for e in sorted(events, key=_order):
+        g = _apply(g, e, config, out)
+    return FoldResult(g, out)
+
+
+def apply(group: Group | str, event: Event,
+          config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
+    return fold(group, [event], config)
+
+
+def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
+    """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
+    steps: list[Step] = []
+    g = advance_timers(group, until, config, steps)
+    out = Outputs()
+    for step in steps:
+        out.extend(step.out)
+    return FoldResult(g, out)
+
+
+def _order(e: Event) -> tuple[int, int, int]:
+    # Rows without a usable position sort first; they are rejected without touching state.
+    if e.log_partition is None or e.log_offset is None:
+        return (0, 0, 0)
+    return (1, e.log_partition, e.log_offset)
+
+
+def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
+    problem = position_defect(e)
+    if problem is not None:
+        out.rejected.append(rejected_row(e, errors.malformed(problem), g))
+        return replace(g, rejected_count=g.rejected_count + 1)
+    assert e.position is not None and e.event_time is not None
+    if g.position is not None and e.position <= g.position:
+        return _behind(g, e, out)
+    steps: list[Step] = []
+    g = advance_timers(g, e.event_time, cfg, steps)
+    for s in steps:
+        out.extend(s.out)
+    now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
+    g = replace(g, position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
+                seq=0, clock=now, last_event_time=e.event_time)
+    if e.event_type in PROTOCOL_REQUESTS or (
+            e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
+        g = replace(g, journal=True)
+    reason = _reason_not_applied(e)
+    if reason is None:
+        step = Step(cfg, now, e.position)
+        try:
+            after = HANDLERS[e.event_type or ""](g, e, step)
+        except Refused as refused:
+            reason = refused.reason
+        else:
+            out.extend(step.out)
+            return after
+    out.rejected.append(rejected_row(e, reason, g))
+    return replace(g, rejected_count=g.rejected_count + 1)
+
+
+def _reason_not_applied(e: Event) -> str | None:
+    problem = row_defect(e)
+    if problem is not None:
+        return errors.malformed(problem)
+    if e.event_type not in HANDLERS:
+        return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled"
+    return None
+
+
+def _behind(g: Group, e: Event, out: Outputs) -> Group:
+    if e.position in g.recent:
+        out.rejected.append(rejected_row(e, errors.DUPLICATE, g))
+        return replace(g, duplicate_count=g.duplicate_count + 1,
+                       rejected_count=g.rejected_count + 1)
+    out.rejected.append(rejected_row(e, errors.OUT_OF_ORDER, g))
+    return replace(g, out_of_order_count=g.out_of_order_count + 1,
+                   rejected_count=g.rejected_count + 1)
+
+
+def rejected_row(e: Event, reason: str, g: Group | None) -> Row:
+    row = e.to_row()
+    row["reason"] = reason
+    row["group_state"] = g.state if g is not None and g.exists else None
+    row["group_generation_id"] = g.generation_id if g is not None and g.exists else None
+    return row
+
+
+def reject_unkeyed(events: Iterable[Event]) -> list[Row]:
+    """Rows with no group id belong to no group: each is rejected, no state is touched."""
+    return [rejected_row(e, errors.malformed("group_id is null"), None) for e in events]

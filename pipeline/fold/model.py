@@ -1,0 +1,159 @@
+"""The fold's state: a consumer group, its members, committed and pending offsets, as frozen values.
+
+Names follow Kafka's classic group (`ClassicGroup`, `ClassicGroupMember`, `OffsetAndMetadata`).
+Collections are tuples, or dicts that are never mutated once a Group holds them: every
+change builds a new Group with `dataclasses.replace`, so a refused request, which raises
+before anything is built, leaves the group exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from pipeline.fold.events import Protocol, TopicPartition
+from pipeline.fold.states import DEAD
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[Protocol, ...]
+    assignment: tuple[TopicPartition, ...] = ()
+    joined_at: int = 0
+    last_heartbeat: int = 0
+    awaiting_join: bool = False  # waiting in JoinGroup for the join phase to complete
+    awaiting_sync: bool = False  # a follower parked in SyncGroup until the leader's assignment
+    is_new: bool = False  # joined in this rebalance: subject to the new-member join timeout
+
+    def topics_for(self, protocol: str | None) -> tuple[str, ...]:
+        for p in self.protocols:
+            if p.name == protocol:
+                return p.topics
+        return self.protocols[0].topics if self.protocols and protocol is None else ()
+
+    @property
+    def protocol_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.protocols)
+
+
+@dataclass(frozen=True, slots=True)
+class Offset:
+    committed_offset: int
+    leader_epoch: int | None
+    metadata: str | None
+    commit_timestamp: int
+    expire_timestamp: int | None
+    member_id: str | None
+    generation_id: int | None
+    log_partition: int
+    log_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMember:
+    """A member id handed out with MEMBER_ID_REQUIRED (KIP-394), not yet a member."""
+
+    member_id: str
+    since: int
+    session_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """A rebalance under way: from PreparingRebalance until Stable, Empty or abandonment."""
+
+    started_at: int
+    cause: str
+    join_deadline: int
+    initial: bool = False  # started from Empty: group.initial.rebalance.delay.ms applies
+    delay_ms: int = 0
+    remaining_ms: int = 0
+    new_member_added: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    group_id: str
+    exists: bool = False
+    state: str = DEAD
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader_id: str | None = None
+    members: tuple[Member, ...] = ()  # in join order, which decides leader succession
+    pending_members: tuple[PendingMember, ...] = ()
+    pending_sync: frozenset[str] = frozenset()
+    sync_deadline: int | None = None
+    rebalance: Rebalance | None = None
+    stable_owners: tuple[tuple[TopicPartition, str], ...] = ()  # assignment at the last Stable
+    stable_members: tuple[str, ...] = ()
+    state_since: int | None = None
+    offsets: Mapping[TopicPartition, Offset] = field(default_factory=dict)
+    pending_txns: Mapping[int, Mapping[TopicPartition, Offset]] = field(default_factory=dict)
+    clock: int | None = None
+    position: tuple[int, int] | None = None
+    recent: tuple[tuple[int, int], ...] = ()  # last applied positions, for DUPLICATE
+    seq: int = 0  # rows written at the current position so far
+    journal: bool = False  # the group's log carries protocol requests, so timers apply
+    last_event_time: int | None = None
+    rebalance_count: int = 0
+    rejected_count: int = 0
+    duplicate_count: int = 0
+    out_of_order_count: int = 0
+    snapshot_mismatch_count: int = 0
+
+    def member(self, member_id: str | None) -> Member | None:
+        for m in self.members:
+            if m.member_id == member_id:
+                return m
+        return None
+
+    def static_member(self, instance_id: str | None) -> Member | None:
+        if instance_id is None:
+            return None
+        for m in self.members:
+            if m.group_instance_id == instance_id:
+                return m
+        return None
+
+    def pending(self, member_id: str | None) -> PendingMember | None:
+        for p in self.pending_members:
+            if p.member_id == member_id:
+                return p
+        return None
+
+    def with_member(self, member: Member) -> Group:
+        """Replace the member with the same id, or add it at the end of the join order."""
+        members = list(self.members)
+        for i, m in enumerate(members):
+            if m.member_id == member.member_id:
+                members[i] = member
+                return replace(self, members=tuple(members))
+        return replace(self, members=(*members, member))
+
+    def without_member(self, member_id: str) -> Group:
+        return replace(
+            self,
+            members=tuple(m for m in self.members if m.member_id != member_id),
+            pending_sync=self.pending_sync - {member_id},
+        )
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members), default=0)
+
+    @property
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """Topics the group consumes, or None when unknown (Kafka's `subscribedTopics`)."""
+        if self.protocol_type != "consumer" or not self.members or self.protocol is None:
+            return None
+        return frozenset(t for m in self.members for t in m.topics_for(self.protocol))
+
+    def owners(self) -> dict[TopicPartition, str]:
+        return {tp: m.member_id for m in self.members for tp in m.assignment}

@@ -1,0 +1,176 @@
+"""Offset commits (plain and transactional), transaction markers, offset tombstones and expiry.
+
+A commit row with a generation is a request and is checked as Kafka's `validateOffsetCommit`
+does (reference §4.7); a commit row without one is a record read from `__consumer_offsets`,
+already accepted by the coordinator that wrote it, and is applied as it stands. Expiry
+follows KIP-211 (reference §4.8) on the event-time clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from pipeline.fold import errors
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.context import Step
+from pipeline.fold.errors import Refused
+from pipeline.fold.events import Event, TopicPartition
+from pipeline.fold.membership import validate_member
+from pipeline.fold.model import Group, Offset
+from pipeline.fold.rebalance import create_group, transition
+from pipeline.fold.states import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, Cause
+
+
+def on_commit(g: Group, e: Event, step: Step) -> Group:
+    assert e.topic is not None and e.partition is not None and e.committed_offset is not None
+    transactional = e.producer_id is not None
+    if e.generation_id is not None:
+        g = _accept_request(g, e, step, transactional)
+    elif not g.exists:
+        g = create_group(g, step)
+    offset = Offset(
+        committed_offset=e.committed_offset,
+        leader_epoch=e.leader_epoch,
+        metadata=e.commit_metadata if e.commit_metadata is not None else "",
+        commit_timestamp=e.commit_timestamp if e.commit_timestamp is not None else step.now,
+        expire_timestamp=e.expire_timestamp,
+        member_id=e.member_id or None,
+        generation_id=e.generation_id,
+        log_partition=step.log_partition if step.log_partition is not None else -1,
+        log_offset=step.log_offset if step.log_offset is not None else -1,
+    )
+    tp = (e.topic, e.partition)
+    step.record("OFFSET_COMMIT", g.group_id, topic=e.topic, partition=e.partition,
+                committed_offset=offset.committed_offset, leader_epoch=offset.leader_epoch,
+                commit_metadata=offset.metadata, commit_timestamp=offset.commit_timestamp,
+                expire_timestamp=offset.expire_timestamp, producer_id=e.producer_id)
+    if transactional:
+        assert e.producer_id is not None
+        pending = dict(g.pending_txns.get(e.producer_id, {}))
+        pending[tp] = offset
+        return replace(g, pending_txns={**g.pending_txns, e.producer_id: pending})
+    step.offset_row(g.group_id, tp, offset, "COMMIT")
+    return replace(g, offsets={**g.offsets, tp: offset})
+
+
+def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Group:
+    assert e.generation_id is not None
+    if not g.exists:
+        if e.generation_id >= 0 and not transactional:
+            old_api = e.api_version is not None and e.api_version < 9
+            raise Refused(errors.ILLEGAL_GENERATION if old_api else errors.GROUP_ID_NOT_FOUND)
+        g = create_group(g, step)
+    elif e.generation_id < 0 and g.state == EMPTY:
+        pass  # the admin client or a standalone consumer with manual assignment
+    elif e.generation_id >= 0 or e.member_id or e.group_instance_id is not None:
+        member = validate_member(g, e.member_id, e.group_instance_id)
+        if e.generation_id != g.generation_id:
+            raise Refused(errors.ILLEGAL_GENERATION)
+        # The old coordinator counts a commit as a heartbeat.
+        g = g.with_member(replace(member, last_heartbeat=step.now))
+    elif not transactional:
+        raise Refused(errors.UNKNOWN_MEMBER_ID)  # generation-less commit to a live group
+    if not transactional and g.state == COMPLETING_REBALANCE:
+        raise Refused(errors.REBALANCE_IN_PROGRESS)
+    metadata = e.commit_metadata or ""
+    if len(metadata.encode("utf-8")) > step.config.offset_metadata_max_bytes:
+        raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
+    return g
+
+
+def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
+    assert e.producer_id is not None
+    step.record("TXN_MARKER", g.group_id, producer_id=e.producer_id, txn_result=e.txn_result)
+    pending = g.pending_txns.get(e.producer_id)
+    if pending is None:
+        return g  # nothing of this producer's is pending in this group
+    txns = {pid: p for pid, p in g.pending_txns.items() if pid != e.producer_id}
+    if e.txn_result == "ABORT":
+        for tp, o in sorted(pending.items()):
+            step.offset_row(g.group_id, tp, o, "TXN_ABORTED", e.producer_id)
+        return replace(g, pending_txns=txns)
+    offsets = dict(g.offsets)
+    for tp, o in sorted(pending.items()):
+        current = offsets.get(tp)
+        # Materialise only over an older record, as the new coordinator does at the marker.
+        if current is None or (current.log_partition, current.log_offset) < (
+                o.log_partition, o.log_offset):
+            offsets[tp] = o
+            step.offset_row(g.group_id, tp, o, "COMMIT", e.producer_id)
+    return replace(g, pending_txns=txns, offsets=offsets)
+
+
+def on_offset_tombstone(g: Group, e: Event, step: Step) -> Group:
+    assert e.topic is not None and e.partition is not None
+    tp = (e.topic, e.partition)
+    txns = {pid: {k: v for k, v in p.items() if k != tp} for pid, p in g.pending_txns.items()}
+    g = replace(g, pending_txns={pid: p for pid, p in txns.items() if p})
+    current = g.offsets.get(tp)
+    if current is None:
+        return g  # lenient: already gone
+    step.offset_row(g.group_id, tp, _at(current, step), "TOMBSTONE")
+    return replace(g, offsets={k: v for k, v in g.offsets.items() if k != tp})
+
+
+def _at(o: Offset, step: Step) -> Offset:
+    """The offset as a history row of a deletion: placed at the position that deleted it."""
+    return replace(o, log_partition=step.log_partition if step.log_partition is not None else -1,
+                   log_offset=step.log_offset if step.log_offset is not None else -1)
+
+
+def sweep_time(t: int, cfg: CoordinatorConfig) -> int:
+    """The first expiration sweep at or after `t`: sweeps run every check interval."""
+    interval = cfg.offsets_retention_check_interval_ms
+    return -(-t // interval) * interval
+
+
+def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
+    """When the next expiration sweep will remove something (an offset, or the group itself)."""
+    best: int | None = None
+    for tp, o in g.offsets.items():
+        t = _threshold(g, tp, o, cfg)
+        if t is not None and (best is None or t < best):
+            best = t
+    if best is not None:
+        best = sweep_time(best, cfg)
+    if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
+        death = sweep_time(g.state_since or 0, cfg)
+        best = death if best is None else min(best, death)
+    return best
+
+
+def _threshold(g: Group, tp: TopicPartition, o: Offset, cfg: CoordinatorConfig) -> int | None:
+    if any(tp in p for p in g.pending_txns.values()):
+        return None
+    if o.expire_timestamp is not None:
+        return o.expire_timestamp
+    retention = cfg.offsets_retention_ms
+    if not g.exists or g.protocol_type is None:
+        return o.commit_timestamp + retention
+    if g.state == EMPTY:
+        base = g.state_since if g.state_since is not None else o.commit_timestamp
+        return base + retention
+    if g.protocol_type == "consumer" and g.state == STABLE:
+        subscribed = g.subscribed_topics
+        if subscribed is not None and tp[0] not in subscribed:
+            return o.commit_timestamp + retention
+    return None
+
+
+def expire(g: Group, step: Step) -> Group:
+    """One expiration sweep at `step.now`; an Empty group left with nothing dies."""
+    cfg = step.config
+    due: Mapping[TopicPartition, Offset] = {
+        tp: o for tp, o in g.offsets.items()
+        if (t := _threshold(g, tp, o, cfg)) is not None and sweep_time(t, cfg) <= step.now
+    }
+    for tp, o in sorted(due.items()):
+        step.offset_row(g.group_id, tp, _at(o, step), "EXPIRED")
+        step.record("OFFSET_TOMBSTONE", g.group_id, topic=tp[0], partition=tp[1])
+    g = replace(g, offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
+    if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
+        g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
+        g = replace(g, exists=False)
+        step.record("GROUP_TOMBSTONE", g.group_id)
+    return g

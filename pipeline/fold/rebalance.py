@@ -1,0 +1,178 @@
+"""The rebalance machinery shared by requests and timers: transitions, join-phase start and
+completion, member removal, protocol selection, and the rebalances table's rows.
+
+Mirrors `prepareRebalance`, `maybeCompleteJoinPhase`, `completeClassicGroupJoin` and
+`removeMemberAndUpdateClassicGroup` of Kafka's GroupMetadataManager (classic groups).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from pipeline.fold.context import Step
+from pipeline.fold.model import Group, Member, Rebalance
+from pipeline.fold.partitioning import java_hashmap_order
+from pipeline.fold.states import (
+    CAN_REBALANCE,
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    Cause,
+    check_transition,
+)
+
+COMPLETED, EMPTIED, ABANDONED = "COMPLETED", "EMPTIED", "ABANDONED"
+
+
+def transition(g: Group, step: Step, target: str, cause: str,
+               member_id: str | None = None, detail: str | None = None) -> Group:
+    check_transition(g.group_id, g.state, target)
+    after = replace(g, state=target, state_since=step.now)
+    return step.transition_row(g, after, cause, member_id, detail)
+
+
+def create_group(g: Group, step: Step, cause: str = Cause.GROUP_CREATED,
+                 detail: str | None = None) -> Group:
+    """A new Empty group with generation 0; offsets that outlived a previous life are kept."""
+    fresh = Group(
+        group_id=g.group_id, exists=True, state=EMPTY, state_since=step.now,
+        offsets=g.offsets, pending_txns=g.pending_txns, clock=g.clock, position=g.position,
+        recent=g.recent, seq=g.seq, journal=g.journal, last_event_time=g.last_event_time,
+        rebalance_count=g.rebalance_count, rejected_count=g.rejected_count,
+        duplicate_count=g.duplicate_count, out_of_order_count=g.out_of_order_count,
+        snapshot_mismatch_count=g.snapshot_mismatch_count,
+    )
+    return step.transition_row(g, fresh, cause, None, detail)
+
+
+def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
+    if g.state == COMPLETING_REBALANCE:
+        # Members parked in SyncGroup get REBALANCE_IN_PROGRESS and lose their assignment.
+        g = finish_rebalance(g, step, ABANDONED)
+        g = replace(g, members=tuple(
+            replace(m, assignment=(), awaiting_sync=False) for m in g.members))
+    timeout = g.rebalance_timeout_ms
+    if g.state == EMPTY:
+        delay = step.config.initial_rebalance_delay_ms
+        rebalance = Rebalance(step.now, cause, step.now + delay, True, delay,
+                              max(timeout - delay, 0))
+    else:
+        rebalance = Rebalance(step.now, cause, step.now + timeout)
+    g = replace(g, rebalance=rebalance, pending_sync=frozenset(), sync_deadline=None)
+    g = transition(g, step, PREPARING_REBALANCE, cause, member_id)
+    return try_complete_join(g, step)
+
+
+def maybe_prepare_or_complete(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
+    if g.state in CAN_REBALANCE:
+        return prepare_rebalance(g, step, cause, member_id)
+    return try_complete_join(g, step)
+
+
+def try_complete_join(g: Group, step: Step) -> Group:
+    """Complete the join phase early once every member waits in JoinGroup and none is pending.
+
+    Never early when the rebalance started from Empty: the initial delay always runs out.
+    """
+    if g.state != PREPARING_REBALANCE or g.rebalance is None or g.rebalance.initial:
+        return g
+    if g.pending_members or not all(m.awaiting_join for m in g.members):
+        return g
+    return complete_join(g, step, Cause.ALL_MEMBERS_JOINED)
+
+
+def complete_join(g: Group, step: Step, cause: str) -> Group:
+    # Dynamic members that did not rejoin are dropped; static members are kept.
+    kept = tuple(m for m in g.members if m.awaiting_join or m.group_instance_id is not None)
+    g = replace(g, members=kept, pending_sync=frozenset())
+    if not kept:
+        g = replace(g, generation_id=g.generation_id + 1, protocol=None, leader_id=None)
+        g = transition(g, step, EMPTY, cause)
+        step.snapshot_record(g)
+        return finish_rebalance(g, step, EMPTIED)
+    leader = g.member(g.leader_id)
+    if leader is None or not leader.awaiting_join:
+        joined = next((m for m in kept if m.awaiting_join), None)
+        if joined is None:
+            # Only static members that have not rejoined: wait another rebalance timeout.
+            assert g.rebalance is not None
+            later = replace(g.rebalance, join_deadline=step.now + g.rebalance_timeout_ms,
+                            initial=False)
+            return replace(g, rebalance=later)
+        g = replace(g, leader_id=joined.member_id)
+    members = tuple(
+        replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
+    g = replace(
+        g, members=members, generation_id=g.generation_id + 1,
+        protocol=select_protocol(members),
+        pending_sync=frozenset(m.member_id for m in members),
+        sync_deadline=step.now + g.rebalance_timeout_ms,
+    )
+    return transition(g, step, COMPLETING_REBALANCE, cause)
+
+
+def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
+    g = g.without_member(member_id)
+    if g.leader_id == member_id:
+        g = replace(g, leader_id=g.members[0].member_id if g.members else None)
+    if g.state in (STABLE, COMPLETING_REBALANCE):
+        return prepare_rebalance(g, step, cause, member_id)
+    return try_complete_join(g, step)
+
+
+def select_protocol(members: tuple[Member, ...]) -> str | None:
+    """Kafka's vote: each member picks its first protocol every member supports; most votes wins.
+
+    Ties go to the first maximum in java.util.HashMap iteration order of the vote map, as
+    `Stream.max` over Kafka's HashMap keeps the first it meets (reference §4.2, DERIVED).
+    """
+    if not members:
+        return None
+    common = set(members[0].protocol_names)
+    for m in members[1:]:
+        common &= set(m.protocol_names)
+    votes = [next(p for p in m.protocol_names if p in common) for m in members if common]
+    if not votes:
+        return None
+    counts = Counter(votes)
+    best: str | None = None
+    for name in java_hashmap_order(votes):
+        if best is None or counts[name] > counts[best]:
+            best = name
+    return best
+
+
+def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
+    """Write the rebalances row for the rebalance under way and close it."""
+    r = g.rebalance
+    before = dict(g.stable_owners)
+    before_members = set(g.stable_members)
+    after = before if outcome == ABANDONED else (g.owners() if outcome == COMPLETED else {})
+    after_members = {m.member_id for m in g.members}
+    moved = sum(1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
+    started = None if r is None else r.started_at
+    step.out.rebalances.append({
+        "group_id": g.group_id,
+        "generation_id": g.generation_id,
+        "started_at": started,
+        "completed_at": step.now,
+        "duration_ms": None if started is None else step.now - started,
+        "cause": Cause.SNAPSHOT if r is None else r.cause,
+        "protocol": g.protocol,
+        "leader_id": g.leader_id,
+        "member_count": len(g.members),
+        "members_joined": len(after_members - before_members),
+        "members_left": len(before_members - after_members),
+        "partitions_moved": 0 if outcome == ABANDONED else moved,
+        "partitions_total": len(after),
+        "outcome": outcome,
+        "log_partition": step.log_partition,
+        "log_offset": step.log_offset,
+    })
+    g = replace(g, rebalance=None, rebalance_count=g.rebalance_count + 1)
+    if outcome != ABANDONED:
+        g = replace(g, stable_owners=tuple(sorted(after.items())),
+                    stable_members=tuple(sorted(after_members)))
+    return g

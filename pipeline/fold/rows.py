@@ -1,0 +1,51 @@
+"""A group's current rows: its `group_state` row and its `committed_offsets` rows."""
+
+from __future__ import annotations
+
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.context import Row, offset_columns
+from pipeline.fold.model import Group
+from pipeline.fold.timers import next_deadline
+
+
+def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
+    return {
+        "group_id": g.group_id,
+        "state": g.state,
+        "generation_id": g.generation_id,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol,
+        "leader_id": g.leader_id,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "session_timeout_ms": m.session_timeout_ms,
+                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "subscription": list(m.topics_for(g.protocol)),
+                "assignment": [{"topic": t, "partition": p} for t, p in m.assignment],
+                "last_heartbeat": m.last_heartbeat,
+                "joined_at": m.joined_at,
+            }
+            for m in g.members
+        ],
+        "member_count": len(g.members),
+        "state_since": g.state_since,
+        "last_event_time": g.last_event_time,
+        "last_log_offset": None if g.position is None else g.position[1],
+        "rebalance_count": g.rebalance_count,
+        "log_partition": None if g.position is None else g.position[0],
+        "log_kind": "journal" if g.journal else "records",
+        "rejected_count": g.rejected_count,
+        "duplicate_count": g.duplicate_count,
+        "out_of_order_count": g.out_of_order_count,
+        "snapshot_mismatch_count": g.snapshot_mismatch_count,
+        "pending_transactions": len(g.pending_txns),
+        "next_deadline": next_deadline(g, cfg),
+    }
+
+
+def committed_offset_rows(g: Group) -> list[Row]:
+    return [offset_columns(g.group_id, tp, o) for tp, o in sorted(g.offsets.items())]

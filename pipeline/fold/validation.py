@@ -1,0 +1,109 @@
+"""What a row must carry to be applied at all; anything less is `MALFORMED: <what>`.
+
+Checks here depend on the row alone. Whether Kafka would accept the request depends on the
+group, and is the handlers' business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pipeline.fold.events import Event
+from schemas.events import EVENT_TYPES
+
+Check = Callable[[Event], "str | None"]
+
+
+def row_defect(e: Event) -> str | None:
+    """The first thing that makes the row unusable, or None."""
+    if e.defect is not None:
+        return e.defect
+    if e.event_type is None:
+        return "event_type is null"
+    if e.event_type not in EVENT_TYPES:
+        return f"unknown event_type {e.event_type!r}"
+    check = _CHECKS.get(e.event_type)
+    return None if check is None else check(e)
+
+
+def position_defect(e: Event) -> str | None:
+    if e.log_partition is None or e.log_offset is None:
+        return "log_partition and log_offset are required"
+    if e.log_partition < 0 or e.log_offset < 0:
+        return f"negative log position ({e.log_partition}, {e.log_offset})"
+    if e.event_time is None:
+        return "event_time is null"
+    return None
+
+
+def _missing(e: Event, *names: str) -> str | None:
+    for name in names:
+        if getattr(e, name) is None:
+            return f"{name} is required for {e.event_type}"
+    return None
+
+
+def _negative(e: Event, *names: str) -> str | None:
+    for name in names:
+        value = getattr(e, name)
+        if value is not None and value < 0:
+            return f"{name} must not be negative, got {value}"
+    return None
+
+
+def _join(e: Event) -> str | None:
+    problem = _missing(e, "member_id", "session_timeout_ms", "protocol_type", "protocols")
+    problem = problem or _negative(e, "session_timeout_ms", "rebalance_timeout_ms")
+    if problem:
+        return problem
+    if not e.member_id:
+        return "JOIN needs the member id the coordinator assigned or recognised"
+    if e.request_member_id and e.request_member_id != e.member_id:
+        return f"request_member_id {e.request_member_id!r} differs from member_id {e.member_id!r}"
+    return None
+
+
+def _member_request(e: Event) -> str | None:
+    return _missing(e, "member_id", "generation_id")
+
+
+def _leave(e: Event) -> str | None:
+    if not e.member_id and e.group_instance_id is None:
+        return "LEAVE needs member_id or group_instance_id"
+    return None
+
+
+def _commit(e: Event) -> str | None:
+    return _missing(e, "topic", "partition", "committed_offset") or _negative(e, "partition")
+
+
+def _marker(e: Event) -> str | None:
+    problem = _missing(e, "producer_id", "txn_result")
+    if problem is None and e.txn_result not in ("COMMIT", "ABORT"):
+        return f"txn_result must be COMMIT or ABORT, got {e.txn_result!r}"
+    return problem
+
+
+def _tombstone(e: Event) -> str | None:
+    return _missing(e, "topic", "partition") or _negative(e, "partition")
+
+
+def _metadata(e: Event) -> str | None:
+    problem = _missing(e, "generation_id") or _negative(e, "generation_id")
+    if problem:
+        return problem
+    if any(not m.member_id for m in e.members or ()):
+        return "GROUP_METADATA member without a member_id"
+    return None
+
+
+_CHECKS: dict[str, Check] = {
+    "JOIN": _join,
+    "SYNC": _member_request,
+    "HEARTBEAT": _member_request,
+    "LEAVE": _leave,
+    "OFFSET_COMMIT": _commit,
+    "TXN_MARKER": _marker,
+    "OFFSET_TOMBSTONE": _tombstone,
+    "GROUP_METADATA": _metadata,
+}

@@ -1,0 +1,116 @@
+"""The output tables (contract §3), each a tuple of columns, plus the key of each table.
+
+Times are `timestamp` columns here; inside the pure fold they are integer milliseconds
+since the epoch and the Spark adapter converts at the edge.
+"""
+
+from __future__ import annotations
+
+from schemas.columns import TP, Column
+from schemas.events import EVENT_COLUMNS
+
+STATE_MEMBER = (
+    "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
+    "session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,"
+    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp>"
+)
+
+GROUP_STATE: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("state", "string", False, "Kafka's state name, as DescribeGroups prints it"),
+    Column("generation_id", "int", False),
+    Column("protocol_type", "string"),
+    Column("protocol", "string"),
+    Column("leader_id", "string"),
+    Column("members", f"array<{STATE_MEMBER}>", False),
+    Column("member_count", "int", False),
+    Column("state_since", "timestamp"),
+    Column("last_event_time", "timestamp"),
+    Column("last_log_offset", "bigint"),
+    Column("rebalance_count", "bigint", False),
+    Column("log_partition", "int"),
+    Column("log_kind", "string", False, "journal (protocol events seen) or records"),
+    Column("rejected_count", "bigint", False),
+    Column("duplicate_count", "bigint", False),
+    Column("out_of_order_count", "bigint", False),
+    Column("snapshot_mismatch_count", "bigint", False),
+    Column("pending_transactions", "int", False),
+    Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
+)
+
+_OFFSET_BASE: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("topic", "string", False),
+    Column("partition", "int", False),
+    Column("committed_offset", "bigint"),
+    Column("leader_epoch", "int"),
+    Column("commit_metadata", "string"),
+    Column("commit_timestamp", "timestamp"),
+    Column("expire_timestamp", "timestamp"),
+    Column("member_id", "string"),
+    Column("generation_id", "int"),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint"),
+)
+
+COMMITTED_OFFSETS = _OFFSET_BASE
+
+OFFSET_HISTORY: tuple[Column, ...] = _OFFSET_BASE + (
+    Column("event_time", "timestamp", False),
+    Column("change", "string", False, "COMMIT, TOMBSTONE, EXPIRED or TXN_ABORTED"),
+    Column("producer_id", "bigint"),
+)
+
+GROUP_TRANSITIONS: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("event_time", "timestamp", False),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint"),
+    Column("from_state", "string"),
+    Column("to_state", "string", False),
+    Column("generation_id", "int", False),
+    Column("cause", "string", False),
+    Column("member_id", "string"),
+    Column("member_count", "int", False),
+    Column("detail", "string"),
+    Column("seq", "int", False, "order of rows caused by the same log position"),
+)
+
+REBALANCES: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("generation_id", "int"),
+    Column("started_at", "timestamp"),
+    Column("completed_at", "timestamp", False),
+    Column("duration_ms", "bigint"),
+    Column("cause", "string", False),
+    Column("protocol", "string"),
+    Column("leader_id", "string"),
+    Column("member_count", "int", False),
+    Column("members_joined", "int", False),
+    Column("members_left", "int", False),
+    Column("partitions_moved", "int", False),
+    Column("partitions_total", "int", False),
+    Column("outcome", "string", False, "COMPLETED, EMPTIED (no member left) or ABANDONED"),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint"),
+)
+
+REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
+    Column("reason", "string", False, "Kafka's error name, MALFORMED: <what>, DUPLICATE, ..."),
+    Column("group_state", "string", doc="the group's state when the row was refused"),
+    Column("group_generation_id", "int"),
+)
+
+OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
+    "group_state": GROUP_STATE,
+    "committed_offsets": COMMITTED_OFFSETS,
+    "offset_history": OFFSET_HISTORY,
+    "group_transitions": GROUP_TRANSITIONS,
+    "rebalances": REBALANCES,
+    "rejected_events": REJECTED_EVENTS,
+}
+
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "group_state": ("group_id",),
+    "committed_offsets": ("group_id", "topic", "partition"),
+}

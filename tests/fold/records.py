@@ -1,0 +1,110 @@
+"""Record factories for fold tests: a `Log` of one group that events are appended to, in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.fold import CoordinatorConfig, Event, FoldResult, Protocol, SnapshotMember, fold
+
+T0 = 1_700_000_000_000
+RANGE = (("range", ("orders",)),)
+
+
+@dataclass
+class Log:
+    group: str = "g"
+    partition: int = 12
+    now: int = T0
+    next_offset: int = 0
+    events: list[Event] = field(default_factory=list)
+
+    def at(self, ms: int) -> Log:
+        """Move the clock to T0 + ms."""
+        self.now = T0 + ms
+        return self
+
+    def add(self, event_type: str, **values: Any) -> Event:
+        e = Event(self.partition, self.next_offset, self.now, self.group, event_type, **values)
+        self.next_offset += 1
+        self.events.append(e)
+        return e
+
+    def join(self, member: str, *, new: bool = False, instance: str | None = None,
+             protocols: tuple[tuple[str, tuple[str, ...]], ...] = RANGE,
+             session: int = 10_000, rebalance: int = 30_000, api_version: int | None = None,
+             protocol_type: str = "consumer") -> Event:
+        return self.add(
+            "JOIN", member_id=member, request_member_id="" if new else member,
+            group_instance_id=instance, client_id=member.split("-")[0], client_host="/127.0.0.1",
+            session_timeout_ms=session, rebalance_timeout_ms=rebalance,
+            protocol_type=protocol_type,
+            protocols=tuple(Protocol(n, tuple(t)) for n, t in protocols),
+            api_version=api_version,
+        )
+
+    def sync(self, member: str, generation: int,
+             assignments: dict[str, list[tuple[str, int]]] | None = None,
+             instance: str | None = None) -> Event:
+        given = None if assignments is None else tuple(
+            (m, tuple(tps)) for m, tps in assignments.items())
+        return self.add("SYNC", member_id=member, generation_id=generation, assignments=given,
+                        group_instance_id=instance)
+
+    def heartbeat(self, member: str, generation: int) -> Event:
+        return self.add("HEARTBEAT", member_id=member, generation_id=generation)
+
+    def leave(self, member: str = "", instance: str | None = None) -> Event:
+        return self.add("LEAVE", member_id=member, group_instance_id=instance)
+
+    def commit(self, topic: str, partition: int, offset: int, *, member: str = "",
+               generation: int | None = -1, producer_id: int | None = None,
+               metadata: str | None = None, expire: int | None = None) -> Event:
+        return self.add("OFFSET_COMMIT", member_id=member, generation_id=generation,
+                        topic=topic, partition=partition, committed_offset=offset,
+                        producer_id=producer_id, commit_metadata=metadata,
+                        expire_timestamp=expire)
+
+    def marker(self, producer_id: int, result: str) -> Event:
+        return self.add("TXN_MARKER", producer_id=producer_id, txn_result=result)
+
+    def snapshot(self, generation: int, members: dict[str, list[tuple[str, int]]],
+                 leader: str | None = None, protocol: str | None = "range",
+                 topics: tuple[str, ...] = ("orders",)) -> Event:
+        return self.add(
+            "GROUP_METADATA", generation_id=generation, protocol_type="consumer",
+            protocol=protocol if members else None,
+            leader_id=leader if leader else (next(iter(members)) if members else None),
+            members=tuple(
+                SnapshotMember(m, None, m, "/127.0.0.1", 10_000, 30_000, topics, tuple(a))
+                for m, a in members.items()),
+        )
+
+    def replay(self, config: CoordinatorConfig | None = None) -> FoldResult:
+        return fold(self.group, self.events, config or CoordinatorConfig())
+
+    def stable_group(self, *members: str, partitions: int = 4, session: int = 10_000) -> Log:
+        """Members join (two-phase, dynamic); once the initial delay is over the first one,
+        the leader, syncs a range assignment of `orders` and the others sync: Stable at 1."""
+        for m in members:
+            self.join(m, new=True, session=session)
+            self.join(m, session=session)
+        self.at(self.now - T0 + 9_000)
+        plan: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
+        for p in range(partitions):
+            plan[members[p * len(members) // partitions]].append(("orders", p))
+        self.sync(members[0], 1, plan)
+        for m in members[1:]:
+            self.sync(m, 1)
+        return self
+
+
+NO_DELAY = CoordinatorConfig(initial_rebalance_delay_ms=0)
+
+
+def reasons(result: FoldResult) -> list[str]:
+    return [r["reason"] for r in result.outputs.rejected]
+
+
+def states(result: FoldResult) -> list[tuple[str | None, str, str]]:
+    return [(t["from_state"], t["to_state"], t["cause"]) for t in result.outputs.transitions]

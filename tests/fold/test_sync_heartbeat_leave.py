@@ -1,0 +1,149 @@
+"""SyncGroup, Heartbeat, LeaveGroup, session expiry and the pending-sync timeout (reference §4.4–4.6)."""
+
+from __future__ import annotations
+
+from tests.fold.records import T0, Log, reasons, states
+
+
+def test_stable_only_after_the_leaders_sync_and_followers_get_the_leaders_assignment() -> None:
+    log = Log()
+    for m in ("a-1", "b-2"):
+        log.join(m, new=True)
+        log.join(m)
+    log.at(9_000).sync("b-2", 1)
+    mid = log.replay().group
+    assert mid.state == "CompletingRebalance"
+    log.sync("a-1", 1, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
+    g = log.replay().group
+    assert g.state == "Stable"
+    assert g.member("b-2").assignment == (("orders", 1),)  # type: ignore[union-attr]
+
+
+def test_members_left_out_of_the_leaders_assignment_get_an_empty_one() -> None:
+    log = Log()
+    for m in ("a-1", "b-2"):
+        log.join(m, new=True)
+        log.join(m)
+    log.at(9_000).sync("a-1", 1, {"a-1": [("orders", 0)]})
+    assert log.replay().group.member("b-2").assignment == ()  # type: ignore[union-attr]
+
+
+def test_sync_with_the_wrong_generation_is_illegal_generation() -> None:
+    log = Log().stable_group("a-1")
+    log.sync("a-1", 7)
+    log.heartbeat("a-1", 0)
+    assert reasons(log.replay()) == ["ILLEGAL_GENERATION", "ILLEGAL_GENERATION"]
+
+
+def test_sync_during_preparing_rebalance_is_rebalance_in_progress() -> None:
+    log = Log().stable_group("a-1", "b-2")
+    log.at(12_000).join("a-1")
+    log.sync("b-2", 1)
+    assert reasons(log.replay()) == ["REBALANCE_IN_PROGRESS"]
+
+
+def test_sync_from_an_unknown_member_or_group_is_unknown_member_id() -> None:
+    log = Log()
+    log.sync("x-1", 0)
+    log.stable_group("a-1")
+    log.sync("x-1", 1)
+    assert reasons(log.replay()) == ["UNKNOWN_MEMBER_ID", "UNKNOWN_MEMBER_ID"]
+
+
+def test_session_expiry_removes_a_silent_member_and_rebalances() -> None:
+    log = Log().stable_group("a-1", "b-2")  # synced at 9 s, session 10 s
+    log.at(15_000).heartbeat("a-1", 1)
+    log.at(25_000).heartbeat("a-1", 1)  # b-2 has been silent since 9 s
+    r = log.replay()
+    expired = [t for t in r.outputs.transitions if t["cause"] == "SESSION_TIMEOUT"]
+    assert expired[0]["member_id"] == "b-2"
+    assert expired[0]["event_time"] == T0 + 19_000
+    assert r.group.state == "PreparingRebalance"  # waiting for a-1 to rejoin
+    assert [m.member_id for m in r.group.members] == ["a-1"]
+    log.join("a-1")
+    r = log.replay()
+    assert (r.group.state, r.group.generation_id) == ("CompletingRebalance", 2)
+
+
+def test_heartbeats_keep_a_member_alive_past_its_session_timeout() -> None:
+    log = Log().stable_group("a-1")
+    for t in range(14_000, 60_000, 5_000):
+        log.at(t).heartbeat("a-1", 1)
+    r = log.replay()
+    assert r.group.state == "Stable"
+    assert "SESSION_TIMEOUT" not in [t["cause"] for t in r.outputs.transitions]
+
+
+def test_last_member_leaving_empties_the_group_with_the_next_generation() -> None:
+    log = Log().stable_group("a-1")
+    log.at(10_000).leave("a-1")
+    r = log.replay()
+    assert r.group.state == "Empty"
+    assert r.group.generation_id == 2
+    assert r.group.protocol is None and r.group.leader_id is None
+    assert r.group.protocol_type == "consumer"
+    assert states(r)[-2:] == [
+        ("Stable", "PreparingRebalance", "MEMBER_LEFT"),
+        ("PreparingRebalance", "Empty", "ALL_MEMBERS_JOINED"),
+    ]
+    assert r.outputs.rebalances[-1]["outcome"] == "EMPTIED"
+
+
+def test_leader_leaving_hands_leadership_to_a_remaining_member() -> None:
+    log = Log().stable_group("a-1", "b-2")
+    log.at(10_000).leave("a-1")
+    assert log.replay().group.leader_id == "b-2"
+
+
+def test_admin_removes_a_static_member_by_instance_id() -> None:
+    log = Log()
+    log.join("s-1", new=True, instance="inst-s")
+    log.at(9_000).sync("s-1", 1, {"s-1": [("orders", 0)]})
+    log.at(10_000).leave("", instance="inst-s")
+    log.leave("", instance="inst-unknown")
+    r = log.replay()
+    assert r.group.members == ()
+    assert reasons(r) == ["UNKNOWN_MEMBER_ID"]
+    assert "STATIC_MEMBER_REMOVED" in [t["cause"] for t in r.outputs.transitions]
+
+
+def test_pending_member_leaving_is_dropped_quietly() -> None:
+    log = Log()
+    log.join("a-1", new=True)
+    log.leave("a-1")
+    r = log.replay()
+    assert r.group.pending_members == ()
+    assert reasons(r) == []
+
+
+def test_pending_member_that_never_returns_expires_after_its_session_timeout() -> None:
+    log = Log()
+    log.join("a-1", new=True)
+    log.at(11_000).join("b-2", new=True)
+    assert [p.member_id for p in log.replay().group.pending_members] == ["b-2"]
+
+
+def test_followers_that_never_sync_are_removed_at_the_pending_sync_timeout() -> None:
+    log = Log()
+    for m in ("a-1", "b-2"):
+        log.join(m, new=True, session=60_000)
+        log.join(m, session=60_000)
+    log.at(9_000).sync("a-1", 1, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
+    log.at(50_000).heartbeat("a-1", 1)  # join completed at 6 s; rebalance timeout 30 s
+    r = log.replay()
+    timeouts = [t for t in r.outputs.transitions if t["cause"] == "PENDING_SYNC_TIMEOUT"]
+    assert timeouts and timeouts[0]["event_time"] == T0 + 36_000
+    assert timeouts[0]["member_id"] == "b-2"
+    assert [m.member_id for m in r.group.members] == ["a-1"]
+
+
+def test_heartbeat_during_a_rebalance_keeps_the_session_alive() -> None:
+    log = Log().stable_group("a-1", "b-2")
+    log.at(12_000).join("a-1")  # leader rejoins: PreparingRebalance until b-2 rejoins
+    log.at(18_000).heartbeat("b-2", 1)
+    log.at(26_000).heartbeat("b-2", 1)
+    log.join("b-2")
+    r = log.replay()
+    assert reasons(r) == []
+    assert r.group.state == "CompletingRebalance"
+    assert r.group.generation_id == 2
