@@ -115,8 +115,10 @@ def _reason_not_applied(e: Event) -> str | None:
     problem = row_defect(e)
     if problem is not None:
         return errors.malformed(problem)
+    if e.event_type == errors.UNSUPPORTED_RECORD:
+        return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
-        return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled"
+        return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"
     return None
 
 

@@ -1,0 +1,169 @@
+"""OffsetCommit acceptance, transactional commits, tombstones and KIP-211 expiry (reference §4.7, §4.8)."""
+
+from __future__ import annotations
+
+from pipeline.fold import CoordinatorConfig
+from tests.fold.records import T0, Log, reasons
+
+WEEK = 7 * 24 * 3600 * 1000
+
+
+def committed(log: Log, config: CoordinatorConfig | None = None) -> dict[tuple[str, int], int]:
+    return {tp: o.committed_offset for tp, o in log.replay(config).group.offsets.items()}
+
+
+def test_standalone_commit_with_generation_minus_one_creates_a_simple_empty_group() -> None:
+    log = Log()
+    log.commit("orders", 0, 42)
+    r = log.replay()
+    assert r.group.state == "Empty" and r.group.protocol_type is None
+    assert committed(log) == {("orders", 0): 42}
+    assert r.outputs.offset_history[0]["change"] == "COMMIT"
+
+
+def test_commit_with_a_generation_to_an_unknown_group_is_refused() -> None:
+    log = Log()
+    log.commit("orders", 0, 1, member="a-1", generation=3)
+    log.add("OFFSET_COMMIT", member_id="a-1", generation_id=3, topic="orders", partition=0,
+            committed_offset=1, api_version=8)
+    assert reasons(log.replay()) == ["GROUP_ID_NOT_FOUND", "ILLEGAL_GENERATION"]
+
+
+def test_member_commits_with_the_current_generation_in_stable_and_preparing_rebalance() -> None:
+    log = Log().stable_group("a-1", "b-2")
+    log.commit("orders", 0, 10, member="a-1", generation=1)
+    log.at(12_000).join("a-1")  # PreparingRebalance: generation not bumped yet
+    log.commit("orders", 1, 11, member="b-2", generation=1)
+    assert committed(log) == {("orders", 0): 10, ("orders", 1): 11}
+    assert reasons(log.replay()) == []
+
+
+def test_commit_refusals_follow_kafkas_order() -> None:
+    log = Log().stable_group("a-1", "b-2")
+    log.commit("orders", 0, 1, member="zz", generation=1)          # not a member
+    log.commit("orders", 0, 1, member="a-1", generation=0)         # stale generation
+    log.commit("orders", 0, 1)                                     # generation-less, live group
+    log.commit("orders", 0, 1, member="a-1", generation=1, metadata="x" * 4097)
+    log.at(12_000).join("a-1")
+    log.join("b-2")                                                # -> CompletingRebalance
+    log.commit("orders", 0, 1, member="a-1", generation=2)
+    assert reasons(log.replay()) == [
+        "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID",
+        "OFFSET_METADATA_TOO_LARGE", "REBALANCE_IN_PROGRESS",
+    ]
+    assert committed(log) == {}
+
+
+def test_refused_commit_changes_nothing() -> None:
+    log = Log().stable_group("a-1")
+    before = log.replay().group
+    log.commit("orders", 0, 1, member="a-1", generation=9)
+    after = log.replay().group
+    assert after.offsets == before.offsets and after.members == before.members
+    assert after.rejected_count == before.rejected_count + 1
+
+
+def test_transactional_commit_is_pending_until_its_commit_marker() -> None:
+    log = Log()
+    log.commit("orders", 0, 5, producer_id=77)
+    assert committed(log) == {}
+    assert log.replay().group.pending_txns
+    log.marker(77, "COMMIT")
+    assert committed(log) == {("orders", 0): 5}
+    assert log.replay().group.pending_txns == {}
+
+
+def test_aborted_transactional_commit_is_discarded_and_recorded() -> None:
+    log = Log()
+    log.commit("orders", 0, 3)
+    log.commit("orders", 0, 9, producer_id=77)
+    log.marker(77, "ABORT")
+    r = log.replay()
+    assert committed(log) == {("orders", 0): 3}
+    assert [h["change"] for h in r.outputs.offset_history] == ["COMMIT", "TXN_ABORTED"]
+
+
+def test_marker_materialises_only_over_an_older_record() -> None:
+    log = Log()
+    log.commit("orders", 0, 5, producer_id=77)   # position 0
+    log.commit("orders", 0, 8)                   # position 1: newer plain commit
+    log.marker(77, "COMMIT")
+    assert committed(log) == {("orders", 0): 8}
+
+
+def test_transactional_commit_is_accepted_generation_less_on_a_live_group() -> None:
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 5, producer_id=7)
+    log.marker(7, "COMMIT")
+    assert reasons(log.replay()) == []
+    assert committed(log) == {("orders", 0): 5}
+
+
+def test_offset_tombstone_deletes_the_offset_and_pending_ones_and_is_lenient() -> None:
+    log = Log()
+    log.commit("orders", 0, 5)
+    log.commit("orders", 1, 6, producer_id=3)
+    log.add("OFFSET_TOMBSTONE", topic="orders", partition=0)
+    log.add("OFFSET_TOMBSTONE", topic="orders", partition=1)
+    log.add("OFFSET_TOMBSTONE", topic="gone", partition=0)
+    r = log.replay()
+    assert r.group.offsets == {} and r.group.pending_txns == {}
+    assert reasons(r) == []
+    assert [h["change"] for h in r.outputs.offset_history] == ["COMMIT", "TOMBSTONE"]
+
+
+def test_offsets_of_an_empty_group_expire_retention_after_it_became_empty() -> None:
+    config = CoordinatorConfig(offsets_retention_check_interval_ms=1000)
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 5, member="a-1", generation=1)
+    log.at(10_000).leave("a-1")  # Empty at T0+10s
+    log.at(10_000 + WEEK - 1).commit("other", 0, 1)  # still there just before
+    r = log.replay(config)
+    assert ("orders", 0) in r.group.offsets
+    log.at(10_000 + WEEK + 1).commit("other", 1, 1)
+    r = log.replay(config)
+    assert ("orders", 0) not in r.group.offsets
+    expired = [h for h in r.outputs.offset_history if h["change"] == "EXPIRED"]
+    assert expired[0]["event_time"] == T0 + 10_000 + WEEK
+
+
+def test_stable_consumer_group_expires_only_offsets_of_topics_it_does_not_subscribe_to() -> None:
+    config = CoordinatorConfig(offsets_retention_ms=60_000,
+                               offsets_retention_check_interval_ms=1000)
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 5, member="a-1", generation=1)
+    log.commit("legacy", 0, 5, member="a-1", generation=1)
+    for t in range(14_000, 120_000, 5_000):
+        log.at(t).heartbeat("a-1", 1)
+    r = log.replay(config)
+    assert set(r.group.offsets) == {("orders", 0)}
+    assert r.group.state == "Stable"
+
+
+def test_explicit_expire_timestamp_wins_whatever_the_state() -> None:
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
+    for t in range(14_000, 40_000, 5_000):
+        log.at(t).heartbeat("a-1", 1)
+    r = log.replay(CoordinatorConfig(offsets_retention_check_interval_ms=1000))
+    assert r.group.offsets == {}
+    assert r.group.state == "Stable"
+
+
+def test_empty_group_without_offsets_dies_at_the_next_expiration_sweep() -> None:
+    log = Log().stable_group("a-1")
+    log.at(10_000).leave("a-1")
+    log.at(700_000).commit("other", 0, 1)
+    r = log.replay()
+    dead = [t for t in r.outputs.transitions if t["to_state"] == "Dead"]
+    next_sweep = -(-(T0 + 10_000) // 600_000) * 600_000
+    assert [t["event_time"] for t in dead] == [next_sweep]
+    assert [e.event_type for e in r.outputs.records][-2:] == ["GROUP_TOMBSTONE", "OFFSET_COMMIT"]
+    assert r.group.state == "Empty" and r.group.generation_id == 0  # a new simple group
+
+
+def test_records_only_groups_never_expire_anything_by_themselves() -> None:
+    log = Log()
+    log.commit("orders", 0, 5, generation=None)
+    log.at(WEEK * 3).commit("orders", 1, 5, generation=None)
+    assert committed(log) == {("orders", 0): 5, ("orders", 1): 5}

@@ -1,0 +1,68 @@
+"""The stored form of a group's state, and the fold's independence from Spark, pandas, pyarrow."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.fold import dumps, loads
+from pipeline.fold.serde import FORMAT_VERSION, StateFormatError
+from tests.fold.records import Log
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def busy_group():  # type: ignore[no-untyped-def]
+    log = Log().stable_group("a-1", "b-2")
+    log.commit("orders", 0, 10, member="a-1", generation=1)
+    log.commit("orders", 1, 11, producer_id=5)
+    log.at(12_000).join("a-1")
+    log.join("c-3", new=True)
+    return log.replay().group
+
+
+def test_state_round_trips_through_bytes_exactly() -> None:
+    g = busy_group()
+    assert g.rebalance is not None and g.pending_txns and g.pending_members
+    assert loads(dumps(g)) == g
+
+
+def test_state_bytes_are_versioned_json_not_pickle() -> None:
+    doc = json.loads(dumps(busy_group()))
+    assert doc["v"] == FORMAT_VERSION
+
+
+@pytest.mark.parametrize("data", [b"\x80\x04K\x01.", b"{}", b'{"v": 99}', b'{"v": 1}', b"\xff"])
+def test_unreadable_state_is_a_clear_error(data: bytes) -> None:
+    with pytest.raises(StateFormatError):
+        loads(data)
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", ["pipeline/fold", "pipeline/generator", "schemas"])
+def test_pure_packages_import_only_the_standard_library_and_each_other(package: str) -> None:
+    allowed = set(sys.stdlib_module_names) | {"pipeline", "schemas"}
+    files = sorted((ROOT / package).glob("*.py"))
+    assert files, package
+    for path in files:
+        foreign = _imports(path) - allowed
+        assert not foreign, f"{path.relative_to(ROOT)} imports {sorted(foreign)}"
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                    "pipeline.") and not node.module.startswith(
+                    ("pipeline.fold", "pipeline.generator", "pipeline.decode")):
+                raise AssertionError(f"{path} reaches into {node.module}")
