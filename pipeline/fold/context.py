@@ -66,7 +66,7 @@ class Step:
             "detail": detail,
             "seq": after.seq,
         })
-        return replace(after, seq=after.seq + 1)
+        return after.evolve(seq=after.seq + 1)
 
     def offset_row(self, group_id: str, tp: tuple[str, int], o: Offset, change: str,
                    producer_id: int | None = None) -> None:

@@ -83,7 +83,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     problem = position_defect(e)
     if problem is not None:
         out.rejected.append(rejected_row(e, errors.malformed(problem), g))
-        return replace(g, rejected_count=g.rejected_count + 1)
+        return g.evolve(rejected_count=g.rejected_count + 1)
     assert e.position is not None and e.event_time is not None
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
@@ -92,13 +92,13 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
-    g = replace(g, position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
+    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
                 seq=0, clock=now, last_event_time=e.event_time)
-    if e.event_type in PROTOCOL_REQUESTS or (
-            e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
-        g = replace(g, journal=True)
     reason = _reason_not_applied(e)
     if reason is None:
+        if e.event_type in PROTOCOL_REQUESTS or (
+                e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
+            g = g.evolve(journal=True)  # a request, even a refused one, is protocol traffic
         step = Step(cfg, now, e.position)
         try:
             after = HANDLERS[e.event_type or ""](g, e, step)
@@ -108,7 +108,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
             out.extend(step.out)
             return after
     out.rejected.append(rejected_row(e, reason, g))
-    return replace(g, rejected_count=g.rejected_count + 1)
+    return g.evolve(rejected_count=g.rejected_count + 1)
 
 
 def _reason_not_applied(e: Event) -> str | None:
@@ -125,10 +125,10 @@ def _reason_not_applied(e: Event) -> str | None:
 def _behind(g: Group, e: Event, out: Outputs) -> Group:
     if e.position in g.recent:
         out.rejected.append(rejected_row(e, errors.DUPLICATE, g))
-        return replace(g, duplicate_count=g.duplicate_count + 1,
+        return g.evolve(duplicate_count=g.duplicate_count + 1,
                        rejected_count=g.rejected_count + 1)
     out.rejected.append(rejected_row(e, errors.OUT_OF_ORDER, g))
-    return replace(g, out_of_order_count=g.out_of_order_count + 1,
+    return g.evolve(out_of_order_count=g.out_of_order_count + 1,
                    rejected_count=g.rejected_count + 1)
 
 

@@ -122,7 +122,7 @@ def _join_new_member(g: Group, e: Event, step: Step) -> Group:
     elif e.api_version is None or e.api_version >= 4:
         # KIP-394: the id is handed out with MEMBER_ID_REQUIRED; the member must come back.
         pending = PendingMember(member_id, step.now, e.session_timeout_ms or 0)
-        g = replace(g, pending_members=(*g.pending_members, pending))
+        g = g.evolve(pending_members=(*g.pending_members, pending))
         return g
     return _add_member_and_rebalance(g, e, step, member_id)
 
@@ -130,11 +130,11 @@ def _join_new_member(g: Group, e: Event, step: Step) -> Group:
 def _add_member_and_rebalance(g: Group, e: Event, step: Step, member_id: str) -> Group:
     g = g.with_member(_new_member(e, member_id, step.now))
     if g.leader_id is None:
-        g = replace(g, leader_id=member_id)
+        g = g.evolve(leader_id=member_id)
     if g.protocol_type is None:
-        g = replace(g, protocol_type=e.protocol_type)
+        g = g.evolve(protocol_type=e.protocol_type)
     if g.state == PREPARING_REBALANCE and g.rebalance is not None and g.rebalance.initial:
-        g = replace(g, rebalance=replace(g.rebalance, new_member_added=True))
+        g = g.evolve(rebalance=replace(g.rebalance, new_member_added=True))
     return maybe_prepare_or_complete(g, step, Cause.MEMBER_JOINED, member_id)
 
 
@@ -150,8 +150,7 @@ def _replace_static_member(g: Group, e: Event, step: Step, old: Member) -> Group
         awaiting_sync=False,
     )
     members = tuple(member if m.member_id == old.member_id else m for m in g.members)
-    g = replace(
-        g, members=members,
+    g = g.evolve(members=members,
         leader_id=new_id if g.leader_id == old.member_id else g.leader_id,
         pending_sync=(g.pending_sync - {old.member_id}) | (
             {new_id} if old.member_id in g.pending_sync else set()),
@@ -169,7 +168,7 @@ def _replace_static_member(g: Group, e: Event, step: Step, old: Member) -> Group
 
 def _join_existing_member(g: Group, e: Event, step: Step, member_id: str) -> Group:
     if g.pending(member_id) is not None:
-        g = replace(g, pending_members=tuple(
+        g = g.evolve(pending_members=tuple(
             p for p in g.pending_members if p.member_id != member_id))
         return _add_member_and_rebalance(g, e, step, member_id)
     m = validate_member(g, member_id, e.group_instance_id)
@@ -210,14 +209,14 @@ def on_sync(g: Group, e: Event, step: Step) -> Group:
         replace(x, assignment=tuple(sorted(given.get(x.member_id, ()))), awaiting_sync=False)
         for x in g.members
     )
-    g = transition(replace(g, members=members), step, STABLE, Cause.LEADER_SYNC, m.member_id)
+    g = transition(g.evolve(members=members), step, STABLE, Cause.LEADER_SYNC, m.member_id)
     step.snapshot_record(g)
     return finish_rebalance(g, step, COMPLETED)
 
 
 def _synced(g: Group, m: Member, now: int) -> Group:
     pending = g.pending_sync - {m.member_id}
-    g = replace(g, pending_sync=pending, sync_deadline=g.sync_deadline if pending else None)
+    g = g.evolve(pending_sync=pending, sync_deadline=g.sync_deadline if pending else None)
     current = g.member(m.member_id) or m
     return g.with_member(replace(current, last_heartbeat=now))
 
@@ -246,7 +245,7 @@ def on_leave(g: Group, e: Event, step: Step) -> Group:
             raise Refused(errors.UNKNOWN_MEMBER_ID)
         return remove_member(g, step, static.member_id, Cause.STATIC_MEMBER_REMOVED)
     if g.pending(e.member_id) is not None:
-        g = replace(g, pending_members=tuple(
+        g = g.evolve(pending_members=tuple(
             p for p in g.pending_members if p.member_id != e.member_id))
         return try_complete_join(g, step)
     m = validate_member(g, e.member_id, e.group_instance_id)

@@ -8,7 +8,7 @@ follows KIP-211 (reference §4.8) on the event-time clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from pipeline.fold import errors
@@ -49,9 +49,9 @@ def on_commit(g: Group, e: Event, step: Step) -> Group:
         assert e.producer_id is not None
         pending = dict(g.pending_txns.get(e.producer_id, {}))
         pending[tp] = offset
-        return replace(g, pending_txns={**g.pending_txns, e.producer_id: pending})
+        return g.evolve(pending_txns={**g.pending_txns, e.producer_id: pending})
     step.offset_row(g.group_id, tp, offset, "COMMIT")
-    return replace(g, offsets={**g.offsets, tp: offset})
+    return g.evolve(offsets={**g.offsets, tp: offset})
 
 
 def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Group:
@@ -89,7 +89,7 @@ def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
     if e.txn_result == "ABORT":
         for tp, o in sorted(pending.items()):
             step.offset_row(g.group_id, tp, o, "TXN_ABORTED", e.producer_id)
-        return replace(g, pending_txns=txns)
+        return g.evolve(pending_txns=txns)
     offsets = dict(g.offsets)
     for tp, o in sorted(pending.items()):
         current = offsets.get(tp)
@@ -98,19 +98,19 @@ def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
                 o.log_partition, o.log_offset):
             offsets[tp] = o
             step.offset_row(g.group_id, tp, o, "COMMIT", e.producer_id)
-    return replace(g, pending_txns=txns, offsets=offsets)
+    return g.evolve(pending_txns=txns, offsets=offsets)
 
 
 def on_offset_tombstone(g: Group, e: Event, step: Step) -> Group:
     assert e.topic is not None and e.partition is not None
     tp = (e.topic, e.partition)
     txns = {pid: {k: v for k, v in p.items() if k != tp} for pid, p in g.pending_txns.items()}
-    g = replace(g, pending_txns={pid: p for pid, p in txns.items() if p})
+    g = g.evolve(pending_txns={pid: p for pid, p in txns.items() if p})
     current = g.offsets.get(tp)
     if current is None:
         return g  # lenient: already gone
     step.offset_row(g.group_id, tp, _at(current, step), "TOMBSTONE")
-    return replace(g, offsets={k: v for k, v in g.offsets.items() if k != tp})
+    return g.evolve(offsets={k: v for k, v in g.offsets.items() if k != tp})
 
 
 def _at(o: Offset, step: Step) -> Offset:
@@ -127,11 +127,7 @@ def sweep_time(t: int, cfg: CoordinatorConfig) -> int:
 
 def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
     """When the next expiration sweep will remove something (an offset, or the group itself)."""
-    best: int | None = None
-    for tp, o in g.offsets.items():
-        t = _threshold(g, tp, o, cfg)
-        if t is not None and (best is None or t < best):
-            best = t
+    best = min((t for _, t in _thresholds(g, cfg)), default=None)
     if best is not None:
         best = sweep_time(best, cfg)
     if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
@@ -140,37 +136,43 @@ def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
     return best
 
 
-def _threshold(g: Group, tp: TopicPartition, o: Offset, cfg: CoordinatorConfig) -> int | None:
-    if any(tp in p for p in g.pending_txns.values()):
-        return None
-    if o.expire_timestamp is not None:
-        return o.expire_timestamp
+def _thresholds(g: Group, cfg: CoordinatorConfig) -> Iterator[tuple[TopicPartition, int]]:
+    """(offset, the time from which it may expire) for every offset that may, per KIP-211."""
+    if not g.offsets:
+        return
+    pending = {tp for p in g.pending_txns.values() for tp in p}
     retention = cfg.offsets_retention_ms
-    if not g.exists or g.protocol_type is None:
-        return o.commit_timestamp + retention
-    if g.state == EMPTY:
-        base = g.state_since if g.state_since is not None else o.commit_timestamp
-        return base + retention
-    if g.protocol_type == "consumer" and g.state == STABLE:
-        subscribed = g.subscribed_topics
-        if subscribed is not None and tp[0] not in subscribed:
-            return o.commit_timestamp + retention
-    return None
+    simple = not g.exists or g.protocol_type is None
+    empty = not simple and g.state == EMPTY
+    unsubscribed = None
+    if not simple and not empty and g.protocol_type == "consumer" and g.state == STABLE:
+        unsubscribed = g.subscribed_topics
+    for tp, o in g.offsets.items():
+        if tp in pending:
+            continue
+        if o.expire_timestamp is not None:
+            yield tp, o.expire_timestamp
+        elif simple:
+            yield tp, o.commit_timestamp + retention
+        elif empty:
+            base = g.state_since if g.state_since is not None else o.commit_timestamp
+            yield tp, base + retention
+        elif unsubscribed is not None and tp[0] not in unsubscribed:
+            yield tp, o.commit_timestamp + retention
 
 
 def expire(g: Group, step: Step) -> Group:
     """One expiration sweep at `step.now`; an Empty group left with nothing dies."""
     cfg = step.config
     due: Mapping[TopicPartition, Offset] = {
-        tp: o for tp, o in g.offsets.items()
-        if (t := _threshold(g, tp, o, cfg)) is not None and sweep_time(t, cfg) <= step.now
+        tp: g.offsets[tp] for tp, t in _thresholds(g, cfg) if sweep_time(t, cfg) <= step.now
     }
     for tp, o in sorted(due.items()):
         step.offset_row(g.group_id, tp, _at(o, step), "EXPIRED")
         step.record("OFFSET_TOMBSTONE", g.group_id, topic=tp[0], partition=tp[1])
-    g = replace(g, offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
+    g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
     if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
         g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
-        g = replace(g, exists=False)
+        g = g.evolve(exists=False)
         step.record("GROUP_TOMBSTONE", g.group_id)
     return g

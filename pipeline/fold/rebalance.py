@@ -29,7 +29,7 @@ COMPLETED, EMPTIED, ABANDONED = "COMPLETED", "EMPTIED", "ABANDONED"
 def transition(g: Group, step: Step, target: str, cause: str,
                member_id: str | None = None, detail: str | None = None) -> Group:
     check_transition(g.group_id, g.state, target)
-    after = replace(g, state=target, state_since=step.now)
+    after = g.evolve(state=target, state_since=step.now)
     return step.transition_row(g, after, cause, member_id, detail)
 
 
@@ -51,7 +51,7 @@ def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -
     if g.state == COMPLETING_REBALANCE:
         # Members parked in SyncGroup get REBALANCE_IN_PROGRESS and lose their assignment.
         g = finish_rebalance(g, step, ABANDONED)
-        g = replace(g, members=tuple(
+        g = g.evolve(members=tuple(
             replace(m, assignment=(), awaiting_sync=False) for m in g.members))
     timeout = g.rebalance_timeout_ms
     if g.state == EMPTY:
@@ -60,7 +60,7 @@ def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -
                               max(timeout - delay, 0))
     else:
         rebalance = Rebalance(step.now, cause, step.now + timeout)
-    g = replace(g, rebalance=rebalance, pending_sync=frozenset(), sync_deadline=None)
+    g = g.evolve(rebalance=rebalance, pending_sync=frozenset(), sync_deadline=None)
     g = transition(g, step, PREPARING_REBALANCE, cause, member_id)
     return try_complete_join(g, step)
 
@@ -86,9 +86,9 @@ def try_complete_join(g: Group, step: Step) -> Group:
 def complete_join(g: Group, step: Step, cause: str) -> Group:
     # Dynamic members that did not rejoin are dropped; static members are kept.
     kept = tuple(m for m in g.members if m.awaiting_join or m.group_instance_id is not None)
-    g = replace(g, members=kept, pending_sync=frozenset())
+    g = g.evolve(members=kept, pending_sync=frozenset())
     if not kept:
-        g = replace(g, generation_id=g.generation_id + 1, protocol=None, leader_id=None)
+        g = g.evolve(generation_id=g.generation_id + 1, protocol=None, leader_id=None)
         g = transition(g, step, EMPTY, cause)
         step.snapshot_record(g)
         return finish_rebalance(g, step, EMPTIED)
@@ -100,12 +100,11 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
             assert g.rebalance is not None
             later = replace(g.rebalance, join_deadline=step.now + g.rebalance_timeout_ms,
                             initial=False)
-            return replace(g, rebalance=later)
-        g = replace(g, leader_id=joined.member_id)
+            return g.evolve(rebalance=later)
+        g = g.evolve(leader_id=joined.member_id)
     members = tuple(
         replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
-    g = replace(
-        g, members=members, generation_id=g.generation_id + 1,
+    g = g.evolve(members=members, generation_id=g.generation_id + 1,
         protocol=select_protocol(members),
         pending_sync=frozenset(m.member_id for m in members),
         sync_deadline=step.now + g.rebalance_timeout_ms,
@@ -116,7 +115,7 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
 def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
     g = g.without_member(member_id)
     if g.leader_id == member_id:
-        g = replace(g, leader_id=g.members[0].member_id if g.members else None)
+        g = g.evolve(leader_id=g.members[0].member_id if g.members else None)
     if g.state in (STABLE, COMPLETING_REBALANCE):
         return prepare_rebalance(g, step, cause, member_id)
     return try_complete_join(g, step)
@@ -171,8 +170,8 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "log_partition": step.log_partition,
         "log_offset": step.log_offset,
     })
-    g = replace(g, rebalance=None, rebalance_count=g.rebalance_count + 1)
+    g = g.evolve(rebalance=None, rebalance_count=g.rebalance_count + 1)
     if outcome != ABANDONED:
-        g = replace(g, stable_owners=tuple(sorted(after.items())),
+        g = g.evolve(stable_owners=tuple(sorted(after.items())),
                     stable_members=tuple(sorted(after_members)))
     return g

@@ -29,7 +29,7 @@ def on_group_metadata(g: Group, e: Event, step: Step) -> Group:
         diff = differences(g, snap)
         if not diff:
             return g
-        g = replace(g, snapshot_mismatch_count=g.snapshot_mismatch_count + 1)
+        g = g.evolve(snapshot_mismatch_count=g.snapshot_mismatch_count + 1)
         return _replace(g, snap, step, Cause.SNAPSHOT_MISMATCH, "; ".join(diff))
     return _replace(g, snap, step, Cause.SNAPSHOT, None)
 
@@ -87,21 +87,20 @@ def _replace(g: Group, snap: Group, step: Step, cause: str, detail: str | None) 
                or detail is not None)
     if g.rebalance is not None:
         # A rebalance the replay had under way ends the way the snapshot says.
-        g = finish_rebalance(replace(g, members=snap.members, generation_id=snap.generation_id,
+        g = finish_rebalance(g.evolve(members=snap.members, generation_id=snap.generation_id,
                                      protocol=snap.protocol, leader_id=snap.leader_id),
                              step, COMPLETED if snap.members else EMPTIED)
     elif g.exists and not g.journal and snap.generation_id > g.generation_id:
-        g = finish_rebalance(replace(g, members=snap.members, generation_id=snap.generation_id,
+        g = finish_rebalance(g.evolve(members=snap.members, generation_id=snap.generation_id,
                                      protocol=snap.protocol, leader_id=snap.leader_id),
                              step, COMPLETED if snap.members else EMPTIED)
-    after = replace(
-        g, exists=True, state=snap.state, generation_id=snap.generation_id,
+    after = g.evolve(exists=True, state=snap.state, generation_id=snap.generation_id,
         protocol_type=snap.protocol_type, protocol=snap.protocol, leader_id=snap.leader_id,
         members=snap.members, pending_members=(), pending_sync=frozenset(), sync_deadline=None,
         rebalance=None, state_since=snap.state_since,
     )
     if snap.members:
-        after = replace(after, stable_owners=tuple(sorted(after.owners().items())),
+        after = after.evolve(stable_owners=tuple(sorted(after.owners().items())),
                         stable_members=tuple(sorted(m.member_id for m in snap.members)))
     if not changed:
         return after
@@ -114,7 +113,7 @@ def on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
     if g.rebalance is not None:
         g = finish_rebalance(g, step, ABANDONED)
     g = checked_transition(g, step, DEAD, Cause.GROUP_TOMBSTONE)
-    g = replace(g, exists=False, members=(), pending_members=(), pending_sync=frozenset(),
+    g = g.evolve(exists=False, members=(), pending_members=(), pending_sync=frozenset(),
                 sync_deadline=None, leader_id=None, protocol=None)
     if g.offsets or g.pending_txns:
         # Offsets are separate keys and outlive the group: Kafka's loader keeps an Empty

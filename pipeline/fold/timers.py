@@ -55,7 +55,7 @@ def next_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
 def fire(g: Group, timer: Timer, step: Step) -> Group:
     _, kind, member_id = timer
     if kind == PENDING:
-        g = replace(g, pending_members=tuple(
+        g = g.evolve(pending_members=tuple(
             p for p in g.pending_members if p.member_id != member_id))
         return try_complete_join(g, step)
     if kind == NEW_MEMBER:
@@ -78,7 +78,7 @@ def _join_deadline(g: Group, step: Step) -> Group:
         later = replace(r, join_deadline=step.now + delay, delay_ms=delay,
                         remaining_ms=max(r.remaining_ms - r.delay_ms, 0),
                         new_member_added=False)
-        return replace(g, rebalance=later)
+        return g.evolve(rebalance=later)
     cause = Cause.INITIAL_DELAY_ELAPSED if r.initial else Cause.REBALANCE_TIMEOUT
     return complete_join(g, step, cause)
 
@@ -88,7 +88,7 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
     members = tuple(m for m in g.members if m.member_id not in late)
     leader = g.leader_id if g.leader_id not in late else (
         members[0].member_id if members else None)
-    g = replace(g, members=members, leader_id=leader, pending_sync=frozenset(),
+    g = g.evolve(members=members, leader_id=leader, pending_sync=frozenset(),
                 sync_deadline=None)
     return prepare_rebalance(g, step, Cause.PENDING_SYNC_TIMEOUT, ",".join(sorted(late)))
 
@@ -101,6 +101,6 @@ def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step]) -> 
             return g
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
         step = Step(cfg, due, g.position)
-        g = replace(fire(g, timer, step), clock=due)
+        g = fire(g, timer, step).evolve(clock=due)
         steps.append(step)
     raise RuntimeError(f"group {g.group_id!r}: timers keep firing at {g.clock}; a fold bug")
