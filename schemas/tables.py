@@ -34,6 +34,7 @@ GROUP_STATE: tuple[Column, ...] = (
     Column("duplicate_count", "bigint", False),
     Column("out_of_order_count", "bigint", False),
     Column("snapshot_mismatch_count", "bigint", False),
+    Column("late_count", "bigint", False, "rows that arrived behind the watermark"),
     Column("pending_transactions", "int", False),
     Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
 )

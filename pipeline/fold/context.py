@@ -7,7 +7,7 @@ with times as integer milliseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.fold.config import CoordinatorConfig

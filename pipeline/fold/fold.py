@@ -10,7 +10,7 @@ error name. `advance(group, t)` fires the timers due before `t`, for silent grou
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pipeline.fold import errors
 from pipeline.fold.config import CoordinatorConfig
@@ -48,11 +48,20 @@ class FoldResult:
 
 
 def fold(group: Group | str, events: Iterable[Event],
-         config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
-    """Apply `events` of one group, in log-position order, to `group` (or a new group id)."""
+         config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None) -> FoldResult:
+    """Apply `events` of one group, in log-position order, to `group` (or a new group id).
+
+    `watermark`: the stream's event-time watermark when these rows arrived; rows behind it
+    are applied all the same (log order is the truth) and counted as late on the group.
+    """
     g = Group(group_id=group) if isinstance(group, str) else group
     out = Outputs()
-    for e in sorted(events, key=_order):
+    events = sorted(events, key=_order)
+    if watermark is not None:
+        late = sum(1 for e in events if e.event_time is not None and e.event_time < watermark)
+        if late:
+            g = g.evolve(late_count=g.late_count + late)
+    for e in events:
         g = _apply(g, e, config, out)
     return FoldResult(g, out)
 

@@ -193,10 +193,11 @@ def _join_existing_member(g: Group, e: Event, step: Step, member_id: str) -> Gro
 
 def on_sync(g: Group, e: Event, step: Step) -> Group:
     m = _validate_generation(g, e)
-    if e.api_version is None or e.api_version >= 5:
-        if (e.protocol_type is not None and e.protocol_type != g.protocol_type) or (
-                e.protocol is not None and e.protocol != g.protocol):
-            raise Refused(errors.INCONSISTENT_GROUP_PROTOCOL)
+    checks_protocol = e.api_version is None or e.api_version >= 5
+    if checks_protocol and (
+            (e.protocol_type is not None and e.protocol_type != g.protocol_type)
+            or (e.protocol is not None and e.protocol != g.protocol)):
+        raise Refused(errors.INCONSISTENT_GROUP_PROTOCOL)
     if g.state == PREPARING_REBALANCE:
         raise Refused(errors.REBALANCE_IN_PROGRESS)
     g = _synced(g, m, step.now)

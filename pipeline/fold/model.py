@@ -108,6 +108,7 @@ class Group:
     duplicate_count: int = 0
     out_of_order_count: int = 0
     snapshot_mismatch_count: int = 0
+    late_count: int = 0  # rows that arrived behind the stream's watermark (applied all the same)
 
     def evolve(self, **changes: Any) -> Group:
         """A copy with `changes`: `dataclasses.replace`, twice as fast on this hot path."""

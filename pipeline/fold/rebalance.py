@@ -42,7 +42,7 @@ def create_group(g: Group, step: Step, cause: str = Cause.GROUP_CREATED,
         recent=g.recent, seq=g.seq, journal=g.journal, last_event_time=g.last_event_time,
         rebalance_count=g.rebalance_count, rejected_count=g.rejected_count,
         duplicate_count=g.duplicate_count, out_of_order_count=g.out_of_order_count,
-        snapshot_mismatch_count=g.snapshot_mismatch_count,
+        snapshot_mismatch_count=g.snapshot_mismatch_count, late_count=g.late_count,
     )
     return step.transition_row(g, fresh, cause, None, detail)
 

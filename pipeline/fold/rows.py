@@ -42,6 +42,7 @@ def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
         "duplicate_count": g.duplicate_count,
         "out_of_order_count": g.out_of_order_count,
         "snapshot_mismatch_count": g.snapshot_mismatch_count,
+        "late_count": g.late_count,
         "pending_transactions": len(g.pending_txns),
         "next_deadline": next_deadline(g, cfg),
     }

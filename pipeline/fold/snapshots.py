@@ -10,8 +10,6 @@ log did not show: it is written as one, with no start time.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pipeline.fold.context import Step
 from pipeline.fold.events import Event, Protocol
 from pipeline.fold.model import Group, Member

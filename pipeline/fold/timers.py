@@ -14,7 +14,12 @@ from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Step
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import expire, expiry_deadline
-from pipeline.fold.rebalance import complete_join, prepare_rebalance, remove_member, try_complete_join
+from pipeline.fold.rebalance import (
+    complete_join,
+    prepare_rebalance,
+    remove_member,
+    try_complete_join,
+)
 from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE, Cause
 
 # Timers due at the same instant fire in this order.

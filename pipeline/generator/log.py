@@ -1,0 +1,190 @@
+"""The whole synthetic log: many groups simulated side by side, merged into one partitioned log.
+
+`generate(LogSpec(...))` returns events with log positions: each group lives on the
+partition Kafka would give it, offsets rise in time order. `log_kind="journal"` keeps the
+clients' requests plus the coordinator's snapshots and tombstones (an instrumented
+coordinator); `"offsets-topic"` keeps only what a real `__consumer_offsets` holds for the
+same history. `bad_rows` mixes in malformed rows, duplicate deliveries and rows delivered
+out of physical order, at that fraction of the log.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field, replace
+
+from pipeline.fold import CoordinatorConfig, Event
+from pipeline.fold.partitioning import partition_for
+from pipeline.generator.clients import Client, GroupSim
+
+LOG_KINDS = ("journal", "offsets-topic")
+T0 = 1_700_000_000_000
+ASSIGNOR_CHOICES = (
+    ("range", "cooperative-sticky"), ("cooperative-sticky",), ("range",),
+    ("roundrobin",), ("sticky",),
+)
+SIZES = (1, 1, 2, 2, 3, 3, 4, 4, 5, 6, 8, 12, 20)
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    groups: int = 20
+    events: int = 10_000
+    seed: int = 1
+    log_kind: str = "journal"
+    bad_rows: float = 0.0
+    num_partitions: int = 50
+    start_ms: int = T0
+    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+
+    def __post_init__(self) -> None:
+        if self.log_kind not in LOG_KINDS:
+            raise ValueError(f"log_kind must be one of {LOG_KINDS}, got {self.log_kind!r}")
+        if self.groups < 1 or self.events < 1:
+            raise ValueError(f"groups and events must be positive, got {self.groups}, {self.events}")
+        if not 0.0 <= self.bad_rows < 1.0:
+            raise ValueError(f"bad_rows must be a fraction in [0, 1), got {self.bad_rows!r}")
+
+
+def generate(spec: LogSpec) -> list[Event]:
+    rng = random.Random(spec.seed)
+    topics = {f"topic-{i}": rng.randint(1, 12) for i in range(8)}
+    sims = [_make_group(i, rng, topics, spec) for i in range(spec.groups)]
+    _simulate(sims, spec, rng)
+    per_group = [_kept(s, spec.log_kind) for s in sims]
+    if spec.bad_rows:
+        per_group = [_with_malformed(rows, spec.bad_rows, rng) for rows in per_group]
+    events = _positioned(per_group, spec, rng)
+    if spec.bad_rows:
+        events = _redelivered(events, spec.bad_rows, rng)
+    return events
+
+
+def _make_group(i: int, rng: random.Random, topics: dict[str, int], spec: LogSpec) -> GroupSim:
+    group_id = f"group-{i:05d}-{rng.choice(['orders', 'billing', 'search', 'etl', 'audit'])}"
+    kind = rng.random()
+    size = rng.choice(SIZES)
+    static = rng.random() < 0.25
+    assignors = rng.choice(ASSIGNOR_CHOICES)
+    subscribed = tuple(sorted(rng.sample(sorted(topics), rng.randint(1, 3))))
+    session = rng.choice((10_000, 30_000, 45_000))
+    clients = [
+        Client(name=f"c{j}", instance=f"{group_id}-inst-{j}" if static else None,
+               assignors=assignors, topics=subscribed, session_ms=session,
+               rebalance_ms=rng.choice((30_000, 60_000)),
+               producer_id=(1000 * i + j) if kind > 0.92 else None)
+        for j in range(size)
+    ]
+    sim = GroupSim(group_id, clients, topics, random.Random(rng.random()), spec.config,
+                   standalone=kind < 0.06)
+    if sim.standalone:
+        for c in clients:
+            c.owned = tuple((t, p) for t in subscribed for p in range(topics[t]))[:4]
+    return sim
+
+
+def _simulate(sims: list[GroupSim], spec: LogSpec, rng: random.Random) -> None:
+    queue: list[tuple[int, int, int, int]] = []
+    seq = 0
+    for gi, sim in enumerate(sims):
+        start = spec.start_ms + rng.randint(0, 60_000)
+        for ci in range(len(sim.clients)):
+            late = rng.randint(0, 5_000) if rng.random() < 0.8 else rng.randint(60_000, 600_000)
+            queue.append((start + late, seq, gi, ci))
+            seq += 1
+    retire = {gi: spec.start_ms + rng.randint(600_000, 7_200_000)
+              for gi in range(len(sims)) if rng.random() < 0.2}
+    heapq.heapify(queue)
+    produced = 0
+    while queue and produced < spec.events:
+        t, _, gi, ci = heapq.heappop(queue)
+        sim = sims[gi]
+        before = len(sim.log)
+        if gi in retire and t >= retire[gi]:
+            _retire(sim, sim.clients[ci], t)
+        else:
+            heapq.heappush(queue, (sim.act(sim.clients[ci], t), seq, gi, ci))
+        seq += 1
+        produced += _counted(sim.log[before:], spec.log_kind)
+
+
+def _retire(sim: GroupSim, c: Client, t: int) -> None:
+    """The client goes away for good: dynamic ones say so, static ones just stop."""
+    if c.member_id is not None and c.instance is None and sim.group.member(c.member_id):
+        sim.send("LEAVE", t, member_id=c.member_id)
+    sim.advance_to(t)
+
+
+def _kept(sim: GroupSim, log_kind: str) -> list[Event]:
+    keep = []
+    for kind, e in sim.log:
+        if log_kind == "journal":
+            if kind == "request" or e.event_type not in ("OFFSET_COMMIT", "TXN_MARKER"):
+                keep.append(e)
+        elif kind == "record":
+            keep.append(replace(e, member_id=None) if e.event_type == "OFFSET_COMMIT" else e)
+    return keep
+
+
+def _counted(entries: list[tuple[str, Event]], log_kind: str) -> int:
+    if log_kind == "journal":
+        return sum(1 for k, e in entries
+                   if k == "request" or e.event_type not in ("OFFSET_COMMIT", "TXN_MARKER"))
+    return sum(1 for k, _ in entries if k == "record")
+
+
+def _positioned(per_group: list[list[Event]], spec: LogSpec,
+                rng: random.Random) -> list[Event]:
+    """Merge the groups' logs in time order and number each partition's records."""
+    keyed = (
+        [((e.event_time or 0), gi, n, e) for n, e in enumerate(rows)]
+        for gi, rows in enumerate(per_group)
+    )
+    next_offset = [0] * spec.num_partitions
+    out = []
+    for _, _, _, e in heapq.merge(*keyed):
+        p = (partition_for(e.group_id, spec.num_partitions) if e.group_id is not None
+             else rng.randrange(spec.num_partitions))
+        out.append(replace(e, log_partition=p, log_offset=next_offset[p]))
+        next_offset[p] += 1 + (1 if rng.random() < 0.05 else 0)  # markers and compaction leave gaps
+    return out
+
+
+def _with_malformed(rows: list[Event], fraction: float, rng: random.Random) -> list[Event]:
+    if not rows:
+        return rows
+    out = list(rows)
+    for _ in range(max(1, round(len(rows) * fraction / 2))):
+        i = rng.randrange(len(out) + 1)
+        anchor = out[min(i, len(out) - 1)]
+        out.insert(i, _malformed(anchor, rng))
+    return out
+
+
+def _malformed(anchor: Event, rng: random.Random) -> Event:
+    base = Event(None, None, anchor.event_time, anchor.group_id, "OFFSET_COMMIT",
+                 topic="topic-0", partition=0, committed_offset=1)
+    kind = rng.randrange(5)
+    if kind == 0:
+        return replace(base, group_id=None)
+    if kind == 1:
+        return replace(base, event_type="JOIN_GROUP_V99")
+    if kind == 2:
+        return replace(base, committed_offset=None)
+    if kind == 3:
+        return replace(base, partition=-3)
+    return replace(base, event_type="UNSUPPORTED_RECORD", raw_key=b"\x00\x63\x00", raw_value=b"?")
+
+
+def _redelivered(events: list[Event], fraction: float, rng: random.Random) -> list[Event]:
+    """Duplicate deliveries right behind the original; neighbours swapped in physical order."""
+    out: list[Event] = []
+    for e in events:
+        out.append(e)
+        if rng.random() < fraction / 4:
+            out.append(e)
+    for _ in range(round(len(out) * fraction / 4)):
+        i = rng.randrange(len(out) - 1)
+        out[i], out[i + 1] = out[i + 1], out[i]
+    return out
