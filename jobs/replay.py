@@ -1,0 +1,55 @@
+"""Streaming replay: the Delta event log in, the consumer-group tables out, exactly once.
+
+    spark-submit jobs/replay.py --events /data/events --warehouse /data/wh \
+        --checkpoint /data/ckpt --trigger processing-time:30
+
+Reads the event log (a Delta path, or a catalog table name) as a stream, folds each
+group's rows the way Kafka's group coordinator does, and writes group_state and
+committed_offsets (MERGE) and group_transitions, rebalances, offset_history and
+rejected_events (append) under --warehouse, registered in the catalog database.
+Restart it on the same --checkpoint and it resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from _common import coordinator_config, setup_logging
+from pipeline.spark.session import build_session
+
+from pipeline.spark.replay import ReplayOptions, start_replay
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", required=True, help="event log: Delta path or table name")
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--checkpoint", required=True, help="the stream's checkpoint folder")
+    p.add_argument("--trigger", default="available-now",
+                   help="available-now, or processing-time:SECONDS")
+    p.add_argument("--database", default="consumer_groups")
+    p.add_argument("--watermark-delay", default="10 minutes")
+    p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
+    p.add_argument("--profile", default="local")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    setup_logging()
+    args = parse(argv)
+    opts = ReplayOptions(
+        events=args.events, warehouse=args.warehouse, checkpoint=args.checkpoint,
+        trigger=args.trigger, database=args.database, watermark_delay=args.watermark_delay,
+        max_files_per_trigger=args.max_files_per_trigger,
+        config=coordinator_config(args.coordinator_conf),
+    )
+    spark = build_session("replay", args.profile)
+    try:
+        start_replay(spark, opts).awaitTermination()
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

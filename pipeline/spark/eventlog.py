@@ -1,0 +1,42 @@
+"""The event log as a Delta table: written from the fold's Events, in as many commits as asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import TimestampType
+
+from pipeline.fold import Event
+from pipeline.spark.tables import event_schema
+
+
+def events_to_arrow(events: Sequence[Event]) -> pa.Table:
+    schema = event_schema()
+    stamps = [f.name for f in schema.fields if isinstance(f.dataType, TimestampType)]
+    rows: list[dict[str, Any]] = []
+    for e in events:
+        row = e.to_row()
+        for name in stamps:
+            if row[name] is not None:
+                row[name] = row[name] * 1000  # ms -> the arrow schema's microseconds
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
+
+
+def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:
+    return spark.createDataFrame(events_to_arrow(events), schema=event_schema())
+
+
+def write_event_log(spark: SparkSession, events: Sequence[Event], path: str,
+                    commits: int = 1, mode: str = "overwrite") -> None:
+    """Write `events` in log order as `commits` Delta commits of one file each."""
+    if commits < 1:
+        raise ValueError(f"commits must be at least 1, got {commits}")
+    size = max(1, -(-len(events) // commits))
+    for i, start in enumerate(range(0, max(len(events), 1), size)):
+        chunk = events_frame(spark, events[start:start + size]).coalesce(1)
+        chunk.write.format("delta").mode(mode if i == 0 else "append").save(path)

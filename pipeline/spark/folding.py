@@ -1,0 +1,98 @@
+"""The fold as Spark calls it: per group, a pandas frame of rows in, wire rows out.
+
+`stateful_fold` is the applyInPandasWithState function of the streaming job: it reads the
+group's stored state (the fold's versioned JSON), folds the micro-batch's rows in log order,
+fires every timer the watermark has passed, stores the state back and sets the group's next
+deadline as its event-time timeout, so a group that goes silent still expires members and
+offsets. `batch_fold` is the same fold for `applyInPandas`, over a whole history at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pandas as pd
+
+from pipeline.fold import (
+    CoordinatorConfig,
+    FoldResult,
+    advance,
+    dumps,
+    fold,
+    group_state_row,
+    loads,
+    next_deadline,
+    reject_unkeyed,
+)
+from pipeline.fold.context import offset_columns
+from pipeline.spark.convert import Tagged, events_from_frames, wire_frame
+from pipeline.spark.tables import event_schema, wire_schema
+
+
+def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
+    """Every output row of a fold call, plus the group's current rows it changed."""
+    out, g = result.outputs, result.group
+    rows: list[Tagged] = [("group_transitions", r) for r in out.transitions]
+    rows += [("rebalances", r) for r in out.rebalances]
+    rows += [("offset_history", r) for r in out.offset_history]
+    rows += [("rejected_events", r) for r in out.rejected]
+    rows.append(("group_state", group_state_row(g, cfg)))
+    for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}):
+        o = g.offsets.get(tp)
+        if o is None:
+            rows.append(("committed_offsets", {"group_id": g.group_id, "topic": tp[0],
+                                               "partition": tp[1], "_deleted": True}))
+        else:
+            rows.append(("committed_offsets", offset_columns(g.group_id, tp, o)))
+    return rows
+
+
+def _merged(first: FoldResult, second: FoldResult) -> FoldResult:
+    first.outputs.extend(second.outputs)
+    return FoldResult(second.group, first.outputs)
+
+
+def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
+    events_type, wire_type = event_schema(), wire_schema()  # on the driver
+
+    def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
+                   state: Any) -> Iterator[pd.DataFrame]:
+        group_id = key[0]
+        watermark = state.getCurrentWatermarkMs()
+        if state.hasTimedOut:
+            result = advance(loads(state.get[0]), watermark, cfg)
+        else:
+            events = events_from_frames(frames, events_type)
+            if group_id is None:
+                yield wire_frame([("rejected_events", r) for r in reject_unkeyed(events)],
+                                 wire_type)
+                return
+            start = loads(state.get[0]) if state.exists else str(group_id)
+            result = fold(start, events, cfg, watermark if watermark > 0 else None)
+            if watermark > 0:
+                result = _merged(result, advance(result.group, watermark, cfg))
+        state.update((dumps(result.group),))
+        deadline = next_deadline(result.group, cfg)
+        if deadline is not None:
+            state.setTimeoutTimestamp(max(deadline, watermark))
+        yield wire_frame(tagged_rows(result, cfg), wire_type)
+
+    return fold_group
+
+
+def batch_fold(cfg: CoordinatorConfig, until_ms: int | None
+               ) -> Callable[[tuple[Any, ...], pd.DataFrame], pd.DataFrame]:
+    """applyInPandas: a group's whole history in one call, then its timers up to `until_ms`."""
+    events_type, wire_type = event_schema(), wire_schema()
+
+    def fold_history(key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
+        events = events_from_frames([pdf], events_type)
+        if key[0] is None:
+            return wire_frame([("rejected_events", r) for r in reject_unkeyed(events)], wire_type)
+        result = fold(str(key[0]), events, cfg)
+        if until_ms is not None:
+            result = _merged(result, advance(result.group, until_ms, cfg))
+        return wire_frame(tagged_rows(result, cfg), wire_type)
+
+    return fold_history

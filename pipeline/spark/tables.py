@@ -1,0 +1,52 @@
+"""Spark schemas of the contract, built from `schemas/`, and the wire row the fold emits.
+
+The streaming fold can return only one row type, so every output row travels as one wide
+"wire" row: `_table` names the table it belongs to and the other columns are the union of
+all tables' columns (`group_state.members` becomes `state_members`, the only name clash).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pyspark.sql.types import DataType, StructField, StructType
+
+from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
+
+APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events")
+CURRENT_TABLES = ("group_state", "committed_offsets")
+STATE_SCHEMA = "state binary"
+
+
+def _struct(columns: tuple[Column, ...]) -> StructType:
+    parsed = DataType.fromDDL(ddl(columns))
+    assert isinstance(parsed, StructType)
+    # Every column is nullable on disk: a malformed row must be storable to be rejected.
+    return StructType([StructField(f.name, f.dataType, True) for f in parsed.fields])
+
+
+@cache
+def event_schema() -> StructType:
+    return _struct(EVENT_COLUMNS)
+
+
+@cache
+def table_schema(table: str) -> StructType:
+    return _struct(OUTPUT_TABLES[table])
+
+
+def wire_name(table: str, column: str) -> str:
+    return "state_members" if (table, column) == ("group_state", "members") else column
+
+
+@cache
+def wire_schema() -> StructType:
+    fields: dict[str, StructField] = {"_table": StructField("_table", DataType.fromDDL(
+        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean"))}
+    for table in OUTPUT_TABLES:
+        for f in table_schema(table).fields:
+            name = wire_name(table, f.name)
+            if name in fields and fields[name].dataType != f.dataType:
+                raise TypeError(f"wire column {name!r} has two types: {table} disagrees")
+            fields.setdefault(name, StructField(name, f.dataType, True))
+    return StructType(list(fields.values()))
