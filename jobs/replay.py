@@ -17,7 +17,7 @@ import argparse
 from _common import coordinator_config, setup_logging
 from pipeline.spark.session import build_session
 
-from pipeline.spark.replay import ReplayOptions, start_replay
+from pipeline.spark.replay import ReplayOptions, run_replay
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     spark = build_session("replay", args.profile)
     try:
-        start_replay(spark, opts).awaitTermination()
+        run_replay(spark, opts)
     finally:
         spark.stop()
 

@@ -80,6 +80,14 @@ def _ts(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
 
 
+_NAT = np.iinfo(np.int64).min  # numpy's NaT
+
+
+def _datetimes(values: list[Any]) -> pd.Series:
+    ms = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
+    return pd.Series(ms.view("datetime64[ms]").astype("datetime64[ns]"))
+
+
 def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
     """One wide frame holding rows of every table, typed for `schema` (`wire_schema()`)."""
     data: dict[str, list[Any]] = {f.name: [None] * len(tagged) for f in schema.fields}
@@ -89,7 +97,7 @@ def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
             data[wire_name(table, column)][i] = value
     for f in schema.fields:
         if isinstance(f.dataType, TimestampType):
-            data[f.name] = pd.to_datetime(pd.Series(data[f.name], dtype="float64"), unit="ms")
+            data[f.name] = _datetimes(data[f.name])
     data["state_members"] = [
         None if ms is None else [
             {**m, "last_heartbeat": _ts(m["last_heartbeat"]), "joined_at": _ts(m["joined_at"])}

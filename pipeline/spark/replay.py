@@ -91,7 +91,35 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
     )
 
 
-def start_replay(spark: SparkSession, opts: ReplayOptions) -> StreamingQuery:
+@dataclass
+class Replay:
+    """A running replay: its query and the listener that logs its progress."""
+
+    spark: SparkSession
+    query: StreamingQuery
+    listener: StreamingQueryListener
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        try:
+            if timeout_s is None:
+                self.query.awaitTermination()
+            else:
+                self.query.awaitTermination(timeout_s)
+        finally:
+            if not self.query.isActive:
+                self.spark.streams.removeListener(self.listener)
+
+    def stop(self) -> None:
+        self.query.stop()
+        self.spark.streams.removeListener(self.listener)
+
+
+def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
+    """Start the replay and block until it ends (available-now) or fails."""
+    start_replay(spark, opts).wait()
+
+
+def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     ensure_tables(spark, opts.warehouse, opts.database)
     app_id = opts.app_id or f"replay:{Path(opts.checkpoint).resolve()}"
     writer = BatchWriter(opts.warehouse, app_id)
@@ -103,8 +131,13 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> StreamingQuery:
         stream = stream.trigger(availableNow=True)
     else:
         stream = stream.trigger(processingTime=f"{float(opts.trigger.split(':', 1)[1])} seconds")
-    spark.streams.addListener(ProgressLine(writer))
-    return stream.start()
+    listener = ProgressLine(writer)
+    spark.streams.addListener(listener)
+    try:
+        return Replay(spark, stream.start(), listener)
+    except Exception:
+        spark.streams.removeListener(listener)
+        raise
 
 
 class ProgressLine(StreamingQueryListener):

@@ -1,0 +1,62 @@
+"""The same log through each backend, as whole tables to compare: the pure fold in this
+process (as streaming would end: every timer due before the final watermark fired), and
+the streaming replay."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline.fold import CoordinatorConfig, Event, advance, fold, reject_unkeyed
+from pipeline.spark.convert import Tagged, wire_frame
+from pipeline.spark.folding import tagged_rows
+from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
+from pipeline.spark.sinks import table_rows
+from pipeline.spark.tables import wire_schema
+from schemas import OUTPUT_TABLES
+
+CONFIG = CoordinatorConfig()
+DELAY = "10 minutes"
+
+
+def pure_tables(spark: SparkSession, events: list[Event],
+                config: CoordinatorConfig = CONFIG) -> dict[str, DataFrame]:
+    by_group: dict[str | None, list[Event]] = defaultdict(list)
+    for e in events:
+        by_group[e.group_id].append(e)
+    watermark = max(e.event_time for e in events if e.event_time is not None) - delay_ms(DELAY)
+    tagged: list[Tagged] = [("rejected_events", r) for r in reject_unkeyed(by_group.pop(None, []))]
+    for group_id, group_events in by_group.items():
+        assert group_id is not None
+        result = fold(group_id, group_events, config)
+        timed = advance(result.group, watermark, config)
+        result.outputs.extend(timed.outputs)
+        result.group = timed.group
+        tagged += [t for t in tagged_rows(result, config)
+                   if not (t[0] == "committed_offsets" and t[1].get("_deleted"))]
+    wire = spark.createDataFrame(wire_frame(tagged, wire_schema()), wire_schema())
+    return {table: table_rows(wire, table) for table in OUTPUT_TABLES}
+
+
+def streaming_tables(spark: SparkSession, events_path: str, root: Path,
+                     max_files: int | None = None) -> dict[str, DataFrame]:
+    warehouse = root / "warehouse"
+    run_replay(spark, ReplayOptions(
+        events=events_path, warehouse=str(warehouse), checkpoint=str(root / "checkpoint"),
+        database=None, watermark_delay=DELAY, max_files_per_trigger=max_files, config=CONFIG))
+    return read_tables(spark, warehouse)
+
+
+def read_tables(spark: SparkSession, warehouse: Path) -> dict[str, DataFrame]:
+    return {t: spark.read.format("delta").load(str(warehouse / t)) for t in OUTPUT_TABLES}
+
+
+def assert_same_tables(actual: dict[str, DataFrame], expected: dict[str, DataFrame]) -> None:
+    for table in OUTPUT_TABLES:
+        a, e = actual[table], expected[table]
+        assert a.count() == e.count(), f"{table}: {a.count()} rows, expected {e.count()}"
+        assert_df_equality(a, e, ignore_row_order=True, ignore_nullable=True,
+                           ignore_column_order=True)
