@@ -27,7 +27,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint", required=True, help="the stream's checkpoint folder")
     p.add_argument("--trigger", default="available-now",
                    help="available-now, or processing-time:SECONDS")
-    p.add_argument("--database", default="consumer_groups")
+    p.add_argument("--database", default="consumer_groups",
+                   help="catalog database to register the tables in ('' for none)")
     p.add_argument("--watermark-delay", default="10 minutes")
     p.add_argument("--max-files-per-trigger", type=int)
     p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     opts = ReplayOptions(
         events=args.events, warehouse=args.warehouse, checkpoint=args.checkpoint,
-        trigger=args.trigger, database=args.database, watermark_delay=args.watermark_delay,
+        trigger=args.trigger, database=args.database or None, watermark_delay=args.watermark_delay,
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf),
     )
