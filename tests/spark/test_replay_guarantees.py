@@ -3,6 +3,7 @@ whatever the micro-batches, and bad input that never stops it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -21,7 +22,6 @@ from tests.spark.backends import (
     DELAY,
     assert_same_tables,
     pure_tables,
-    read_tables,
     streaming_tables,
 )
 
@@ -65,10 +65,8 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
     victim = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while victim.poll() is None and not _in_flight(checkpoint):
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 victim.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                pass
         assert victim.poll() is None, "the job finished before it could be killed mid-batch"
         os.kill(victim.pid, signal.SIGKILL)
         assert victim.wait() == -signal.SIGKILL
