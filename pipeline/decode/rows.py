@@ -1,0 +1,182 @@
+"""Decoded record bodies as event-log columns (contract §1, plus the extra columns listed in
+`pipeline.decode.columns`): one small projection per record type, independent of the version
+the body was read at, since the schema engine fills absent fields with Kafka's defaults.
+Kafka's sentinels become nulls here: -1 for a leader epoch, a timestamp or a generation, and
+`""` for a protocol type. A GroupMetadata member's rebalance timeout falls back to its session
+timeout when absent (v0) or -1. Consumer-protocol bytes are decoded only when the protocol type
+is "consumer"; other protocol types (Connect, ...) carry opaque bytes and get null subscription
+and assignment. Corrupt consumer-protocol bytes raise `DecodeError`, with the member's path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.decode.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    decode_user_data,
+)
+from pipeline.decode.messages import MEMBER_STATES
+from pipeline.decode.wire import DecodeError
+
+Row = dict[str, Any]
+Body = dict[str, Any]
+
+MEMBER_EXTRA_KEYS = (
+    "owned_partitions", "subscription_version", "assignment_version",
+    "subscription_generation_id", "rack_id", "user_data_generation", "user_data_partitions",
+)
+
+
+def _opt(value: int) -> int | None:
+    """Kafka's -1 "none" sentinel as None."""
+    return None if value == -1 else value
+
+
+def offset_commit(body: Body, row: Row) -> None:
+    row["committed_offset"] = body["offset"]
+    row["leader_epoch"] = _opt(body["leader_epoch"])
+    row["commit_metadata"] = body["metadata"]
+    row["commit_timestamp_ms"] = _opt(body["commit_timestamp"])
+    row["expire_timestamp_ms"] = _opt(body["expire_timestamp"])
+
+
+def group_metadata(body: Body, row: Row) -> None:
+    protocol_type = body["protocol_type"] or None
+    protocol = body["protocol"]
+    row["protocol_type"] = protocol_type
+    row["generation_id"] = body["generation"]
+    row["protocol"] = protocol
+    row["leader_id"] = body["leader"]
+    row["current_state_timestamp_ms"] = _opt(body["current_state_timestamp"])
+    members = []
+    for i, m in enumerate(body["members"]):
+        try:
+            members.append(_member(m, protocol_type == "consumer", protocol))
+        except DecodeError as e:
+            raise e.at(f"[{i}]").at("members") from None
+    row["members"] = members
+
+
+def _member(m: Body, consumer: bool, protocol: str | None) -> Row:
+    session = m["session_timeout"]
+    rebalance = m["rebalance_timeout"]
+    out: Row = {
+        "member_id": m["member_id"],
+        "group_instance_id": m["group_instance_id"],
+        "client_id": m["client_id"],
+        "client_host": m["client_host"],
+        "session_timeout_ms": session,
+        "rebalance_timeout_ms": session if rebalance == -1 else rebalance,
+        "subscription": None,
+        "assignment": None,
+    }
+    out.update(dict.fromkeys(MEMBER_EXTRA_KEYS))
+    if consumer:
+        _consumer_member(m, protocol, out)
+    return out
+
+
+def _consumer_member(m: Body, protocol: str | None, out: Row) -> None:
+    try:
+        s = decode_subscription(m["subscription"])
+    except DecodeError as e:
+        raise e.at("subscription") from None
+    try:
+        a = decode_assignment(m["assignment"])
+    except DecodeError as e:
+        raise e.at("assignment") from None
+    out["subscription"] = s["topics"]
+    out["assignment"] = a["partitions"]
+    out["owned_partitions"] = s["owned_partitions"]
+    out["subscription_version"] = s["version"]
+    out["assignment_version"] = a["version"]
+    out["subscription_generation_id"] = s["generation_id"]
+    out["rack_id"] = s["rack_id"]
+    out.update(decode_user_data(protocol, s["user_data"]))
+
+
+def consumer_group_metadata(body: Body, row: Row) -> None:
+    row["group_epoch"] = body["epoch"]
+    row["metadata_hash"] = body["metadata_hash"]
+
+
+def consumer_group_partition_metadata(body: Body, row: Row) -> None:
+    row["topics_metadata"] = body["topics"]
+
+
+def consumer_group_member_metadata(body: Body, row: Row) -> None:
+    row["group_instance_id"] = body["instance_id"]
+    row["rack_id"] = body["rack_id"]
+    row["client_id"] = body["client_id"]
+    row["client_host"] = body["client_host"]
+    row["subscribed_topic_names"] = body["subscribed_topic_names"]
+    row["subscribed_topic_regex"] = body["subscribed_topic_regex"]
+    row["rebalance_timeout_ms"] = _opt(body["rebalance_timeout_ms"])
+    row["server_assignor"] = body["server_assignor"]
+    classic = body["classic_member_metadata"]
+    if classic is None:
+        row["session_timeout_ms"] = row["classic_protocols"] = row["protocols"] = None
+        return
+    row["session_timeout_ms"] = classic["session_timeout_ms"]
+    row["classic_protocols"] = classic["supported_protocols"]
+    protocols = []
+    for i, p in enumerate(classic["supported_protocols"]):
+        try:
+            topics = decode_subscription(p["metadata"])["topics"]
+        except DecodeError as e:
+            raise e.at("metadata").at(f"[{i}]").at("supported_protocols").at(
+                "classic_member_metadata") from None
+        protocols.append({"name": p["name"], "topics": topics})
+    row["protocols"] = protocols
+
+
+def consumer_group_target_assignment_metadata(body: Body, row: Row) -> None:
+    row["assignment_epoch"] = body["assignment_epoch"]
+
+
+def consumer_group_target_assignment_member(body: Body, row: Row) -> None:
+    row["assigned_partitions"] = body["topic_partitions"]
+
+
+def consumer_group_current_member_assignment(body: Body, row: Row) -> None:
+    row["member_epoch"] = body["member_epoch"]
+    row["previous_member_epoch"] = body["previous_member_epoch"]
+    row["member_state"] = body["state"]
+    row["member_state_name"] = MEMBER_STATES.get(body["state"])
+    row["assigned_partitions"] = body["assigned_partitions"]
+    row["partitions_pending_revocation"] = body["partitions_pending_revocation"]
+
+
+def consumer_group_regular_expression(body: Body, row: Row) -> None:
+    row["regex_topics"] = body["topics"]
+    row["regex_version"] = body["version"]
+    row["regex_timestamp_ms"] = body["timestamp"]
+
+
+VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
+    "OFFSET_COMMIT": offset_commit,
+    "GROUP_METADATA": group_metadata,
+    "CONSUMER_GROUP_METADATA": consumer_group_metadata,
+    "CONSUMER_GROUP_PARTITION_METADATA": consumer_group_partition_metadata,
+    "CONSUMER_GROUP_MEMBER_METADATA": consumer_group_member_metadata,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": consumer_group_target_assignment_metadata,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": consumer_group_target_assignment_member,
+    "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": consumer_group_current_member_assignment,
+    "CONSUMER_GROUP_REGULAR_EXPRESSION": consumer_group_regular_expression,
+}
+
+
+def key_columns(key: Body, row: Row) -> None:
+    """The key's fields as columns: group_id, and topic/partition, member_id or the regex."""
+    row["group_id"] = key["group"] if "group" in key else key["group_id"]
+    for name in ("topic", "partition", "member_id", "regular_expression"):
+        if name in key:
+            row[name] = key[name]
+
+
+def tombstone_type(event_type: str) -> str:
+    """The event type of a value-less record of `event_type`."""
+    return {"OFFSET_COMMIT": "OFFSET_TOMBSTONE", "GROUP_METADATA": "GROUP_TOMBSTONE"}.get(
+        event_type, f"{event_type}_TOMBSTONE")

@@ -1,0 +1,108 @@
+"""Schemas as data, the first half of the table-driven engine: a `Message` is a `Struct` of
+`Field`s, each with a name, a type (a primitive name, `ArrayOf(T)` or a nested `Struct`), the
+`Versions` it exists in, the versions in which it is nullable, an optional tag (a tagged field in
+flexible versions) and a default; the message has its valid versions and its first flexible
+version. Compact encodings are not declared per field: as in Kafka's generator, every string,
+bytes and array field is compact in the message's flexible versions. `pipeline.decode.reader`
+and `pipeline.decode.writer` interpret these declarations at any version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from pipeline.decode.wire import ZERO_UUID
+
+INT8, INT16, INT32, INT64 = "int8", "int16", "int32", "int64"
+UUID, STRING, BYTES = "uuid", "string", "bytes"
+PRIMITIVES = frozenset({INT8, INT16, INT32, INT64, UUID, STRING, BYTES})
+MAX_VERSION = 0x7FFF
+FIXED_WIDTH = {INT8: "b", INT16: "h", INT32: "i", INT64: "q"}  # `struct` codes
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """An inclusive version range; `Versions.parse("3+")`, `"1"`, `"0-4"`, `"none"`."""
+
+    low: int
+    high: int = MAX_VERSION
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.low <= version <= self.high
+
+    @classmethod
+    def parse(cls, spec: str) -> Versions:
+        if spec == "none":
+            return cls(1, 0)
+        if spec.endswith("+"):
+            return cls(int(spec[:-1]))
+        low, _, high = spec.partition("-")
+        return cls(int(low), int(high or low))
+
+
+NONE = Versions(1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayOf:
+    element: FieldType
+
+
+@dataclass(frozen=True, slots=True)
+class Struct:
+    name: str
+    fields: tuple[Field, ...]
+
+
+FieldType = Union[str, ArrayOf, Struct]  # noqa: UP007 - a runtime alias of forward references
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: FieldType
+    versions: Versions
+    nullable: Versions = NONE
+    tag: int | None = None
+    default: Any = _UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A top-level schema: its struct, the versions it has, and its flexible versions."""
+
+    name: str
+    valid: Versions
+    flexible: Versions
+    struct: Struct
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.struct.fields
+
+
+def field(name: str, type_: FieldType, versions: str = "0+", *, nullable: str = "none",
+          tag: int | None = None, default: Any = _UNSET) -> Field:
+    """A field declaration in Kafka's JSON vocabulary (`versions="3+"`, `nullable="0+"`)."""
+    if isinstance(type_, str) and type_ not in PRIMITIVES:
+        raise ValueError(f"unknown primitive type {type_!r}")
+    return Field(name, type_, Versions.parse(versions), Versions.parse(nullable), tag, default)
+
+
+def message(name: str, valid: str, flexible: str, *fields: Field) -> Message:
+    return Message(name, Versions.parse(valid), Versions.parse(flexible), Struct(name, fields))
+
+
+def default_of(f: Field, version: int) -> Any:
+    """The value of `f` when absent: its declared default, else null or the type's zero."""
+    if f.default is not _UNSET:
+        return f.default
+    if version in f.nullable:
+        return None
+    t = f.type
+    if isinstance(t, ArrayOf):
+        return []
+    if isinstance(t, Struct):
+        return {g.name: default_of(g, version) for g in t.fields}
+    return {STRING: "", BYTES: b"", UUID: ZERO_UUID}.get(t, 0)
