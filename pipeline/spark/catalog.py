@@ -14,7 +14,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     """Make every output table under `warehouse` queryable by its name; returns the names."""
     names = []
     for table in OUTPUT_TABLES:
-        path = str(Path(warehouse) / table)
+        path = str(Path(warehouse).resolve() / table)
         if DeltaTable.isDeltaTable(spark, path):
             spark.read.format("delta").load(path).createOrReplaceTempView(table)
             names.append(table)

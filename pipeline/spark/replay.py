@@ -51,6 +51,11 @@ class ReplayOptions:
     app_id: str | None = None
 
     def __post_init__(self) -> None:
+        # Delta takes a relative LOCATION for a table name: make every folder absolute.
+        self.warehouse = str(Path(self.warehouse).resolve())
+        self.checkpoint = str(Path(self.checkpoint).resolve())
+        if is_path(self.events):
+            self.events = str(Path(self.events).resolve())
         if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
             raise ValueError(
                 f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
