@@ -16,11 +16,11 @@ import logging
 import time
 
 from _common import coordinator_config, setup_logging
-from pipeline.spark.session import build_session
 
 from pipeline.generator import LogSpec, generate
 from pipeline.generator.log import LOG_KINDS
 from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.session import build_session
 
 log = logging.getLogger("generate")
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 
 from _common import coordinator_config, setup_logging
-from pipeline.spark.session import build_session
 
 from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.session import build_session
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,0 +1,1 @@
+"""Spark runtime layer: JVM artifacts (`jars`) and the one session builder (`session`)."""

@@ -1,0 +1,179 @@
+"""The one SparkSession builder for jobs and tests.
+
+Configuration comes from files, later ones winning:
+
+1. `conf/spark-defaults.conf`: shared by every profile (Delta, RocksDB state store, UTC, ...).
+2. what this module adds: the Delta/Kafka jars (`pipeline.spark.jars`) and the project's own
+   interpreter for Python workers (`spark.pyspark.python`, `PYSPARK_PYTHON`).
+3. `conf/profiles/<profile>.conf`: `local`, `test` or `cluster` (or a path to such a file).
+4. `extra_conf` given by the caller.
+
+Files use Spark's properties format: `key value` (or `key=value`), `#` comments.
+`SPARK_CONF_DIR` defaults to `conf/`, so the JVM Spark launches reads `conf/log4j2.properties`.
+
+Catalog: no Hive metastore. The session catalog is in-memory (`spark.sql.catalogImplementation
+in-memory`), so databases and tables live as long as the session; the Delta log on disk is the
+source of truth and tables are re-registered by path on each start::
+
+    spark.sql("CREATE DATABASE IF NOT EXISTS consumer_groups")
+    spark.sql("CREATE TABLE IF NOT EXISTS consumer_groups.group_state "
+              "USING DELTA LOCATION '/data/wh/group_state'")
+
+(`CREATE TABLE ... USING DELTA LOCATION` takes schema, partitioning and properties from the
+Delta log.) `spark.sql.warehouse.dir` only matters for managed tables, which the pipeline avoids.
+
+Under `spark-submit` (a JVM exists before Python runs), the session is `getOrCreate`d: master
+and every setting spark-submit was given are left alone (values it read from
+`conf/spark-defaults.conf` via `SPARK_CONF_DIR=conf` still yield to the profile). Without
+`--jars`, in client mode, the cached jars are added to spark-submit's driver class loader and
+shipped to executors through `spark.jars`; in cluster deploy mode pass them explicitly::
+
+    spark-submit --jars "$(.venv/bin/python -m pipeline.spark.jars --print-jars)" jobs/x.py
+
+A second `build_session` in the same process returns the running session; settings it already
+has are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+from pipeline.spark import jars
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = ROOT / "conf"
+DEFAULTS_FILE = CONF_DIR / "spark-defaults.conf"
+PROFILES_DIR = CONF_DIR / "profiles"
+
+_DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
+
+_LINE = re.compile(r"^(?P<key>[^\s=:]+)\s*(?:[=:]\s*|\s)(?P<value>.*)$")
+
+
+def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Parse a Spark properties file (`spark-defaults.conf` syntax) into a dict.
+
+    `key value`, `key=value` or `key: value`; blank lines and `#`/`!` comments are skipped;
+    a trailing backslash continues the value on the next line.
+    """
+    props: dict[str, str] = {}
+    pending = ""
+    for lineno, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = pending + raw.strip() if pending else raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            if re.fullmatch(r"[^\s=:]+", line):  # a key with an empty value
+                props[line] = ""
+                continue
+            raise ValueError(f"{path}:{lineno}: cannot parse {raw!r}")
+        props[m["key"]] = m["value"].strip()
+    if pending:
+        raise ValueError(f"{path}: file ends in a line continuation")
+    return props
+
+
+def profile_path(profile: str) -> Path:
+    candidate = Path(profile)
+    if candidate.suffix == ".conf" and candidate.is_file():
+        return candidate
+    path = PROFILES_DIR / f"{profile}.conf"
+    if not path.is_file():
+        known = sorted(p.stem for p in PROFILES_DIR.glob("*.conf"))
+        raise ValueError(f"unknown Spark profile {profile!r}; known: {', '.join(known)}")
+    return path
+
+
+def session_conf(profile: str = "local", extra_conf: Mapping[str, str] | None = None,
+                 *, with_jars: bool = True) -> dict[str, str]:
+    """Everything `build_session` would hand to Spark for this profile, in order of precedence."""
+    conf = load_properties(DEFAULTS_FILE)
+    if with_jars:
+        conf.update(jars.spark_conf())
+    conf["spark.pyspark.python"] = sys.executable
+    conf.update(load_properties(profile_path(profile)))
+    conf.update(extra_conf or {})
+    return conf
+
+
+def _launched_conf() -> dict[str, str] | None:
+    """The conf of a JVM that exists already (spark-submit, or an earlier session), else None."""
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return dict(active.getConf().getAll())
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM and then us
+        SparkContext._ensure_initialized()
+        return dict(SparkConf().getAll())  # loadDefaults: spark-submit's spark.* properties
+    return None
+
+
+def _add_to_driver_class_path(paths: list[str]) -> None:
+    """spark-submit without --jars (client mode): add our jars to its driver class loader.
+
+    spark-submit runs the driver with a `MutableURLClassLoader` as context class loader, which
+    the Py4J threads inherit; executors get the same jars from `spark.jars` as usual.
+    """
+    jvm: Any = SparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    if loader is None or loader.getClass().getName() != _MUTABLE_LOADER:
+        return
+    for path in paths:
+        loader.addURL(jvm.java.io.File(path).toURI().toURL())
+
+
+def _class_loadable(jvm: Any, name: str) -> bool:
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(name, True, False)
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+    return True
+
+
+def build_session(app_name: str, profile: str = "local",
+                  extra_conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A Delta-enabled SparkSession configured from `conf/` (see the module docstring)."""
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+    launched = _launched_conf()
+    # Resolve our jars only if they can still matter (not when spark-submit was given --jars).
+    conf = session_conf(profile, extra_conf,
+                        with_jars=launched is None or "spark.jars" not in launched)
+    if launched is None:
+        # We start the JVM: master comes from the profile, workers run this interpreter and
+        # can import the project's modules (functions pickled by reference, e.g. in tests).
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if str(ROOT) not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, paths)])
+    else:
+        # spark-submit (or an earlier session) decided master, jars and its own settings.
+        os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        # spark-submit with SPARK_CONF_DIR=conf has loaded conf/spark-defaults.conf itself:
+        # those values are ours to override with the profile, its other settings are not.
+        shared = load_properties(DEFAULTS_FILE)
+        conf = {k: v for k, v in conf.items() if k != "spark.master"
+                and (k not in launched or launched[k] == shared.get(k))}
+        if "spark.jars" in conf and SparkContext._active_spark_context is None:
+            _add_to_driver_class_path(conf["spark.jars"].split(","))
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if launched is not None and not _class_loadable(spark._jvm, _DELTA_EXTENSION):
+        raise RuntimeError(
+            "Delta is not on the driver's class path. Under spark-submit pass the jars: "
+            'spark-submit --jars "$(.venv/bin/python -m pipeline.spark.jars --print-jars)" ...')
+    return spark

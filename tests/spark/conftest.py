@@ -1,0 +1,19 @@
+"""One SparkSession for the whole test run (JVM start-up costs seconds), built like the jobs'."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline.spark.session import build_session
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = build_session("tests", profile="test",
+                            extra_conf={"spark.sql.warehouse.dir": str(warehouse)})
+    yield session
+    session.stop()
