@@ -15,12 +15,12 @@ import argparse
 import logging
 import time
 
-from _common import coordinator_config, setup_logging
-
 from pipeline.generator import LogSpec, generate
 from pipeline.generator.log import LOG_KINDS
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.session import build_session
+
+from _common import coordinator_config, setup_logging
 
 log = logging.getLogger("generate")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from _common import setup_logging
+from pipeline.spark.catalog import DEMO_QUERIES, register_views
 from pipeline.spark.session import build_session
 
-from pipeline.spark.catalog import DEMO_QUERIES, register_views
+from _common import setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from _common import coordinator_config, setup_logging
-
 from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.session import build_session
+
+from _common import coordinator_config, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -32,7 +32,6 @@ import argparse
 import fcntl
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -188,7 +187,7 @@ def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS) -> JarCache:
             staging = Path(tmp) / "all"
             _run_maven(pom_path, staging)
             provided = {jar_stem(p.name) for p in _pyspark_jars_dir().glob("*.jar")}
-            # RoaringBitmap's `shims` only accompanies RoaringBitmap 0.9; pyspark ships 1.x.
+            # `shims` is RoaringBitmap 0.9's ArraysShim; pyspark's RoaringBitmap 1.x has it inside.
             if "RoaringBitmap" in provided:
                 provided.add("shims")
             keep: list[str] = []
@@ -250,5 +249,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    os.environ.setdefault("MAVEN_OPTS", "-Xmx512m")
     sys.exit(main())
