@@ -33,6 +33,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log-kind", choices=LOG_KINDS, default="journal")
     p.add_argument("--bad-rows", type=float, default=0.0, help="fraction of bad rows, 0..1")
+    p.add_argument("--out-of-order", type=float, default=0.0,
+                   help="fraction of rows delivered at the end of the log, positions kept")
     p.add_argument("--commits", type=int, default=1, help="Delta commits (one file each)")
     p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
     p.add_argument("--profile", default="local")
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)
     spec = LogSpec(groups=args.groups, events=args.events, seed=args.seed,
-                   log_kind=args.log_kind, bad_rows=args.bad_rows,
+                   log_kind=args.log_kind, bad_rows=args.bad_rows, out_of_order=args.out_of_order,
                    config=coordinator_config(args.coordinator_conf))
     start = time.monotonic()
     events = generate(spec)

@@ -33,6 +33,7 @@ class LogSpec:
     seed: int = 1
     log_kind: str = "journal"
     bad_rows: float = 0.0
+    out_of_order: float = 0.0  # rows delivered last, behind their group's later rows
     num_partitions: int = 50
     start_ms: int = T0
     config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
@@ -42,8 +43,10 @@ class LogSpec:
             raise ValueError(f"log_kind must be one of {LOG_KINDS}, got {self.log_kind!r}")
         if self.groups < 1 or self.events < 1:
             raise ValueError(f"groups and events must be positive, got {self.groups}, {self.events}")
-        if not 0.0 <= self.bad_rows < 1.0:
-            raise ValueError(f"bad_rows must be a fraction in [0, 1), got {self.bad_rows!r}")
+        for name in ("bad_rows", "out_of_order"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be a fraction in [0, 1), got {value!r}")
 
 
 def generate(spec: LogSpec) -> list[Event]:
@@ -57,7 +60,20 @@ def generate(spec: LogSpec) -> list[Event]:
     events = _positioned(per_group, spec, rng)
     if spec.bad_rows:
         events = _redelivered(events, spec.bad_rows, rng)
+    if spec.out_of_order:
+        events = _delayed(events, spec.out_of_order, rng)
     return events
+
+
+def _delayed(events: list[Event], fraction: float, rng: random.Random) -> list[Event]:
+    """Some rows, positions kept, moved to the end of the log: delivered late.
+
+    A replay that has applied later rows of the group by then rejects them as OUT_OF_ORDER;
+    one that reads the whole log in one batch sorts them back into place. So such a log
+    replays differently under different micro-batching, by design of the input.
+    """
+    late = {i for i in range(len(events)) if rng.random() < fraction}
+    return [e for i, e in enumerate(events) if i not in late] + [events[i] for i in sorted(late)]
 
 
 def _make_group(i: int, rng: random.Random, topics: dict[str, int], spec: LogSpec) -> GroupSim:

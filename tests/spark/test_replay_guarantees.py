@@ -37,10 +37,10 @@ def log(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return path, events
 
 
-@pytest.mark.parametrize("files_per_trigger", [1, 4])
+@pytest.mark.parametrize("files_per_trigger", [1, 4, None])
 def test_any_cut_into_micro_batches_gives_the_same_tables(
         spark: SparkSession, tmp_path: Path, log: tuple[str, list[Event]],
-        files_per_trigger: int) -> None:
+        files_per_trigger: int | None) -> None:
     path, events = log
     actual = streaming_tables(spark, path, tmp_path, max_files=files_per_trigger)
     assert_same_tables(actual, pure_tables(spark, events))
