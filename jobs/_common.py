@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from pathlib import Path
@@ -20,3 +21,9 @@ def setup_logging() -> None:
 
 def coordinator_config(path: str | None) -> CoordinatorConfig:
     return CoordinatorConfig.from_file(path or ROOT / "conf" / "coordinator.properties")
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    """The flags every Spark job takes: coordinator settings and the session profile."""
+    p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
+    p.add_argument("--profile", default="local", help="conf/profiles/<name>.conf")

@@ -20,7 +20,7 @@ from pipeline.generator.log import LOG_KINDS
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.session import build_session
 
-from _common import coordinator_config, setup_logging
+from _common import add_common_args, coordinator_config, setup_logging
 
 log = logging.getLogger("generate")
 
@@ -36,8 +36,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out-of-order", type=float, default=0.0,
                    help="fraction of rows delivered at the end of the log, positions kept")
     p.add_argument("--commits", type=int, default=1, help="Delta commits (one file each)")
-    p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
-    p.add_argument("--profile", default="local")
+    add_common_args(p)
     return p.parse_args(argv)
 
 

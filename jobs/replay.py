@@ -17,7 +17,7 @@ import argparse
 from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.session import build_session
 
-from _common import coordinator_config, setup_logging
+from _common import add_common_args, coordinator_config, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -31,8 +31,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="catalog database to register the tables in ('' for none)")
     p.add_argument("--watermark-delay", default="10 minutes")
     p.add_argument("--max-files-per-trigger", type=int)
-    p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
-    p.add_argument("--profile", default="local")
+    add_common_args(p)
     return p.parse_args(argv)
 
 
