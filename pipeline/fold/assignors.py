@@ -8,11 +8,11 @@ iterates a HashMap in a way that changes the result); `assign` documents what is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import NamedTuple
 
-from pipeline.fold.partitioning import java_string_hash
+from pipeline.fold.partitioning import JavaHashOrder, java_string_hash
 
 TopicPartition = tuple[str, int]
 
@@ -42,12 +42,8 @@ class AssignorError(RuntimeError):
 
 _DEFAULT_GENERATION = -1
 _MASK32 = 0xFFFFFFFF
-_INITIAL_CAPACITY = 16
-_TREEIFY_THRESHOLD = 8
-_MIN_TREEIFY_CAPACITY = 64
 
 _Members = dict[str, list[TopicPartition]]
-_K = TypeVar("_K", bound=Hashable)
 
 
 def _jkey(text: str) -> bytes:
@@ -61,53 +57,9 @@ def _tp_hash(tp: TopicPartition) -> int:
     return (31 * (31 + tp[1]) + java_string_hash(tp[0])) & _MASK32
 
 
-class _JavaHashOrder(Generic[_K]):
-    """Iteration order of a default-constructed java.util.HashMap/HashSet under puts and removes.
-
-    Java iterates bucket by bucket, bucket = spread(hash) & (capacity - 1) with
-    spread(h) = h ^ (h >>> 16); inside a bucket, insertion order (a resize splits a bucket's list
-    without reordering it). The table starts at 16 and doubles when the size passes 0.75 *
-    capacity, or when a bucket reaches 9 entries while the table is under 64 (treeifyBin resizes
-    instead of treeifying). Not modelled: the order inside a treeified bucket (9+ colliding keys
-    in a table of 64+), taken here as insertion order.
-    """
-
-    def __init__(self) -> None:
-        self._capacity = _INITIAL_CAPACITY
-        # A dict keeps insertion order, and a removed-then-re-added key goes last, like a bucket.
-        self._spread: dict[_K, int] = {}
-
-    def put(self, key: _K, java_hash: int) -> None:
-        if key in self._spread:
-            return  # a put on a present key keeps its place
-        spread = (java_hash & _MASK32) ^ ((java_hash & _MASK32) >> 16)
-        mask = self._capacity - 1
-        in_bucket = sum(1 for s in self._spread.values() if s & mask == spread & mask)
-        if in_bucket >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:
-            self._capacity *= 2
-        self._spread[key] = spread
-        if len(self._spread) > self._capacity * 3 // 4:
-            self._capacity *= 2
-
-    def remove(self, key: _K) -> None:
-        del self._spread[key]
-
-    def __len__(self) -> int:
-        return len(self._spread)
-
-    def order(self) -> list[_K]:
-        mask = self._capacity - 1
-        # sorted() is stable, so keys of one bucket stay in insertion order.
-        return sorted(self._spread, key=lambda k: self._spread[k] & mask)
-
-    def first(self) -> _K:
-        mask = self._capacity - 1
-        return min(self._spread, key=lambda k: self._spread[k] & mask)
-
-
 def _hashmap_order(subscriptions: Sequence[Subscription]) -> list[Subscription]:
     """The leader's `Map<String, Subscription>` (a HashMap filled in JoinGroup response order)."""
-    table: _JavaHashOrder[str] = _JavaHashOrder()
+    table: JavaHashOrder[str] = JavaHashOrder()
     by_id = {s.member_id: s for s in subscriptions}
     for sub in subscriptions:
         table.put(sub.member_id, java_string_hash(sub.member_id))
@@ -325,7 +277,7 @@ class _Movements:
 
     def __init__(self) -> None:
         self._pair_of: dict[TopicPartition, tuple[str, str]] = {}
-        self._by_topic: dict[str, dict[tuple[str, str], _JavaHashOrder[TopicPartition]]] = {}
+        self._by_topic: dict[str, dict[tuple[str, str], JavaHashOrder[TopicPartition]]] = {}
 
     def _drop(self, tp: TopicPartition) -> tuple[str, str]:
         pair = self._pair_of.pop(tp)
@@ -340,7 +292,7 @@ class _Movements:
     def _add(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
         self._pair_of[tp] = pair
         per_topic = self._by_topic.setdefault(tp[0], {})
-        per_topic.setdefault(pair, _JavaHashOrder()).put(tp, _tp_hash(tp))
+        per_topic.setdefault(pair, JavaHashOrder()).put(tp, _tp_hash(tp))
 
     def move(self, tp: TopicPartition, old: str, new: str) -> None:
         if tp not in self._pair_of:

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+_K = TypeVar("_K", bound=Hashable)
+_MASK32 = 0xFFFFFFFF
+_INITIAL_CAPACITY = 16
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+
 _INT_MIN = -(1 << 31)
 
 
@@ -27,20 +36,52 @@ def partition_for(group_id: str, num_partitions: int = 50) -> int:
 
 
 def java_hashmap_order(keys: list[str]) -> list[str]:
-    """Iteration order of a default java.util.HashMap<String, ?> filled with `keys` in order.
+    """Iteration order of a default java.util.HashMap<String, ?> filled with `keys` in order."""
+    table: JavaHashOrder[str] = JavaHashOrder()
+    for key in keys:
+        table.put(key, java_string_hash(key))
+    return table.order()
 
-    Buckets are `(h ^ (h >>> 16)) & (capacity - 1)`; the table starts at 16 and doubles when
-    the size passes 0.75 * capacity; within a bucket, insertion order (no treeified bins
-    below 8 collisions, which these small maps never reach in practice). DERIVED, see reference §5.4.
+
+class JavaHashOrder(Generic[_K]):
+    """Iteration order of a default-constructed java.util.HashMap/HashSet under puts and removes.
+
+    Java iterates bucket by bucket, bucket = spread(hash) & (capacity - 1) with
+    spread(h) = h ^ (h >>> 16); inside a bucket, insertion order (a resize splits a bucket's list
+    without reordering it). The table starts at 16 and doubles when the size passes 0.75 *
+    capacity, or when a bucket reaches 9 entries while the table is under 64 (treeifyBin resizes
+    instead of treeifying). Not modelled: the order inside a treeified bucket (9+ colliding keys
+    in a table of 64+), taken here as insertion order.
     """
-    unique = list(dict.fromkeys(keys))
-    capacity = 16
-    while len(unique) > capacity * 3 // 4:
-        capacity *= 2
 
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
+    def __init__(self) -> None:
+        self._capacity = _INITIAL_CAPACITY
+        # A dict keeps insertion order, and a removed-then-re-added key goes last, like a bucket.
+        self._spread: dict[_K, int] = {}
 
-    indexed = sorted(enumerate(unique), key=lambda item: (bucket(item[1]), item[0]))
-    return [key for _, key in indexed]
+    def put(self, key: _K, java_hash: int) -> None:
+        if key in self._spread:
+            return  # a put on a present key keeps its place
+        spread = (java_hash & _MASK32) ^ ((java_hash & _MASK32) >> 16)
+        mask = self._capacity - 1
+        in_bucket = sum(1 for s in self._spread.values() if s & mask == spread & mask)
+        if in_bucket >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:
+            self._capacity *= 2
+        self._spread[key] = spread
+        if len(self._spread) > self._capacity * 3 // 4:
+            self._capacity *= 2
+
+    def remove(self, key: _K) -> None:
+        del self._spread[key]
+
+    def __len__(self) -> int:
+        return len(self._spread)
+
+    def order(self) -> list[_K]:
+        mask = self._capacity - 1
+        # sorted() is stable, so keys of one bucket stay in insertion order.
+        return sorted(self._spread, key=lambda k: self._spread[k] & mask)
+
+    def first(self) -> _K:
+        mask = self._capacity - 1
+        return min(self._spread, key=lambda k: self._spread[k] & mask)
