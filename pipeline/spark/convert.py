@@ -7,7 +7,7 @@ integer milliseconds. Times are UTC (the session time zone is pinned to UTC).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,8 +105,3 @@ def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
         for ms in data["state_members"]
     ]
     return pd.DataFrame(data, columns=[f.name for f in schema.fields])
-
-
-def chunks(frame: pd.DataFrame, size: int = 10_000) -> Iterator[pd.DataFrame]:
-    for start in range(0, len(frame), size):
-        yield frame.iloc[start:start + size]

@@ -7,7 +7,6 @@ skipped by Delta instead of being written twice. Tables live at `<warehouse>/<ta
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
+from schemas import OUTPUT_TABLES, TABLE_KEYS
 
-log = logging.getLogger("replay")
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
@@ -28,10 +27,12 @@ def table_rows(wire: DataFrame, table: str) -> DataFrame:
     return wire.filter(F.col("_table") == table).select(*cols)
 
 
+def _on_keys(table: str) -> str:
+    return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
+
+
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
     """Create every output table (empty) if missing, and register it in the catalog."""
-    from schemas import OUTPUT_TABLES
-
     for table in OUTPUT_TABLES:
         path = str(Path(warehouse) / table)
         if not DeltaTable.isDeltaTable(spark, path):
@@ -90,17 +91,16 @@ class BatchWriter:
     def _merge_state(self, spark: SparkSession, wire: DataFrame) -> None:
         source = table_rows(wire, "group_state")
         (DeltaTable.forPath(spark, self.path("group_state")).alias("t")
-         .merge(source.alias("s"), "t.group_id = s.group_id")
+         .merge(source.alias("s"), _on_keys("group_state"))
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
 
     def _merge_offsets(self, spark: SparkSession, wire: DataFrame) -> None:
         rows = wire.filter(F.col("_table") == "committed_offsets")
         cols = [F.col(f.name) for f in table_schema("committed_offsets").fields]
         source = rows.select(*cols, F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
-        keys = " AND ".join(f"t.`{k}` = s.`{k}`" for k in ("group_id", "topic", "partition"))
         values = {f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}
         (DeltaTable.forPath(spark, self.path("committed_offsets")).alias("t")
-         .merge(source.alias("s"), keys)
+         .merge(source.alias("s"), _on_keys("committed_offsets"))
          .whenMatchedDelete("s._deleted")
          .whenMatchedUpdate(set=values)
          .whenNotMatchedInsert(condition="NOT s._deleted", values=values)

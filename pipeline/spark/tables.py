@@ -14,7 +14,6 @@ from pyspark.sql.types import DataType, StructField, StructType
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events")
-CURRENT_TABLES = ("group_state", "committed_offsets")
 STATE_SCHEMA = "state binary"
 
 
