@@ -3,6 +3,8 @@
 The streaming fold can return only one row type, so every output row travels as one wide
 "wire" row: `_table` names the table it belongs to and the other columns are the union of
 all tables' columns (`group_state.members` becomes `state_members`, the only name clash).
+`_state` carries a group's serialized fold state out of the batch backfill (the seed a
+stream continues from); streaming leaves it null.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events")
 STATE_SCHEMA = "state binary"
+SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
+SEED_TABLE = "_backfill_state"  # the wire's tag, and the folder under the warehouse
 
 
 def _struct(columns: tuple[Column, ...]) -> StructType:
@@ -41,7 +45,8 @@ def wire_name(table: str, column: str) -> str:
 @cache
 def wire_schema() -> StructType:
     fields: dict[str, StructField] = {"_table": StructField("_table", DataType.fromDDL(
-        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean"))}
+        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean")),
+        "_state": StructField("_state", DataType.fromDDL("binary"))}
     for table in OUTPUT_TABLES:
         for f in table_schema(table).fields:
             name = wire_name(table, f.name)
