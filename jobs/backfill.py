@@ -4,7 +4,7 @@
     spark-submit jobs/backfill.py --events /data/events --warehouse /data/wh-then \
         --until 2026-11-17T03:12:00
 
-Folds each group's whole history once, in log order (batch applyInPandas), and replaces
+Folds each group's whole history once, in log order (batch applyInArrow), and replaces
 each table in one Delta commit. Without --until it reads one version of the log (the
 latest, or --version) and leaves the hand-off for jobs/replay.py: a stream started on a
 new checkpoint over the same --warehouse continues from the next version of the log.

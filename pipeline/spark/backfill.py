@@ -1,6 +1,6 @@
 """The batch backfill: a historical event log in, every output table rebuilt, in one pass.
 
-Each group's whole history is folded once, in log order, by a batch `applyInPandas` with
+Each group's whole history is folded once, in log order, by a batch `applyInArrow` with
 the streaming job's own fold; the timers then run up to the cut (the event time asked for,
 or the log's watermark, where a stream over the same rows would stand). Every table is then
 replaced in one Delta commit of its own.
@@ -90,7 +90,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     _check_replaceable(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database)
     wire = (events.groupBy("group_id")
-            .applyInPandas(batch_fold(cfg, cut, seed=opts.until_ms is None), wire_schema())
+            .applyInArrow(batch_fold(cfg, cut, seed=opts.until_ms is None), wire_schema())
             .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.fold import (
     CoordinatorConfig,
@@ -30,7 +32,13 @@ from pipeline.fold import (
     reject_unkeyed,
 )
 from pipeline.fold.context import offset_columns
-from pipeline.spark.convert import Tagged, events_from_frames, wire_frame
+from pipeline.spark.convert import (
+    Tagged,
+    events_from_arrow,
+    events_from_frames,
+    wire_frame,
+    wire_table,
+)
 from pipeline.spark.tables import SEED, SEED_TABLE, event_schema, wire_schema
 
 
@@ -104,22 +112,24 @@ def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.Da
 
 
 def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
-               ) -> Callable[[tuple[Any, ...], pd.DataFrame], pd.DataFrame]:
-    """applyInPandas: a group's whole history in one call, then its timers up to `until_ms`;
-    with `seed`, also the group's final state as a `SEED_TABLE` row."""
-    events_type, wire_type = event_schema(), wire_schema()
+               ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    """applyInArrow: a group's whole history in one call, then its timers up to `until_ms`;
+    with `seed`, also the group's final state as a `SEED_TABLE` row. Arrow in and out: the
+    pandas conversions cost more than the fold itself on groups of a few hundred rows."""
+    wire_type = to_arrow_schema(wire_schema(), timezone="UTC")
 
-    def fold_history(key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
-        events = events_from_frames([pdf], events_type)
-        if key[0] is None:
-            return wire_frame([("rejected_events", r) for r in reject_unkeyed(events)], wire_type)
-        result = fold(str(key[0]), events, cfg)
+    def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        events = events_from_arrow(table)
+        group_id = key[0].as_py()
+        if group_id is None:
+            return wire_table([("rejected_events", r) for r in reject_unkeyed(events)], wire_type)
+        result = fold(str(group_id), events, cfg)
         if until_ms is not None:
             result = _merged(result, advance(result.group, until_ms, cfg))
         rows = tagged_rows(result, cfg)
         if seed:
             rows.append((SEED_TABLE, {"group_id": result.group.group_id,
                                       "_state": dumps(result.group)}))
-        return wire_frame(rows, wire_type)
+        return wire_table(rows, wire_type)
 
     return fold_history
