@@ -81,6 +81,7 @@ def is_path(events: str) -> bool:
 def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
     """The event log as a stream, after a backfill's version if the warehouse had one, with
     the backfill's group states as a second source (empty without a backfill)."""
+    ensure_seed_table(spark, opts.warehouse)
     manifest = read_manifest(spark, opts.warehouse)
     reader = spark.readStream.format("delta")
     if opts.max_files_per_trigger:
@@ -156,7 +157,6 @@ def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
 
 def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     ensure_tables(spark, opts.warehouse, opts.database)
-    ensure_seed_table(spark, opts.warehouse)
     app_id = opts.app_id or f"replay:{Path(opts.checkpoint).resolve()}"
     writer = BatchWriter(opts.warehouse, app_id)
     stream = (folded_stream(read_events(spark, opts), opts).writeStream
