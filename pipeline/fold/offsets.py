@@ -2,8 +2,10 @@
 
 A commit row with a generation is a request and is checked as Kafka's `validateOffsetCommit`
 does (reference §4.7); a commit row without one is a record read from `__consumer_offsets`,
-already accepted by the coordinator that wrote it, and is applied as it stands. Expiry
-follows KIP-211 (reference §4.8) on the event-time clock.
+already accepted by the coordinator that wrote it, and is applied as it stands. A request to
+a KIP-848 consumer group is checked by member epoch instead (`consumer_groups`). Expiry
+follows KIP-211 (reference §4.8) on the event-time clock; a consumer group's offsets expire,
+from their commit, only for topics it does not subscribe to.
 """
 
 from __future__ import annotations

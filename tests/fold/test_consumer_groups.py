@@ -202,6 +202,36 @@ def test_no_timer_expires_a_member_of_a_records_only_consumer_group() -> None:
     assert later.group == g and not later.outputs.transitions
 
 
+def test_commit_requests_make_expiry_run_on_unsubscribed_topics_only() -> None:
+    log = ConsumerLog()
+    log.stable_with("a-1")
+    for topic in ("orders", "old-topic"):
+        log.add("OFFSET_COMMIT", member_id="a-1", generation_id=1, topic=topic, partition=0,
+                committed_offset=1)
+    g = log.replay().group
+    assert g.journal
+    week = CONFIG.offsets_retention_ms
+    later = advance(g, T0 + week + CONFIG.offsets_retention_check_interval_ms + 1, CONFIG)
+    assert set(later.group.offsets) == {("orders", 0)}
+    assert [h["change"] for h in later.outputs.offset_history] == ["EXPIRED"]
+    assert later.group.state == "Stable"
+
+
+def test_an_empty_consumer_group_dies_once_its_offsets_expired() -> None:
+    log = ConsumerLog()
+    log.stable_with("a-1")
+    log.add("OFFSET_COMMIT", member_id="a-1", generation_id=1, topic="orders", partition=0,
+            committed_offset=1)
+    log.leaves("a-1")
+    g = log.replay().group
+    assert g.state == "Empty"
+    r = advance(g, T0 + CONFIG.offsets_retention_ms + 2 * CONFIG.offsets_retention_check_interval_ms,
+                CONFIG)
+    assert (r.group.exists, r.group.state, r.group.consumer, r.group.offsets) == (
+        False, "Dead", None, {})
+    assert [e.event_type for e in r.outputs.records][-1] == "CONSUMER_GROUP_METADATA_TOMBSTONE"
+
+
 def test_regex_topics_count_as_subscribed() -> None:
     log = ConsumerLog()
     log.member("a-1", topics=(), regex="pay.*")
