@@ -7,12 +7,19 @@ since the epoch and the Spark adapter converts at the edge.
 from __future__ import annotations
 
 from schemas.columns import TP, Column
-from schemas.events import EVENT_COLUMNS
+from schemas.events import EVENT_COLUMNS, TOPIC_ID_PARTITIONS
 
+# The fields after joined_at are a KIP-848 member's (null for classic members); its
+# `assignment` lists only partitions whose topic id the subscription metadata names.
 STATE_MEMBER = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
     "session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,"
-    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp>"
+    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp,"
+    "member_epoch:int,previous_member_epoch:int,member_state:string,rack_id:string,"
+    "server_assignor:string,subscribed_topic_regex:string,"
+    f"assigned_partitions:{TOPIC_ID_PARTITIONS},"
+    f"partitions_pending_revocation:{TOPIC_ID_PARTITIONS},"
+    f"target_partitions:{TOPIC_ID_PARTITIONS}>"
 )
 
 GROUP_STATE: tuple[Column, ...] = (
@@ -37,6 +44,9 @@ GROUP_STATE: tuple[Column, ...] = (
     Column("late_count", "bigint", False, "rows that arrived behind the watermark"),
     Column("pending_transactions", "int", False),
     Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
+    Column("group_type", "string", False, "classic, or consumer (KIP-848)"),
+    Column("group_epoch", "int", doc="consumer groups: the group epoch (also generation_id)"),
+    Column("assignment_epoch", "int", doc="consumer groups: the target assignment epoch"),
 )
 
 _OFFSET_BASE: tuple[Column, ...] = (

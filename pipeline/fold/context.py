@@ -62,7 +62,7 @@ class Step:
             "generation_id": after.generation_id,
             "cause": cause,
             "member_id": member_id,
-            "member_count": len(after.members),
+            "member_count": len(after.member_ids),
             "detail": detail,
             "seq": after.seq,
         })

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import errors
+from pipeline.fold import consumer_groups, errors
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, Step
 from pipeline.fold.errors import Refused
@@ -26,6 +26,19 @@ from pipeline.fold.validation import position_defect, row_defect
 
 Handler = Callable[[Group, Event, Step], Group]
 
+
+def _on_group_metadata(g: Group, e: Event, step: Step) -> Group:
+    if g.consumer is not None:
+        g = consumer_groups.replaced_by_classic(g, step)
+    return on_group_metadata(g, e, step)
+
+
+def _on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
+    if g.consumer is not None:
+        return consumer_groups.removed_by_group_tombstone(g, step)
+    return on_group_tombstone(g, e, step)
+
+
 HANDLERS: dict[str, Handler] = {
     "JOIN": on_join,
     "SYNC": on_sync,
@@ -34,8 +47,9 @@ HANDLERS: dict[str, Handler] = {
     "OFFSET_COMMIT": on_commit,
     "TXN_MARKER": on_txn_marker,
     "OFFSET_TOMBSTONE": on_offset_tombstone,
-    "GROUP_METADATA": on_group_metadata,
-    "GROUP_TOMBSTONE": on_group_tombstone,
+    "GROUP_METADATA": _on_group_metadata,
+    "GROUP_TOMBSTONE": _on_group_tombstone,
+    **consumer_groups.HANDLERS,
 }
 PROTOCOL_REQUESTS = frozenset({"JOIN", "SYNC", "HEARTBEAT", "LEAVE"})
 DEFAULT_CONFIG = CoordinatorConfig()
@@ -103,7 +117,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
     g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
                 seq=0, clock=now, last_event_time=e.event_time)
-    reason = _reason_not_applied(e)
+    reason = _reason_not_applied(e, g)
     if reason is None:
         if e.event_type in PROTOCOL_REQUESTS or (
                 e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
@@ -120,7 +134,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     return g.evolve(rejected_count=g.rejected_count + 1)
 
 
-def _reason_not_applied(e: Event) -> str | None:
+def _reason_not_applied(e: Event, g: Group) -> str | None:
     problem = row_defect(e)
     if problem is not None:
         return errors.malformed(problem)
@@ -128,6 +142,11 @@ def _reason_not_applied(e: Event) -> str | None:
         return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
         return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"
+    if e.event_type in PROTOCOL_REQUESTS and g.consumer is not None:
+        # Kafka would take the request as a classic-protocol member of the consumer group
+        # (KIP-848 online migration); that path is not modelled.
+        return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a consumer (KIP-848) group: "
+                "classic-protocol members of consumer groups are not modelled")
     return None
 
 
