@@ -1,13 +1,16 @@
 """One group's rows from the output tables, with the shapes the drawing relies on.
 
 The tables may come from Spark (`toPandas`: naive UTC timestamps, arrays as numpy arrays
-or lists, structs as Rows or dicts) or be built by hand; a missing table is an empty one.
-Times become naive UTC `Timestamp`s; the rows of other groups are dropped.
+or lists, structs as Rows or dicts) or be built by hand; a missing table is an empty one,
+a missing column a column of nulls (a caller may leave out what it does not need, such as
+`rejected_events.raw_value`). Times become naive UTC `Timestamp`s, `group_state.members`
+a list of dicts; the rows of other groups are dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -34,6 +37,26 @@ def _utc(s: pd.Series) -> pd.Series:
     return s
 
 
+def _naive(value: Any) -> Any:
+    if value is None or value is pd.NaT:
+        return pd.NaT
+    ts = pd.Timestamp(value)
+    return ts.tz_convert("UTC").tz_localize(None) if ts.tzinfo is not None else ts
+
+
+def _members(value: Any) -> list[dict[str, Any]]:
+    """`group_state.members` as dicts, whether Spark gave Rows, dicts or a numpy array."""
+    if value is None or (isinstance(value, float) and value != value):
+        return []
+    out = []
+    for m in value:
+        d = m.asDict(recursive=True) if hasattr(m, "asDict") else dict(m)
+        for key in ("joined_at", "last_heartbeat"):
+            d[key] = _naive(d.get(key))
+        out.append(d)
+    return out
+
+
 def group_frames(tables: Mapping[str, pd.DataFrame], group_id: str) -> dict[str, pd.DataFrame]:
     """Every output table, holding only `group_id`'s rows, time columns as timestamps."""
     if not isinstance(group_id, str) or not group_id:
@@ -48,12 +71,16 @@ def group_frames(tables: Mapping[str, pd.DataFrame], group_id: str) -> dict[str,
         df = tables.get(table)
         if df is None:
             df = pd.DataFrame({n: pd.Series(dtype="object") for n in names})
-        missing = set(names) - set(df.columns)
-        if missing:
-            raise ValueError(f"tables[{table!r}] lacks columns {sorted(missing)}")
+        if "group_id" not in df.columns:
+            raise ValueError(f"tables[{table!r}] has no group_id column")
         df = df[df["group_id"] == group_id].copy()
+        for name in names:
+            if name not in df.columns:
+                df[name] = pd.Series([None] * len(df), index=df.index, dtype="object")
         for c in TIME_COLUMNS[table]:
             df[c] = _utc(df[c])
+        if table == "group_state":
+            df["members"] = [_members(v) for v in df["members"]]
         sort = EVENT_TIME.get(table)
         if sort:
             df = df.sort_values(sort, kind="stable")

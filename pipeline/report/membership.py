@@ -67,13 +67,6 @@ class _Seen:
     commits: list[pd.Timestamp] = field(default_factory=list)
 
 
-def _members(value: Any) -> list[dict[str, Any]]:
-    """`group_state.members` as dicts, whether Spark gave Rows, dicts or a numpy array."""
-    if value is None or (isinstance(value, float) and value != value):
-        return []
-    return [m.asDict() if hasattr(m, "asDict") else dict(m) for m in value]
-
-
 def _ids(value: Any) -> list[str]:
     # PENDING_SYNC_TIMEOUT names every member it removed, comma-separated.
     return [] if not isinstance(value, str) or not value else [v for v in value.split(",") if v]
@@ -101,7 +94,7 @@ def _sightings(t: dict[str, pd.DataFrame]) -> dict[str, _Seen]:
             seen[m].commits.append(at)
     states = t["group_state"].sort_values("last_event_time")
     for i, r in enumerate(states.itertuples(index=False)):
-        for member in _members(r.members):
+        for member in r.members:
             s = seen[member["member_id"]]
             s.times.append(r.last_event_time)
             joined = member.get("joined_at")

@@ -136,7 +136,7 @@ def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
 def _table(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p>none</p>"
-    return str(df.to_html(index=False, escape=True, na_rep="", border=0, classes="rows"))
+    return str(df.convert_dtypes().to_html(index=False, escape=True, na_rep="", border=0, classes="rows"))
 
 
 def _page(group_id: str, png: bytes, shown: dict[str, pd.DataFrame], w: draw.Window) -> str:
