@@ -121,7 +121,7 @@ def draw_members(ax: Axes, lanes: Sequence[Lane], w: Window, departures: int) ->
         if lane.commits:
             ax.plot(lane.commits, [y] * len(lane.commits), linestyle="none", marker=".",
                     markersize=2.2, color="white", alpha=0.8, gid="commit")
-    ax.set_ylim(len(shown) - 0.5, -0.5)
+    ax.set_ylim(max(len(shown), 1) - 0.5, -0.5)
     ax.set_yticks(range(len(shown)))
     size = 8 if len(shown) <= 30 else 6.5
     ax.set_yticklabels([plain(short(lane.key)) + (" ⚓" if lane.static else "")
@@ -140,6 +140,7 @@ def draw_generations(ax: Axes, rebalances: pd.DataFrame, transitions: pd.DataFra
     ax.set_yticks([])
     ax.spines["left"].set_visible(False)
     min_width = w.frac(0.003)
+    last_label: pd.Timestamp | None = None
     for i, r in enumerate(rebalances.itertuples(index=False)):
         start = r.started_at if pd.notna(r.started_at) else r.completed_at
         color = cause_color(r.cause)
@@ -149,6 +150,9 @@ def draw_generations(ax: Axes, rebalances: pd.DataFrame, transitions: pd.DataFra
         label = f"{r.cause}{outcome}"
         if pd.notna(r.duration_ms):
             label += f" · {duration_text(r.duration_ms)}"
+        if last_label is not None and start - last_label < w.frac(0.011):
+            continue  # too close to the previous label to be read: its colour still says the cause
+        last_label = start
         ax.text(start - w.frac(0.001), 0.96, plain(label), rotation=90, ha="right", va="top",
                 fontsize=7.5, color="#222222", clip_on=True)
     bands = _generation_bands(rebalances, transitions, w)
