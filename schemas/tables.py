@@ -106,6 +106,27 @@ REBALANCES: tuple[Column, ...] = (
     Column("log_offset", "bigint"),
 )
 
+GROUP_HISTORY: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("event_time", "timestamp", False, "when the group took this shape"),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint", doc="the record that changed it (a timer: the last one)"),
+    Column("seq", "int", False, "order of rows at the same log position and time"),
+    Column("state", "string", False),
+    Column("generation_id", "int", False),
+    Column("protocol_type", "string"),
+    Column("protocol", "string"),
+    Column("leader_id", "string"),
+    Column("members", f"array<{STATE_MEMBER}>", False,
+           "as in group_state, last_heartbeat null: heartbeats do not change the shape"),
+    Column("member_count", "int", False),
+    Column("state_since", "timestamp"),
+    Column("rebalance_count", "bigint", False),
+    Column("group_type", "string", False),
+    Column("group_epoch", "int"),
+    Column("assignment_epoch", "int"),
+)
+
 REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("reason", "string", False, "Kafka's error name, MALFORMED: <what>, DUPLICATE, ..."),
     Column("group_state", "string", doc="the group's state when the row was refused"),
@@ -119,6 +140,7 @@ OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "group_transitions": GROUP_TRANSITIONS,
     "rebalances": REBALANCES,
     "rejected_events": REJECTED_EVENTS,
+    "group_history": GROUP_HISTORY,
 }
 
 TABLE_KEYS: dict[str, tuple[str, ...]] = {

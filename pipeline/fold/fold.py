@@ -17,6 +17,7 @@ from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event
+from pipeline.fold.history import record_shape
 from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
@@ -88,7 +89,7 @@ def apply(group: Group | str, event: Event,
 def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
     """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
     steps: list[Step] = []
-    g = advance_timers(group, until, config, steps)
+    g = advance_timers(group, until, config, steps, record_shape)
     out = Outputs()
     for step in steps:
         out.extend(step.out)
@@ -111,7 +112,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
     steps: list[Step] = []
-    g = advance_timers(g, e.event_time, cfg, steps)
+    g = advance_timers(g, e.event_time, cfg, steps, record_shape)
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
@@ -128,6 +129,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
         except Refused as refused:
             reason = refused.reason
         else:
+            after = record_shape(g, after, step)
             out.extend(step.out)
             return after
     out.rejected.append(rejected_row(e, reason, g))

@@ -17,6 +17,25 @@ _KIP848_MEMBER_FIELDS = dict.fromkeys((
 
 
 def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
+    return {
+        **group_shape_row(g, heartbeats=True),
+        "last_event_time": g.last_event_time,
+        "last_log_offset": None if g.position is None else g.position[1],
+        "log_partition": None if g.position is None else g.position[0],
+        "log_kind": "journal" if g.journal else "records",
+        "rejected_count": g.rejected_count,
+        "duplicate_count": g.duplicate_count,
+        "out_of_order_count": g.out_of_order_count,
+        "snapshot_mismatch_count": g.snapshot_mismatch_count,
+        "late_count": g.late_count,
+        "pending_transactions": len(g.pending_txns),
+        "next_deadline": next_deadline(g, cfg),
+    }
+
+
+def group_shape_row(g: Group, heartbeats: bool) -> Row:
+    """What DescribeGroups would show of the group (the group_history columns but time and
+    position); without `heartbeats`, members' last_heartbeat is null."""
     c = g.consumer
     return {
         "group_id": g.group_id,
@@ -35,33 +54,22 @@ def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
                 "rebalance_timeout_ms": m.rebalance_timeout_ms,
                 "subscription": list(m.topics_for(g.protocol)),
                 "assignment": [{"topic": t, "partition": p} for t, p in m.assignment],
-                "last_heartbeat": m.last_heartbeat,
+                "last_heartbeat": m.last_heartbeat if heartbeats else None,
                 "joined_at": m.joined_at,
                 **_KIP848_MEMBER_FIELDS,
             }
             for m in g.members
-        ] if c is None else [_consumer_member_row(c, m) for m in c.members],
+        ] if c is None else [_consumer_member_row(c, m, heartbeats) for m in c.members],
         "member_count": len(g.member_ids),
         "state_since": g.state_since,
-        "last_event_time": g.last_event_time,
-        "last_log_offset": None if g.position is None else g.position[1],
         "rebalance_count": g.rebalance_count,
-        "log_partition": None if g.position is None else g.position[0],
-        "log_kind": "journal" if g.journal else "records",
-        "rejected_count": g.rejected_count,
-        "duplicate_count": g.duplicate_count,
-        "out_of_order_count": g.out_of_order_count,
-        "snapshot_mismatch_count": g.snapshot_mismatch_count,
-        "late_count": g.late_count,
-        "pending_transactions": len(g.pending_txns),
-        "next_deadline": next_deadline(g, cfg),
         "group_type": g.group_type,
         "group_epoch": None if c is None else c.group_epoch,
         "assignment_epoch": None if c is None else c.assignment_epoch,
     }
 
 
-def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember) -> Row:
+def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) -> Row:
     names = c.topic_names()
     return {
         "member_id": m.member_id,
@@ -73,7 +81,7 @@ def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember) -> Row:
         "subscription": list(m.subscribed_topic_names),
         "assignment": [{"topic": names[t], "partition": p}
                        for t, ps in m.assigned_partitions if t in names for p in ps],
-        "last_heartbeat": m.last_record,
+        "last_heartbeat": m.last_record if heartbeats else None,
         "joined_at": m.joined_at,
         "member_epoch": m.member_epoch,
         "previous_member_epoch": m.previous_member_epoch,
