@@ -17,16 +17,8 @@ import argparse
 
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.session import build_session
-from pipeline.times import event_time_ms
 
-from _common import add_common_args, coordinator_config, setup_logging
-
-
-def _time(text: str) -> int:
-    try:
-        return event_time_ms(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from _common import add_common_args, coordinator_config, event_time_arg, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -34,7 +26,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--events", required=True, help="event log: Delta path or table name")
     p.add_argument("--warehouse", required=True, help="where the output tables live")
     cut = p.add_mutually_exclusive_group()
-    cut.add_argument("--until", type=_time, metavar="TIMESTAMP",
+    cut.add_argument("--until", type=event_time_arg, metavar="TIMESTAMP",
                      help="rebuild as of this event time (no stream hand-off)")
     cut.add_argument("--version", type=int, help="the event log's Delta version to read")
     p.add_argument("--replace", action="store_true",

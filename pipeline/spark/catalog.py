@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from schemas import OUTPUT_TABLES
 
@@ -30,6 +31,17 @@ def timestamp_sql(ms: int) -> str:
     input can reach SQL through it."""
     moment = datetime.fromtimestamp(ms / 1000, UTC)
     return f"TIMESTAMP'{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+AS_OF = ("group_state_as_of", "group_members_as_of", "committed_offsets_as_of")
+
+
+def as_of(spark: SparkSession, function: str, at_ms: int, group: str | None = None) -> DataFrame:
+    """One as-of table function's rows at `at_ms`, optionally of one group (a Column filter)."""
+    if function not in AS_OF:
+        raise ValueError(f"unknown as-of function {function!r}; one of {AS_OF}")
+    rows = spark.sql(f"SELECT * FROM {function}({timestamp_sql(at_ms)})")
+    return rows if group is None else rows.filter(F.col("group_id") == F.lit(group))
 
 
 def register_views(spark: SparkSession, warehouse: str) -> list[str]:

@@ -3,7 +3,11 @@ that time, the analytics answer, and user input reaches SQL only as parameters."
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import io
 import random
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,7 @@ from pyspark.sql import functions as F
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.rows import committed_offset_rows
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.catalog import register_views, timestamp_sql
+from pipeline.spark.catalog import as_of, register_views, timestamp_sql
 from pipeline.spark.eventlog import write_event_log
 from tests.spark.backends import backfill_tables
 
@@ -110,3 +114,47 @@ def test_rebalance_analytics_and_member_sessions_agree_with_the_tables(
     ).collect()}
     open_stays = {(s["group_id"], s["member_id"]) for s in sessions if s["left_at"] is None}
     assert open_stays == now
+
+
+def _job(name: str) -> Any:
+    jobs = str(Path(__file__).resolve().parents[2] / "jobs")
+    if jobs not in sys.path:
+        sys.path.insert(0, jobs)
+    return importlib.import_module(name)
+
+
+HOSTILE = ["x' OR '1'='1", "'; DROP TABLE group_state; --", "a`b\\'c", "${spark.app.name}"]
+
+
+def test_hostile_group_ids_and_times_never_reach_sql_as_text(
+        spark: SparkSession, warehouse: tuple[Path, list[Event]]) -> None:
+    _, events = warehouse
+    t = max(e.event_time for e in events if e.event_time is not None)
+    everyone = as_of(spark, "committed_offsets_as_of", t).count()
+    assert everyone > 0
+    for group in HOSTILE:
+        assert as_of(spark, "committed_offsets_as_of", t, group).count() == 0
+    assert spark.table("group_state").count() == len({e.group_id for e in events if e.group_id})
+    common = _job("_common")
+    for text in ["2026-11-17'; DROP TABLE x; --", "now()", "TIMESTAMP'2020-01-01'"]:
+        with pytest.raises(argparse.ArgumentTypeError, match="not an ISO-8601 time"):
+            common.event_time_arg(text)
+    with pytest.raises(ValueError, match="unknown as-of function"):
+        as_of(spark, "group_state; DROP TABLE x", t)
+
+
+def test_the_offset_export_is_what_kafka_consumer_groups_reads(
+        spark: SparkSession, warehouse: tuple[Path, list[Event]]) -> None:
+    _, events = warehouse
+    times = sorted(e.event_time for e in events if e.event_time is not None)
+    t = times[len(times) // 2]
+    truth = _replayed(events, t)
+    group_id = max(truth, key=lambda g: len(truth[g].offsets))
+    rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
+            as_of(spark, "committed_offsets_as_of", t, group_id).collect()]
+    out = io.StringIO()
+    _job("export_offsets").offsets_csv(rows, out)
+    lines = out.getvalue().splitlines()
+    expected = sorted((o["topic"], o["partition"], o["committed_offset"])
+                      for o in committed_offset_rows(truth[group_id]))
+    assert lines == [f"{tp},{p},{o}" for tp, p, o in expected] and lines
