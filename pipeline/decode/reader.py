@@ -52,14 +52,22 @@ _PRIMITIVE_READERS: dict[tuple[str, bool, bool], ReadFn] = {
 }
 
 
+def _array_count(r: Reader, nullable: bool, compact: bool) -> int | None:
+    """An array's element count, or None for a null array where one is allowed."""
+    start = r.pos
+    n = r.count(compact)
+    if n >= 0:
+        return n
+    if nullable:
+        return None
+    raise DecodeError("non-nullable array is null", start)
+
+
 def _array_reader(element: ReadFn, nullable: bool, compact: bool) -> ReadFn:
     def read(r: Reader) -> list[Any] | None:
-        start = r.pos
-        n = r.count(compact)
-        if n < 0:
-            if nullable:
-                return None
-            raise DecodeError("non-nullable array is null", start)
+        n = _array_count(r, nullable, compact)
+        if n is None:
+            return None
         out: list[Any] = []
         try:
             for _ in range(n):
@@ -74,12 +82,9 @@ def _int_array_reader(code: str, nullable: bool, compact: bool) -> ReadFn:
     width = struct.calcsize(f">{code}")
 
     def read(r: Reader) -> list[int] | None:
-        start = r.pos
-        n = r.count(compact)
-        if n < 0:
-            if nullable:
-                return None
-            raise DecodeError("non-nullable array is null", start)
+        n = _array_count(r, nullable, compact)
+        if n is None:
+            return None
         pos = r.take(n * width, f"{n} array elements")
         return list(struct.unpack_from(f">{n}{code}", r.buf, pos))
     return read

@@ -126,7 +126,7 @@ class Event:
         )
         row["assignments"] = (
             None if self.assignments is None
-            else [{"member_id": m, "partitions": _tp_rows(tps)} for m, tps in self.assignments]
+            else [{"member_id": m, "partitions": tp_rows(tps)} for m, tps in self.assignments]
         )
         row["members"] = None if self.members is None else [_member_row(m) for m in self.members]
         row["topics_metadata"] = None if self.topics_metadata is None else [
@@ -151,11 +151,13 @@ def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | Non
     return [{"topic_id": t, "partitions": list(ps)} for t, ps in value]
 
 
-def _tp_rows(tps: tuple[TopicPartition, ...]) -> list[dict[str, Any]]:
+def tp_rows(tps: tuple[TopicPartition, ...]) -> list[dict[str, Any]]:
     return [{"topic": t, "partition": p} for t, p in tps]
 
 
-def _member_row(m: SnapshotMember) -> dict[str, Any]:
+def member_identity(m: Any) -> dict[str, Any]:
+    """The columns every member struct starts with (snapshot, classic and KIP-848 members
+    all carry these attributes)."""
     return {
         "member_id": m.member_id,
         "group_instance_id": m.group_instance_id,
@@ -163,9 +165,12 @@ def _member_row(m: SnapshotMember) -> dict[str, Any]:
         "client_host": m.client_host,
         "session_timeout_ms": m.session_timeout_ms,
         "rebalance_timeout_ms": m.rebalance_timeout_ms,
-        "subscription": list(m.subscription),
-        "assignment": _tp_rows(m.assignment),
     }
+
+
+def _member_row(m: SnapshotMember) -> dict[str, Any]:
+    return {**member_identity(m), "subscription": list(m.subscription),
+            "assignment": tp_rows(m.assignment)}
 
 
 def _read_tps(value: Any) -> tuple[TopicPartition, ...]:

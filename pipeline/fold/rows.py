@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Row, offset_columns
-from pipeline.fold.events import topic_id_rows
+from pipeline.fold.events import member_identity, topic_id_rows, tp_rows
 from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group
 from pipeline.fold.states import MEMBER_STATE_NAMES
 from pipeline.fold.timers import next_deadline
@@ -46,14 +46,9 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
         "leader_id": g.leader_id,
         "members": [
             {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "session_timeout_ms": m.session_timeout_ms,
-                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                **member_identity(m),
                 "subscription": list(m.topics_for(g.protocol)),
-                "assignment": [{"topic": t, "partition": p} for t, p in m.assignment],
+                "assignment": tp_rows(m.assignment),
                 "last_heartbeat": m.last_heartbeat if heartbeats else None,
                 "joined_at": m.joined_at,
                 **_KIP848_MEMBER_FIELDS,
@@ -72,12 +67,7 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
 def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) -> Row:
     names = c.topic_names()
     return {
-        "member_id": m.member_id,
-        "group_instance_id": m.group_instance_id,
-        "client_id": m.client_id,
-        "client_host": m.client_host,
-        "session_timeout_ms": m.session_timeout_ms,
-        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        **member_identity(m),
         "subscription": list(m.subscribed_topic_names),
         "assignment": [{"topic": names[t], "partition": p}
                        for t, ps in m.assigned_partitions if t in names for p in ps],

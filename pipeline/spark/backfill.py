@@ -99,11 +99,9 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
+        kept = wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False)))  # offsets gone by the end
         for table in OUTPUT_TABLES:
-            rows = table_rows(wire, table)
-            if table == "committed_offsets":
-                rows = table_rows(wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False))),
-                                  table)
+            rows = table_rows(kept if table == "committed_offsets" else wire, table)
             _replace(spark, str(Path(opts.warehouse) / table), rows, table in APPEND_TABLES)
         seeds = wire.filter(F.col("_table") == SEED_TABLE).select("group_id", "_state")
         (seeds.coalesce(1).write.format("delta").mode("overwrite")

@@ -106,13 +106,19 @@ def _datetimes(values: list[Any]) -> pd.Series:
     return pd.Series(ms.view("datetime64[ms]").astype("datetime64[ns]"))
 
 
-def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
-    """One wide frame holding rows of every table, typed for `schema` (`wire_schema()`)."""
-    data: dict[str, list[Any]] = {f.name: [None] * len(tagged) for f in schema.fields}
+def _wire_columns(tagged: list[Tagged], names: list[str]) -> dict[str, list[Any]]:
+    """The wire rows column by column: each row's values under its wire names, else None."""
+    data: dict[str, list[Any]] = {name: [None] * len(tagged) for name in names}
     for i, (table, row) in enumerate(tagged):
         data["_table"][i] = table
         for column, value in row.items():
             data[wire_name(table, column)][i] = value
+    return data
+
+
+def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
+    """One wide frame holding rows of every table, typed for `schema` (`wire_schema()`)."""
+    data = _wire_columns(tagged, [f.name for f in schema.fields])
     for f in schema.fields:
         if isinstance(f.dataType, TimestampType):
             data[f.name] = _datetimes(data[f.name])
@@ -128,11 +134,7 @@ def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
 def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
     """`wire_frame` for the batch path: the wire rows as Arrow (`schema`: the wire schema's
     Arrow form, timestamps in microseconds), no pandas in between."""
-    data: dict[str, list[Any]] = {name: [None] * len(tagged) for name in schema.names}
-    for i, (table, row) in enumerate(tagged):
-        data["_table"][i] = table
-        for column, value in row.items():
-            data[wire_name(table, column)][i] = value
+    data = _wire_columns(tagged, schema.names)
     arrays = []
     for f in schema:
         values = data[f.name]
