@@ -39,7 +39,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.spark.records import DECODE_ERROR, RAW_COLUMNS, decode_batches, ingest_arrow_schema
+from pipeline.spark.records import (
+    DECODE_ERROR,
+    RAW_COLUMNS,
+    TIMESTAMP_MS_RANGE,
+    decode_batches,
+    ingest_arrow_schema,
+)
 from pipeline.spark.tables import event_schema
 
 log = logging.getLogger("ingest")
@@ -130,8 +136,10 @@ def normalized(raw: DataFrame) -> DataFrame:
         raise ValueError(f"raw records need columns {', '.join(RAW_COLUMNS)}; "
                          f"missing {', '.join(missing)} (have {', '.join(raw.columns)})")
     ts = raw.schema["timestamp"].dataType
-    timestamp = (F.timestamp_millis(F.col("timestamp")) if isinstance(ts, IntegralType)
-                 else F.col("timestamp").cast(TimestampType()))
+    millis = (F.col("timestamp") if isinstance(ts, IntegralType)
+              else F.unix_millis(F.col("timestamp").cast(TimestampType())))
+    low, high = TIMESTAMP_MS_RANGE  # beyond it the fold could not read the row: null, rejected
+    timestamp = F.when(millis.between(low, high), F.timestamp_millis(millis))
     return raw.select(F.col("key").cast("binary").alias("key"),
                       F.col("value").cast("binary").alias("value"),
                       F.col("partition").cast("int").alias("partition"),

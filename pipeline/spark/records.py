@@ -32,6 +32,8 @@ RAW_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
 FROM_RECORD = {"log_partition": "partition", "log_offset": "offset", "event_time": "timestamp",
                "raw_key": "key", "raw_value": "value"}
 _TIMESTAMP_SOURCES = {ts: ms for ms, ts in MS_TO_TIMESTAMP.items()}
+# The fold receives rows as pandas frames, whose timestamps are int64 nanoseconds: 1677-2262.
+TIMESTAMP_MS_RANGE = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000)
 
 
 def ingest_arrow_schema(event_schema: pa.Schema) -> pa.Schema:
@@ -71,6 +73,9 @@ def _source_key(field: pa.Field) -> str:
 def _value(row: dict[str, Any], field: pa.Field, key: str) -> Any:
     value = row.get(key, row.get(field.name) if key != field.name else None)
     if value is not None and pa.types.is_timestamp(field.type) and isinstance(value, int):
+        low, high = TIMESTAMP_MS_RANGE
+        if not low <= value <= high:
+            raise ValueError(f"{value} ms is outside the years 1677-2262 a pandas timestamp holds")
         return value * 1000  # ms -> the schema's microseconds
     return value
 

@@ -5,7 +5,6 @@ DescribeGroups (state and members) for the classic groups."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,46 +13,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import Broker
-from pipeline.spark.ingest import IngestOptions, read_topic, run_ingest, start_ingest
+from pipeline.spark.ingest import IngestOptions, read_topic, start_ingest
 from pipeline.spark.records import MALFORMED_RECORD
-from pipeline.spark.replay import ReplayOptions, run_replay
-from tests.kafka.clients import BrokerMember, Scenarios, broker_group, broker_offsets
+from tests.kafka.clients import BrokerMember, Scenarios
+from tests.kafka.conftest import Replayed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 CLASSIC = ["g-leave", "g-crash", "g-static", "g-coop", "g-txn-commit", "g-txn-abort"]
 KIP848 = ["g-848"]
 SECRET = "hunter2-not-logged"
-
-
-@dataclass
-class Replayed:
-    events: str
-    warehouse: Path
-    offsets: dict[str, dict[tuple[str, int], tuple[int, str]]]  # the broker's, per group
-    groups: dict[str, tuple[str, tuple[BrokerMember, ...]]]  # the broker's, per group
-
-    def table(self, spark: SparkSession, name: str) -> DataFrame:
-        return spark.read.format("delta").load(str(self.warehouse / name))
-
-
-def replay(spark: SparkSession, events: str, root: Path) -> Path:
-    run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
-                                    checkpoint=str(root / "replay-ckpt"), database=None))
-    return root / "warehouse"
-
-
-@pytest.fixture(scope="session")
-def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: Path) -> Replayed:
-    """The broker's truth first, then its topic ingested (available-now) and replayed."""
-    bootstrap = broker.bootstrap_servers
-    offsets = {g: broker_offsets(bootstrap, g) for g in workload.groups + workload.kip848_groups}
-    groups = {g: broker_group(bootstrap, g) for g in workload.groups + workload.kip848_groups}
-    root = session_dir / "live"
-    events = str(root / "events")
-    run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt")))
-    return Replayed(events, replay(spark, events, root), offsets, groups)
 
 
 def _rows(df: DataFrame, *columns: str) -> list[tuple[Any, ...]]:
