@@ -12,6 +12,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.fold import CoordinatorConfig  # noqa: E402
+from pipeline.times import event_time_ms  # noqa: E402
+
+
+def event_time_arg(text: str) -> int:
+    """argparse type: an ISO-8601 event time (UTC unless an offset is given) as epoch ms."""
+    try:
+        return event_time_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def setup_logging() -> None:

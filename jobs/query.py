@@ -1,40 +1,55 @@
-"""SQL over the consumer-group tables.
+"""SQL over the consumer-group tables, now or as of a past event time.
 
     spark-submit jobs/query.py --warehouse /data/wh "SELECT * FROM group_state"
+    spark-submit jobs/query.py --warehouse /data/wh --as-of 2026-11-17T03:12:00 --group orders
+    spark-submit jobs/query.py --warehouse /data/wh --demo
 
 Every output table under --warehouse is a SQL name (group_state, committed_offsets,
-offset_history, group_transitions, rebalances, rejected_events). `--demo` runs a few
-example questions instead of one statement. Reads the tables; writes nothing.
+offset_history, group_transitions, rebalances, rejected_events, group_history), with the
+table functions group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
+rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions().
+`--as-of` (without SQL) prints state, members and offsets as of that time, for one --group
+or all; the time is parsed first and reaches SQL as a timestamp literal built from the
+parsed value, the group id only as a Column value. Reads the tables; writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pipeline.spark.catalog import DEMO_QUERIES, register_views
+from pipeline.spark.catalog import AS_OF, DEMO_QUERIES, as_of, register_views, timestamp_sql
 from pipeline.spark.session import build_session
 
-from _common import setup_logging
+from _common import event_time_arg, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--warehouse", required=True)
     p.add_argument("--demo", action="store_true", help="run the example questions")
+    p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
+                   help="state, members and offsets as of this event time (ISO; UTC)")
+    p.add_argument("--group", help="with --as-of: only this group")
     p.add_argument("--limit", type=int, default=50, help="rows to show")
+    p.add_argument("--profile", default="local")
     p.add_argument("sql", nargs="?", help="one SQL statement")
     args = p.parse_args(argv)
-    if not args.demo and not args.sql:
-        p.error("give a SQL statement, or --demo")
+    if not args.demo and not args.sql and args.as_of is None:
+        p.error("give a SQL statement, --as-of TIMESTAMP, or --demo")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)
-    spark = build_session("query", "local")
+    spark = build_session("query", args.profile)
     try:
         register_views(spark, args.warehouse)
+        if args.as_of is not None and not args.sql:
+            for function in AS_OF:
+                print(f"\n== {function}({timestamp_sql(args.as_of)})")
+                as_of(spark, function, args.as_of, args.group).show(args.limit, truncate=False)
+            return
         queries = DEMO_QUERIES if args.demo else {"result": args.sql}
         for title, sql in queries.items():
             print(f"\n== {title}")

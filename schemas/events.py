@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from schemas.columns import TP, Column
 
+TOPIC_ID_PARTITIONS = "array<struct<topic_id:string,partitions:array<int>>>"
+TOPICS_METADATA = (
+    "array<struct<topic_id:string,topic_name:string,num_partitions:int,"
+    "partition_metadata:array<struct<partition:int,racks:array<string>>>>>"
+)
+
 MEMBER = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
     f"session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,assignment:array<{TP}>>"
@@ -51,6 +57,33 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("api_version", "int", doc="request version; null means the newest"),
     Column("current_state_timestamp", "timestamp",
            doc="GROUP_METADATA: when the group entered its state (KIP-211)"),
+    # KIP-848 consumer-group records (types 3-8, 16): the names and types the decoder emits
+    # (pipeline.decode.columns.EXTRA_COLUMNS), so its rows fit the event log as they are.
+    Column("group_epoch", "int", doc="CONSUMER_GROUP_METADATA: the group epoch"),
+    Column("metadata_hash", "bigint", doc="CONSUMER_GROUP_METADATA: KIP-1101 hash; 0 if absent"),
+    Column("topics_metadata", TOPICS_METADATA,
+           doc="CONSUMER_GROUP_PARTITION_METADATA: the subscribed topics' metadata"),
+    Column("rack_id", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
+    Column("subscribed_topic_names", "array<string>", doc="CONSUMER_GROUP_MEMBER_METADATA"),
+    Column("subscribed_topic_regex", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
+    Column("server_assignor", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
+    Column("classic_protocols", "array<struct<name:string,metadata:binary>>",
+           doc="CONSUMER_GROUP_MEMBER_METADATA of a classic-protocol member: JoinGroup protocols"),
+    Column("assignment_epoch", "int", doc="CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA"),
+    Column("assigned_partitions", TOPIC_ID_PARTITIONS,
+           doc="CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER (target) or _CURRENT_MEMBER_ASSIGNMENT"),
+    Column("member_epoch", "int", doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
+    Column("previous_member_epoch", "int", doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
+    Column("member_state", "int",
+           doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: 0 STABLE, 1 UNREVOKED_PARTITIONS, "
+               "2 UNRELEASED_PARTITIONS, 127 UNKNOWN"),
+    Column("member_state_name", "string", doc="member_state as Kafka's MemberState name"),
+    Column("partitions_pending_revocation", TOPIC_ID_PARTITIONS,
+           doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
+    Column("regular_expression", "string", doc="CONSUMER_GROUP_REGULAR_EXPRESSION (key)"),
+    Column("regex_topics", "array<string>", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
+    Column("regex_version", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
+    Column("regex_timestamp_ms", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION, epoch ms"),
 )
 
 CLASSIC_EVENT_TYPES = (

@@ -7,12 +7,19 @@ since the epoch and the Spark adapter converts at the edge.
 from __future__ import annotations
 
 from schemas.columns import TP, Column
-from schemas.events import EVENT_COLUMNS
+from schemas.events import EVENT_COLUMNS, TOPIC_ID_PARTITIONS
 
+# The fields after joined_at are a KIP-848 member's (null for classic members); its
+# `assignment` lists only partitions whose topic id the subscription metadata names.
 STATE_MEMBER = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
     "session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,"
-    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp>"
+    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp,"
+    "member_epoch:int,previous_member_epoch:int,member_state:string,rack_id:string,"
+    "server_assignor:string,subscribed_topic_regex:string,"
+    f"assigned_partitions:{TOPIC_ID_PARTITIONS},"
+    f"partitions_pending_revocation:{TOPIC_ID_PARTITIONS},"
+    f"target_partitions:{TOPIC_ID_PARTITIONS}>"
 )
 
 GROUP_STATE: tuple[Column, ...] = (
@@ -37,6 +44,9 @@ GROUP_STATE: tuple[Column, ...] = (
     Column("late_count", "bigint", False, "rows that arrived behind the watermark"),
     Column("pending_transactions", "int", False),
     Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
+    Column("group_type", "string", False, "classic, or consumer (KIP-848)"),
+    Column("group_epoch", "int", doc="consumer groups: the group epoch (also generation_id)"),
+    Column("assignment_epoch", "int", doc="consumer groups: the target assignment epoch"),
 )
 
 _OFFSET_BASE: tuple[Column, ...] = (
@@ -96,6 +106,27 @@ REBALANCES: tuple[Column, ...] = (
     Column("log_offset", "bigint"),
 )
 
+GROUP_HISTORY: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("event_time", "timestamp", False, "when the group took this shape"),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint", doc="the record that changed it (a timer: the last one)"),
+    Column("seq", "int", False, "order of rows at the same log position and time"),
+    Column("state", "string", False),
+    Column("generation_id", "int", False),
+    Column("protocol_type", "string"),
+    Column("protocol", "string"),
+    Column("leader_id", "string"),
+    Column("members", f"array<{STATE_MEMBER}>", False,
+           "as in group_state, last_heartbeat null: heartbeats do not change the shape"),
+    Column("member_count", "int", False),
+    Column("state_since", "timestamp"),
+    Column("rebalance_count", "bigint", False),
+    Column("group_type", "string", False),
+    Column("group_epoch", "int"),
+    Column("assignment_epoch", "int"),
+)
+
 REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("reason", "string", False, "Kafka's error name, MALFORMED: <what>, DUPLICATE, ..."),
     Column("group_state", "string", doc="the group's state when the row was refused"),
@@ -109,6 +140,7 @@ OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "group_transitions": GROUP_TRANSITIONS,
     "rebalances": REBALANCES,
     "rejected_events": REJECTED_EVENTS,
+    "group_history": GROUP_HISTORY,
 }
 
 TABLE_KEYS: dict[str, tuple[str, ...]] = {

@@ -1,4 +1,5 @@
-"""Kafka's classic group coordinator as a pure, replayable fold. Standard library only.
+"""Kafka's group coordinator as a pure, replayable fold: classic groups and KIP-848 consumer
+groups (`consumer_groups`). Standard library only.
 
     result = fold("my-group", events)          # or fold(previous_group, more_events)
     result.group, result.outputs.transitions   # new state and the rows it wrote

@@ -24,6 +24,7 @@ class Outputs:
     offset_history: list[Row] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
     records: list[Event] = field(default_factory=list)  # what the coordinator writes to its log
+    history: list[Row] = field(default_factory=list)  # the group's shape after each change
 
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
@@ -31,6 +32,7 @@ class Outputs:
         self.offset_history += other.offset_history
         self.rejected += other.rejected
         self.records += other.records
+        self.history += other.history
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Step:
             "generation_id": after.generation_id,
             "cause": cause,
             "member_id": member_id,
-            "member_count": len(after.members),
+            "member_count": len(after.member_ids),
             "detail": detail,
             "seq": after.seq,
         })

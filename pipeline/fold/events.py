@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 TopicPartition = tuple[str, int]
+TopicIdPartitions = tuple[tuple[str, tuple[int, ...]], ...]  # KIP-848: ((topic id, partitions), ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,16 @@ class SnapshotMember:
     rebalance_timeout_ms: int | None = None
     subscription: tuple[str, ...] = ()
     assignment: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """One topic of a CONSUMER_GROUP_PARTITION_METADATA record (KIP-848)."""
+
+    topic_id: str
+    topic_name: str
+    num_partitions: int
+    partition_racks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,25 @@ class Event:
     request_member_id: str | None = None
     api_version: int | None = None
     current_state_timestamp: int | None = None
+    group_epoch: int | None = None
+    metadata_hash: int | None = None
+    topics_metadata: tuple[TopicMetadata, ...] | None = None
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    assignment_epoch: int | None = None
+    assigned_partitions: TopicIdPartitions | None = None
+    member_epoch: int | None = None
+    previous_member_epoch: int | None = None
+    member_state: int | None = None
+    member_state_name: str | None = None
+    partitions_pending_revocation: TopicIdPartitions | None = None
+    regular_expression: str | None = None
+    regex_topics: tuple[str, ...] | None = None
+    regex_version: int | None = None
+    regex_timestamp_ms: int | None = None
     defect: str | None = None  # why the row could not be read whole; not a column
 
     @property
@@ -99,7 +129,26 @@ class Event:
             else [{"member_id": m, "partitions": _tp_rows(tps)} for m, tps in self.assignments]
         )
         row["members"] = None if self.members is None else [_member_row(m) for m in self.members]
+        row["topics_metadata"] = None if self.topics_metadata is None else [
+            {"topic_id": t.topic_id, "topic_name": t.topic_name,
+             "num_partitions": t.num_partitions,
+             "partition_metadata": [{"partition": p, "racks": list(r)}
+                                    for p, r in t.partition_racks]}
+            for t in self.topics_metadata]
+        for name in ("subscribed_topic_names", "regex_topics"):
+            names = getattr(self, name)
+            row[name] = None if names is None else list(names)
+        row["classic_protocols"] = None if self.classic_protocols is None else [
+            {"name": n, "metadata": m} for n, m in self.classic_protocols]
+        for name in ("assigned_partitions", "partitions_pending_revocation"):
+            row[name] = topic_id_rows(getattr(self, name))
         return row
+
+
+def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    return [{"topic_id": t, "partitions": list(ps)} for t, ps in value]
 
 
 def _tp_rows(tps: tuple[TopicPartition, ...]) -> list[dict[str, Any]]:
@@ -173,10 +222,52 @@ def _read_members(value: Any) -> tuple[SnapshotMember, ...] | None:
     )
 
 
+def _read_strings(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(_str(v) for v in value)
+
+
+def _read_topics_metadata(value: Any) -> tuple[TopicMetadata, ...] | None:
+    if value is None:
+        return None
+    return tuple(
+        TopicMetadata(
+            _str(t["topic_id"]), _str(t["topic_name"]), _int(t["num_partitions"]),
+            tuple((_int(p["partition"]), _read_strings(p.get("racks")) or ())
+                  for p in (t.get("partition_metadata") or ())),
+        )
+        for t in value
+    )
+
+
+def _read_classic_protocols(value: Any) -> tuple[tuple[str, bytes], ...] | None:
+    if value is None:
+        return None
+    return tuple((_str(p["name"]), _bytes(p["metadata"])) for p in value)
+
+
+def _bytes(value: Any) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError(f"expected bytes, got {type(value).__name__}")
+    return bytes(value)
+
+
+def _read_topic_ids(value: Any) -> TopicIdPartitions | None:
+    if value is None:
+        return None
+    return tuple((_str(t["topic_id"]), tuple(_int(p) for p in (t["partitions"] or ())))
+                 for t in value)
+
+
 _NESTED = {
     "protocols": _read_protocols,
     "assignments": _read_assignments,
     "members": _read_members,
+    "topics_metadata": _read_topics_metadata,
+    "subscribed_topic_names": _read_strings,
+    "classic_protocols": _read_classic_protocols,
+    "assigned_partitions": _read_topic_ids,
+    "partitions_pending_revocation": _read_topic_ids,
+    "regex_topics": _read_strings,
 }
 _SCALARS = tuple(
     f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import errors
+from pipeline.fold import consumer_groups, errors
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event
+from pipeline.fold.history import record_shape
 from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
@@ -26,6 +27,19 @@ from pipeline.fold.validation import position_defect, row_defect
 
 Handler = Callable[[Group, Event, Step], Group]
 
+
+def _on_group_metadata(g: Group, e: Event, step: Step) -> Group:
+    if g.consumer is not None:
+        g = consumer_groups.replaced_by_classic(g, step)
+    return on_group_metadata(g, e, step)
+
+
+def _on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
+    if g.consumer is not None:
+        return consumer_groups.removed_by_group_tombstone(g, step)
+    return on_group_tombstone(g, e, step)
+
+
 HANDLERS: dict[str, Handler] = {
     "JOIN": on_join,
     "SYNC": on_sync,
@@ -34,8 +48,9 @@ HANDLERS: dict[str, Handler] = {
     "OFFSET_COMMIT": on_commit,
     "TXN_MARKER": on_txn_marker,
     "OFFSET_TOMBSTONE": on_offset_tombstone,
-    "GROUP_METADATA": on_group_metadata,
-    "GROUP_TOMBSTONE": on_group_tombstone,
+    "GROUP_METADATA": _on_group_metadata,
+    "GROUP_TOMBSTONE": _on_group_tombstone,
+    **consumer_groups.HANDLERS,
 }
 PROTOCOL_REQUESTS = frozenset({"JOIN", "SYNC", "HEARTBEAT", "LEAVE"})
 DEFAULT_CONFIG = CoordinatorConfig()
@@ -74,7 +89,7 @@ def apply(group: Group | str, event: Event,
 def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
     """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
     steps: list[Step] = []
-    g = advance_timers(group, until, config, steps)
+    g = advance_timers(group, until, config, steps, record_shape)
     out = Outputs()
     for step in steps:
         out.extend(step.out)
@@ -97,13 +112,13 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
     steps: list[Step] = []
-    g = advance_timers(g, e.event_time, cfg, steps)
+    g = advance_timers(g, e.event_time, cfg, steps, record_shape)
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
     g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
                 seq=0, clock=now, last_event_time=e.event_time)
-    reason = _reason_not_applied(e)
+    reason = _reason_not_applied(e, g)
     if reason is None:
         if e.event_type in PROTOCOL_REQUESTS or (
                 e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
@@ -114,13 +129,14 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
         except Refused as refused:
             reason = refused.reason
         else:
+            after = record_shape(g, after, step)
             out.extend(step.out)
             return after
     out.rejected.append(rejected_row(e, reason, g))
     return g.evolve(rejected_count=g.rejected_count + 1)
 
 
-def _reason_not_applied(e: Event) -> str | None:
+def _reason_not_applied(e: Event, g: Group) -> str | None:
     problem = row_defect(e)
     if problem is not None:
         return errors.malformed(problem)
@@ -128,6 +144,11 @@ def _reason_not_applied(e: Event) -> str | None:
         return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
         return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"
+    if e.event_type in PROTOCOL_REQUESTS and g.consumer is not None:
+        # Kafka would take the request as a classic-protocol member of the consumer group
+        # (KIP-848 online migration); that path is not modelled.
+        return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a consumer (KIP-848) group: "
+                "classic-protocol members of consumer groups are not modelled")
     return None
 
 

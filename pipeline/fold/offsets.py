@@ -2,8 +2,10 @@
 
 A commit row with a generation is a request and is checked as Kafka's `validateOffsetCommit`
 does (reference §4.7); a commit row without one is a record read from `__consumer_offsets`,
-already accepted by the coordinator that wrote it, and is applied as it stands. Expiry
-follows KIP-211 (reference §4.8) on the event-time clock.
+already accepted by the coordinator that wrote it, and is applied as it stands. A request to
+a KIP-848 consumer group is checked by member epoch instead (`consumer_groups`). Expiry
+follows KIP-211 (reference §4.8) on the event-time clock; a consumer group's offsets expire,
+from their commit, only for topics it does not subscribe to.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import replace
 
 from pipeline.fold import errors
 from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.consumer_groups import validate_commit
 from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event, TopicPartition
@@ -25,7 +28,10 @@ from pipeline.fold.states import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, Caus
 def on_commit(g: Group, e: Event, step: Step) -> Group:
     assert e.topic is not None and e.partition is not None and e.committed_offset is not None
     transactional = e.producer_id is not None
-    if e.generation_id is not None:
+    if e.generation_id is not None and g.consumer is not None:
+        validate_commit(g, e, transactional)
+        _check_metadata_size(e, step.config)
+    elif e.generation_id is not None:
         g = _accept_request(g, e, step, transactional)
     elif not g.exists:
         g = create_group(g, step)
@@ -73,10 +79,14 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
         raise Refused(errors.UNKNOWN_MEMBER_ID)  # generation-less commit to a live group
     if not transactional and g.state == COMPLETING_REBALANCE:
         raise Refused(errors.REBALANCE_IN_PROGRESS)
-    metadata = e.commit_metadata or ""
-    if len(metadata.encode("utf-8")) > step.config.offset_metadata_max_bytes:
-        raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
+    _check_metadata_size(e, step.config)
     return g
+
+
+def _check_metadata_size(e: Event, cfg: CoordinatorConfig) -> None:
+    metadata = e.commit_metadata or ""
+    if len(metadata.encode("utf-8")) > cfg.offset_metadata_max_bytes:
+        raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
 
 
 def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
@@ -142,6 +152,17 @@ def _thresholds(g: Group, cfg: CoordinatorConfig) -> Iterator[tuple[TopicPartiti
         return
     pending = {tp for p in g.pending_txns.values() for tp in p}
     retention = cfg.offsets_retention_ms
+    if g.consumer is not None:
+        # A consumer group's condition: topics it does not subscribe to, from the commit.
+        subscribed = g.subscribed_topics or frozenset()
+        for tp, o in g.offsets.items():
+            if tp in pending:
+                continue
+            if o.expire_timestamp is not None:
+                yield tp, o.expire_timestamp
+            elif tp[0] not in subscribed:
+                yield tp, o.commit_timestamp + retention
+        return
     simple = not g.exists or g.protocol_type is None
     empty = not simple and g.state == EMPTY
     unsubscribed = None
@@ -173,6 +194,14 @@ def expire(g: Group, step: Step) -> Group:
     g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
     if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
         g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
+        if g.consumer is not None:
+            # An empty consumer group's tombstones (`createGroupTombstoneRecords`).
+            for record in ("CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE",
+                           "CONSUMER_GROUP_PARTITION_METADATA_TOMBSTONE",
+                           "CONSUMER_GROUP_METADATA_TOMBSTONE"):
+                step.record(record, g.group_id)
+            g = g.evolve(consumer=None, protocol_type=None)
+        else:
+            step.record("GROUP_TOMBSTONE", g.group_id)
         g = g.evolve(exists=False)
-        step.record("GROUP_TOMBSTONE", g.group_id)
     return g

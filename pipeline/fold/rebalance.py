@@ -149,7 +149,7 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
     before = dict(g.stable_owners)
     before_members = set(g.stable_members)
     after = before if outcome == ABANDONED else (g.owners() if outcome == COMPLETED else {})
-    after_members = {m.member_id for m in g.members}
+    after_members = set(g.member_ids)
     moved = sum(1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
     started = None if r is None else r.started_at
     step.out.rebalances.append({
@@ -161,7 +161,7 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "cause": Cause.SNAPSHOT if r is None else r.cause,
         "protocol": g.protocol,
         "leader_id": g.leader_id,
-        "member_count": len(g.members),
+        "member_count": len(after_members),
         "members_joined": len(after_members - before_members),
         "members_left": len(before_members - after_members),
         "partitions_moved": 0 if outcome == ABANDONED else moved,

@@ -2,7 +2,8 @@
 
 Never pickle: the bytes are plain JSON with a format version `v`. Records are positional
 lists in the field order of their dataclass, named once per format version; an older format
-is upgraded by explicit steps in `_UPGRADES` before it is read.
+is upgraded by explicit steps in `_UPGRADES` before it is read. Format 2 added `consumer`,
+the KIP-848 part of a group (null for classic groups); a format-1 state upgrades to null.
 """
 
 from __future__ import annotations
@@ -12,20 +13,31 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from pipeline.fold.events import Protocol
-from pipeline.fold.model import Group, Member, Offset, PendingMember, Rebalance
+from pipeline.fold.events import Protocol, TopicIdPartitions, TopicMetadata
+from pipeline.fold.model import (
+    ConsumerGroup,
+    ConsumerMember,
+    Group,
+    Member,
+    Offset,
+    PendingMember,
+    Rebalance,
+    ResolvedRegex,
+)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _MEMBER = [f.name for f in fields(Member)]
 _OFFSET = [f.name for f in fields(Offset)]
 _PENDING = [f.name for f in fields(PendingMember)]
 _REBALANCE = [f.name for f in fields(Rebalance)]
+_CONSUMER_MEMBER = [f.name for f in fields(ConsumerMember)]
+_REGEX = [f.name for f in fields(ResolvedRegex)]
 _GROUP_SCALARS = [
     f.name for f in fields(Group)
     if f.name not in ("members", "pending_members", "pending_sync", "rebalance",
                       "stable_owners", "stable_members", "offsets", "pending_txns",
-                      "position", "recent")
+                      "position", "recent", "consumer")
 ]
 
 
@@ -47,6 +59,7 @@ def dumps(g: Group) -> bytes:
     doc["pending_txns"] = [[pid, _offsets_list(o)] for pid, o in sorted(g.pending_txns.items())]
     doc["position"] = None if g.position is None else list(g.position)
     doc["recent"] = [list(p) for p in g.recent]
+    doc["consumer"] = None if g.consumer is None else _consumer_doc(g.consumer)
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -58,7 +71,10 @@ def loads(data: bytes) -> Group:
     if not isinstance(doc, dict) or not isinstance(doc.get("v"), int):
         raise StateFormatError("group state has no format version 'v'")
     while doc["v"] < FORMAT_VERSION:
-        doc = _UPGRADES[doc["v"]](doc)
+        upgrade = _UPGRADES.get(doc["v"])
+        if upgrade is None:
+            raise StateFormatError(f"group state format {doc['v']} is unknown")
+        doc = upgrade(doc)
     if doc["v"] != FORMAT_VERSION:
         raise StateFormatError(f"group state format {doc['v']} is newer than {FORMAT_VERSION}")
     try:
@@ -79,6 +95,70 @@ def _member(values: list[Any]) -> Member:
     kw["protocols"] = tuple(Protocol(n, tuple(t)) for n, t in kw["protocols"])
     kw["assignment"] = tuple((t, p) for t, p in kw["assignment"])
     return Member(**kw)
+
+
+def _consumer_doc(c: ConsumerGroup) -> dict[str, Any]:
+    return {
+        "group_epoch": c.group_epoch,
+        "assignment_epoch": c.assignment_epoch,
+        "metadata_hash": c.metadata_hash,
+        "members": [_consumer_member_list(m) for m in c.members],
+        "targets": [[m, _tid_list(t)] for m, t in c.targets],
+        "subscription_metadata": [
+            [t.topic_id, t.topic_name, t.num_partitions, [[p, list(r)] for p, r in t.partition_racks]]
+            for t in c.subscription_metadata],
+        "regexes": [[getattr(r, n) for n in _REGEX] for r in c.regexes],
+    }
+
+
+def _consumer(doc: dict[str, Any]) -> ConsumerGroup:
+    return ConsumerGroup(
+        group_epoch=doc["group_epoch"],
+        assignment_epoch=doc["assignment_epoch"],
+        metadata_hash=doc["metadata_hash"],
+        members=tuple(_consumer_member(m) for m in doc["members"]),
+        targets=tuple((m, _tid(t)) for m, t in doc["targets"]),
+        subscription_metadata=tuple(
+            TopicMetadata(i, n, k, tuple((p, tuple(r)) for p, r in racks))
+            for i, n, k, racks in doc["subscription_metadata"]),
+        regexes=tuple(_regex(r) for r in doc["regexes"]),
+    )
+
+
+def _consumer_member_list(m: ConsumerMember) -> list[Any]:
+    values = [getattr(m, n) for n in _CONSUMER_MEMBER]
+    for name in ("subscribed_topic_names",):
+        values[_CONSUMER_MEMBER.index(name)] = list(getattr(m, name))
+    protocols = m.classic_protocols
+    values[_CONSUMER_MEMBER.index("classic_protocols")] = None if protocols is None else [
+        [p.name, list(p.topics)] for p in protocols]
+    for name in ("assigned_partitions", "partitions_pending_revocation"):
+        values[_CONSUMER_MEMBER.index(name)] = _tid_list(getattr(m, name))
+    return values
+
+
+def _consumer_member(values: list[Any]) -> ConsumerMember:
+    kw = dict(zip(_CONSUMER_MEMBER, values, strict=True))
+    kw["subscribed_topic_names"] = tuple(kw["subscribed_topic_names"])
+    if kw["classic_protocols"] is not None:
+        kw["classic_protocols"] = tuple(Protocol(n, tuple(t)) for n, t in kw["classic_protocols"])
+    for name in ("assigned_partitions", "partitions_pending_revocation"):
+        kw[name] = _tid(kw[name])
+    return ConsumerMember(**kw)
+
+
+def _regex(values: list[Any]) -> ResolvedRegex:
+    kw = dict(zip(_REGEX, values, strict=True))
+    kw["topics"] = tuple(kw["topics"])
+    return ResolvedRegex(**kw)
+
+
+def _tid_list(partitions: TopicIdPartitions) -> list[Any]:
+    return [[t, list(ps)] for t, ps in partitions]
+
+
+def _tid(rows: list[Any]) -> TopicIdPartitions:
+    return tuple((t, tuple(ps)) for t, ps in rows)
 
 
 def _offsets_list(offsets: Any) -> list[Any]:
@@ -103,8 +183,14 @@ def _group(doc: dict[str, Any]) -> Group:
         pending_txns={pid: _offsets(o) for pid, o in doc["pending_txns"]},
         position=None if doc["position"] is None else tuple(doc["position"]),
         recent=tuple(tuple(p) for p in doc["recent"]),
+        consumer=None if doc["consumer"] is None else _consumer(doc["consumer"]),
     )
 
 
+def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 had no KIP-848 groups: every group is classic."""
+    return {**doc, "v": 2, "consumer": None}
+
+
 # format version -> step that rewrites a document of that version into the next one.
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}

@@ -12,6 +12,14 @@ PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
+# KIP-848 consumer groups (Kafka's ConsumerGroupState): derived after every record, no table.
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+
+# A KIP-848 member's state (Kafka's MemberState), as CURRENT_MEMBER_ASSIGNMENT stores it.
+MEMBER_STABLE = 0
+MEMBER_STATE_NAMES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS",
+                      127: "UNKNOWN"}
 
 VALID_PREVIOUS: dict[str, frozenset[str]] = {
     EMPTY: frozenset({PREPARING_REBALANCE}),
@@ -61,3 +69,5 @@ class Cause:
     SNAPSHOT_MISMATCH = "SNAPSHOT_MISMATCH"
     GROUP_TOMBSTONE = "GROUP_TOMBSTONE"
     OFFSETS_EXPIRED = "OFFSETS_EXPIRED"
+    # KIP-848 groups: transitions name the record that caused them (its event type).
+    GROUP_REPLACED = "GROUP_REPLACED"  # a GROUP_METADATA record replaces a consumer group

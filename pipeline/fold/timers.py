@@ -8,6 +8,7 @@ fires before a record whose time is after `t`; a record at exactly `t` comes fir
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.fold.config import CoordinatorConfig
@@ -98,14 +99,18 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
     return prepare_rebalance(g, step, Cause.PENDING_SYNC_TIMEOUT, ",".join(sorted(late)))
 
 
-def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step]) -> Group:
-    """Fire, in time order, every timer due strictly before `until`; each firing is one step."""
+def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
+            on_step: Callable[[Group, Group, Step], Group] | None = None) -> Group:
+    """Fire, in time order, every timer due strictly before `until`; each firing is one step,
+    handed with the group before and after it to `on_step`."""
     for _ in range(100_000):
         timer = next_timer(g, cfg)
         if timer is None or timer[0] >= until:
             return g
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
         step = Step(cfg, due, g.position)
-        g = fire(g, timer, step).evolve(clock=due)
+        before, g = g, fire(g, timer, step).evolve(clock=due)
+        if on_step is not None:
+            g = on_step(before, g, step)
         steps.append(step)
     raise RuntimeError(f"group {g.group_id!r}: timers keep firing at {g.clock}; a fold bug")

@@ -97,6 +97,49 @@ def _metadata(e: Event) -> str | None:
     return None
 
 
+def _group_epoch(e: Event) -> str | None:
+    return _missing(e, "group_epoch") or _negative(e, "group_epoch")
+
+
+def _partition_metadata(e: Event) -> str | None:
+    return _missing(e, "topics_metadata")
+
+
+def _member_key(e: Event) -> str | None:
+    if not e.member_id:
+        return f"member_id is required for {e.event_type}"
+    return None
+
+
+def _member_metadata(e: Event) -> str | None:
+    return _member_key(e) or _negative(e, "session_timeout_ms")
+
+
+def _assignment_epoch(e: Event) -> str | None:
+    return _missing(e, "assignment_epoch")
+
+
+def _target_member(e: Event) -> str | None:
+    return _member_key(e) or _missing(e, "assigned_partitions") or _partitions(e)
+
+
+def _current_assignment(e: Event) -> str | None:
+    return (_member_key(e) or _missing(e, "member_epoch", "member_state", "assigned_partitions")
+            or _partitions(e))
+
+
+def _partitions(e: Event) -> str | None:
+    for name in ("assigned_partitions", "partitions_pending_revocation"):
+        for topic_id, partitions in getattr(e, name) or ():
+            if any(p < 0 for p in partitions):
+                return f"{name} has a negative partition of topic {topic_id}"
+    return None
+
+
+def _regular_expression(e: Event) -> str | None:
+    return _missing(e, "regular_expression")
+
+
 _CHECKS: dict[str, Check] = {
     "JOIN": _join,
     "SYNC": _member_request,
@@ -106,4 +149,15 @@ _CHECKS: dict[str, Check] = {
     "TXN_MARKER": _marker,
     "OFFSET_TOMBSTONE": _tombstone,
     "GROUP_METADATA": _metadata,
+    "CONSUMER_GROUP_METADATA": _group_epoch,
+    "CONSUMER_GROUP_PARTITION_METADATA": _partition_metadata,
+    "CONSUMER_GROUP_MEMBER_METADATA": _member_metadata,
+    "CONSUMER_GROUP_MEMBER_METADATA_TOMBSTONE": _member_key,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": _target_member,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TOMBSTONE": _member_key,
+    "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": _current_assignment,
+    "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TOMBSTONE": _member_key,
+    "CONSUMER_GROUP_REGULAR_EXPRESSION": _regular_expression,
+    "CONSUMER_GROUP_REGULAR_EXPRESSION_TOMBSTONE": _regular_expression,
 }

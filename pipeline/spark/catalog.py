@@ -1,13 +1,47 @@
-"""The output tables as SQL names: each `<warehouse>/<table>` Delta table as a view."""
+"""The output tables as SQL names, and the questions about the past as SQL table functions.
+
+`register_views` makes each `<warehouse>/<table>` Delta table a view, then defines:
+  group_state_as_of(at)            each group as it was at `at` (from group_history)
+  group_members_as_of(at)          its members then, one row each, with their assignment
+  committed_offsets_as_of(at)      every committed offset then (from offset_history)
+  rebalance_summary(since, until)  per group: count, duration mean/p50/p99, causes, cost
+  rebalance_storms(window_minutes, min_rebalances)
+                                   every rebalance closing a window with >= N of them
+  member_sessions()                each member's stays: joined, left, why
+Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
+bound in this session (the Delta extension's analyzer sees the unbound marker first), so
+jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
+and filter group ids with Column expressions.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from schemas import OUTPUT_TABLES
+
+
+def timestamp_sql(ms: int) -> str:
+    """A SQL timestamp literal for epoch milliseconds: digits and separators only, so no
+    input can reach SQL through it."""
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return f"TIMESTAMP'{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+AS_OF = ("group_state_as_of", "group_members_as_of", "committed_offsets_as_of")
+
+
+def as_of(spark: SparkSession, function: str, at_ms: int, group: str | None = None) -> DataFrame:
+    """One as-of table function's rows at `at_ms`, optionally of one group (a Column filter)."""
+    if function not in AS_OF:
+        raise ValueError(f"unknown as-of function {function!r}; one of {AS_OF}")
+    rows = spark.sql(f"SELECT * FROM {function}({timestamp_sql(at_ms)})")
+    return rows if group is None else rows.filter(F.col("group_id") == F.lit(group))
 
 
 def register_views(spark: SparkSession, warehouse: str) -> list[str]:
@@ -20,7 +54,121 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
             names.append(table)
     if not names:
         raise FileNotFoundError(f"no output tables under {warehouse!r}: run jobs/replay.py first")
+    if {"group_history", "offset_history", "rebalances", "group_transitions"} <= set(names):
+        for sql in FUNCTIONS.values():
+            spark.sql(sql)
     return names
+
+
+_MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
+           "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
+           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP")
+
+FUNCTIONS: dict[str, str] = {
+    "group_state_as_of": """
+        CREATE OR REPLACE TEMPORARY FUNCTION group_state_as_of(at TIMESTAMP)
+        RETURNS TABLE (group_id STRING, state STRING, generation_id INT, protocol_type STRING,
+                       protocol STRING, leader_id STRING, member_count INT,
+                       state_since TIMESTAMP, rebalance_count BIGINT, group_type STRING,
+                       group_epoch INT, assignment_epoch INT, since TIMESTAMP)
+        RETURN SELECT group_id, state, generation_id, protocol_type, protocol, leader_id,
+                      member_count, state_since, rebalance_count, group_type, group_epoch,
+                      assignment_epoch, event_time AS since
+        FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
+                        log_partition DESC, log_offset DESC, seq DESC) AS newest
+              FROM group_history WHERE event_time <= at)
+        WHERE newest = 1 AND state <> 'Dead'""",
+    "group_members_as_of": f"""
+        CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
+        RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
+        RETURN SELECT group_id, generation_id, m.member_id, m.group_instance_id, m.client_id,
+                      m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
+                      m.subscription, m.assignment, m.joined_at
+        FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
+                        log_partition DESC, log_offset DESC, seq DESC) AS newest
+              FROM group_history WHERE event_time <= at)
+        LATERAL VIEW explode(members) AS m
+        WHERE newest = 1 AND state <> 'Dead'""",
+    "committed_offsets_as_of": """
+        CREATE OR REPLACE TEMPORARY FUNCTION committed_offsets_as_of(at TIMESTAMP)
+        RETURNS TABLE (group_id STRING, topic STRING, partition INT, committed_offset BIGINT,
+                       leader_epoch INT, commit_metadata STRING, commit_timestamp TIMESTAMP,
+                       expire_timestamp TIMESTAMP, member_id STRING, generation_id INT,
+                       log_partition INT, log_offset BIGINT)
+        RETURN SELECT group_id, topic, partition, committed_offset, leader_epoch,
+                      commit_metadata, commit_timestamp, expire_timestamp, member_id,
+                      generation_id, log_partition, log_offset
+        FROM (SELECT *, row_number() OVER (PARTITION BY group_id, topic, partition
+                        ORDER BY event_time DESC, log_offset DESC) AS newest
+              FROM offset_history WHERE event_time <= at AND change <> 'TXN_ABORTED')
+        WHERE newest = 1 AND change = 'COMMIT'""",
+    "rebalance_summary": """
+        CREATE OR REPLACE TEMPORARY FUNCTION rebalance_summary(since TIMESTAMP, until TIMESTAMP)
+        RETURNS TABLE (group_id STRING, rebalances BIGINT, completed BIGINT,
+                       mean_ms DOUBLE, p50_ms DOUBLE, p99_ms DOUBLE, max_ms BIGINT,
+                       causes MAP<STRING, BIGINT>, partitions_moved BIGINT,
+                       members_joined BIGINT, members_left BIGINT,
+                       first_at TIMESTAMP, last_at TIMESTAMP)
+        RETURN SELECT group_id, count(*), count_if(outcome = 'COMPLETED'),
+                      avg(duration_ms), percentile(duration_ms, 0.5),
+                      percentile(duration_ms, 0.99), max(duration_ms),
+                      map_from_entries(collect_list(CASE WHEN k = 1 THEN struct(cause, n) END)),
+                      sum(partitions_moved),
+                      sum(members_joined), sum(members_left), min(completed_at),
+                      max(completed_at)
+        FROM (SELECT *, count(*) OVER (PARTITION BY group_id, cause) AS n,
+                     row_number() OVER (PARTITION BY group_id, cause ORDER BY completed_at)
+                       AS k
+              FROM rebalances WHERE completed_at >= since AND completed_at < until)
+        GROUP BY group_id""",
+    "rebalance_storms": """
+        CREATE OR REPLACE TEMPORARY FUNCTION rebalance_storms(window_minutes INT,
+                                                              min_rebalances INT)
+        RETURNS TABLE (group_id STRING, window_start TIMESTAMP, window_end TIMESTAMP,
+                       rebalances BIGINT, causes ARRAY<STRING>)
+        RETURN SELECT r.group_id, r.completed_at - make_dt_interval(0, 0, window_minutes, 0),
+                      r.completed_at, count(*), array_distinct(collect_list(w.cause))
+        FROM rebalances r JOIN rebalances w
+          ON w.group_id = r.group_id AND w.completed_at <= r.completed_at
+         AND w.completed_at > r.completed_at - make_dt_interval(0, 0, window_minutes, 0)
+        GROUP BY r.group_id, r.completed_at
+        HAVING count(*) >= min_rebalances""",
+    "member_sessions": """
+        CREATE OR REPLACE TEMPORARY FUNCTION member_sessions()
+        RETURNS TABLE (group_id STRING, member_id STRING, group_instance_id STRING,
+                       client_id STRING, client_host STRING, joined_at TIMESTAMP,
+                       left_at TIMESTAMP, left_why STRING, generations BIGINT)
+        RETURN WITH shapes AS (
+            SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time,
+                      log_partition, log_offset, seq) AS k
+            FROM group_history),
+          seen AS (
+            SELECT s.group_id, s.k, s.generation_id, m.member_id, m.group_instance_id,
+                   m.client_id, m.client_host
+            FROM shapes s LATERAL VIEW explode(s.members) AS m),
+          islands AS (
+            SELECT *, k - row_number() OVER (PARTITION BY group_id, member_id ORDER BY k)
+                      AS island
+            FROM seen),
+          stays AS (
+            SELECT group_id, member_id, first(group_instance_id) AS group_instance_id,
+                   first(client_id) AS client_id, first(client_host) AS client_host,
+                   min(k) AS first_k, max(k) AS last_k,
+                   count(DISTINCT generation_id) AS generations
+            FROM islands GROUP BY group_id, member_id, island)
+        SELECT st.group_id, st.member_id, st.group_instance_id, st.client_id, st.client_host,
+               a.event_time, b.event_time,
+               CASE WHEN b.k IS NULL THEN NULL
+                    ELSE coalesce(t.cause, 'REMOVED') END,
+               st.generations
+        FROM stays st
+        JOIN shapes a ON a.group_id = st.group_id AND a.k = st.first_k
+        LEFT JOIN shapes b ON b.group_id = st.group_id AND b.k = st.last_k + 1
+        LEFT JOIN (SELECT group_id, event_time, log_offset, max_by(cause, seq) AS cause
+                   FROM group_transitions GROUP BY group_id, event_time, log_offset) t
+          ON t.group_id = b.group_id AND t.event_time = b.event_time
+         AND t.log_offset <=> b.log_offset""",
+}
 
 
 DEMO_QUERIES: dict[str, str] = {

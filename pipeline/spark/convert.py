@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StructType, TimestampType
 
 from pipeline.fold import Event
@@ -48,6 +50,22 @@ def events_from_frame(pdf: pd.DataFrame, schema: StructType) -> list[Event]:
                             else v for v in s.tolist()])
     names = [f.name for f in schema.fields]
     return [Event.from_row(dict(zip(names, values, strict=True))) for values in zip(*columns, strict=True)]
+
+
+def events_from_arrow(table: pa.Table) -> list[Event]:
+    """The batch path: Spark's Arrow table of a group's rows (timestamps in microseconds)."""
+    columns: dict[str, list[Any]] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if pa.types.is_timestamp(column.type):
+            column = pc.divide(column.cast(pa.int64()), _PER_MS[column.type.unit])
+        columns[name] = column.to_pylist()
+    names = list(columns)
+    return [Event.from_row(dict(zip(names, values, strict=True)))
+            for values in zip(*columns.values(), strict=True)]
+
+
+_PER_MS = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}  # seconds never occur: Spark sends us
 
 
 def _millis(s: pd.Series) -> list[int | None]:
@@ -105,3 +123,28 @@ def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
         for ms in data["state_members"]
     ]
     return pd.DataFrame(data, columns=[f.name for f in schema.fields])
+
+
+def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
+    """`wire_frame` for the batch path: the wire rows as Arrow (`schema`: the wire schema's
+    Arrow form, timestamps in microseconds), no pandas in between."""
+    data: dict[str, list[Any]] = {name: [None] * len(tagged) for name in schema.names}
+    for i, (table, row) in enumerate(tagged):
+        data["_table"][i] = table
+        for column, value in row.items():
+            data[wire_name(table, column)][i] = value
+    arrays = []
+    for f in schema:
+        values = data[f.name]
+        if pa.types.is_timestamp(f.type):
+            values = [None if v is None else v * 1000 for v in values]
+        elif f.name == "state_members":
+            values = [None if ms is None else [
+                {**m, "last_heartbeat": _us(m["last_heartbeat"]), "joined_at": _us(m["joined_at"])}
+                for m in ms] for ms in values]
+        arrays.append(pa.array(values, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _us(ms: int | None) -> int | None:
+    return None if ms is None else ms * 1000

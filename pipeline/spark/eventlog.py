@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import TimestampType
 
@@ -25,6 +26,12 @@ def events_to_arrow(events: Sequence[Event]) -> pa.Table:
                 row[name] = row[name] * 1000  # ms -> the arrow schema's microseconds
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
+
+
+def select_events(df: DataFrame) -> DataFrame:
+    """The event log's columns, cast to the contract's types (a log written by other tools
+    may carry more columns or narrower types)."""
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in event_schema().fields])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

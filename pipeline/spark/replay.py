@@ -1,5 +1,8 @@
 """The streaming replay: Delta event log in, the contract's Delta tables out, exactly once.
 
+A warehouse a batch backfill built is continued from (see `handoff.py`): the log is read
+from the version after the backfill's, every group starting from the state it left.
+
 Source rows get a watermark on `event_time`, are grouped by `group_id` and folded by
 `applyInPandasWithState` with an event-time timeout; `BatchWriter` writes each micro-batch.
 
@@ -23,9 +26,11 @@ from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.fold import CoordinatorConfig
+from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
+from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
 from pipeline.spark.sinks import BatchWriter, ensure_tables
-from pipeline.spark.tables import STATE_SCHEMA, event_schema, wire_schema
+from pipeline.spark.tables import SEED, STATE_SCHEMA, wire_schema
 
 log = logging.getLogger("replay")
 WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
@@ -74,12 +79,38 @@ def is_path(events: str) -> bool:
 
 
 def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
+    """The event log as a stream, after a backfill's version if the warehouse had one, with
+    the backfill's group states as a second source (empty without a backfill)."""
+    ensure_seed_table(spark, opts.warehouse)
+    manifest = read_manifest(spark, opts.warehouse)
     reader = spark.readStream.format("delta")
     if opts.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", opts.max_files_per_trigger)
+    if manifest is not None:
+        if _fresh(opts.checkpoint):
+            _check_handoff(manifest, opts)
+            log.info("continuing from the backfill of %s at version %d (%d groups)",
+                     manifest.events, manifest.version, manifest.groups)
+        reader = reader.option("startingVersion", manifest.version + 1)
     source = reader.load(opts.events) if is_path(opts.events) else reader.table(opts.events)
-    return source.select(*[F.col(f.name).cast(f.dataType).alias(f.name)
-                           for f in event_schema().fields])
+    events = select_events(source).withColumn(SEED, F.lit(None).cast("binary"))
+    return events.unionByName(seed_rows(spark, opts.warehouse, manifest))
+
+
+def _fresh(checkpoint: str) -> bool:
+    offsets = Path(checkpoint) / "offsets"
+    return not offsets.is_dir() or not any(offsets.iterdir())
+
+
+def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
+    if not manifest.streamable:
+        raise ValueError(
+            f"{opts.warehouse} was backfilled up to an event time ({manifest.until_ms} ms), "
+            "which no stream can continue from without re-reading rows; backfill without "
+            "--until (or with --version) to hand off to a stream, or use a new --warehouse")
+    if manifest.events != opts.events:
+        raise ValueError(f"{opts.warehouse} was backfilled from {manifest.events}, "
+                         f"not from {opts.events}")
 
 
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:

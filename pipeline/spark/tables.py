@@ -2,7 +2,10 @@
 
 The streaming fold can return only one row type, so every output row travels as one wide
 "wire" row: `_table` names the table it belongs to and the other columns are the union of
-all tables' columns (`group_state.members` becomes `state_members`, the only name clash).
+all tables' columns (`members` of group_state and group_history becomes `state_members`,
+the only name clash, with rejected_events' event `members`).
+`_state` carries a group's serialized fold state out of the batch backfill (the seed a
+stream continues from); streaming leaves it null.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
-APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events")
+APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events",
+                 "group_history")
 STATE_SCHEMA = "state binary"
+SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
+SEED_TABLE = "_backfill_state"  # the wire's tag, and the folder under the warehouse
 
 
 def _struct(columns: tuple[Column, ...]) -> StructType:
@@ -35,13 +41,17 @@ def table_schema(table: str) -> StructType:
 
 
 def wire_name(table: str, column: str) -> str:
-    return "state_members" if (table, column) == ("group_state", "members") else column
+    return "state_members" if column == "members" and table in _STATE_SHAPED else column
+
+
+_STATE_SHAPED = frozenset({"group_state", "group_history"})
 
 
 @cache
 def wire_schema() -> StructType:
     fields: dict[str, StructField] = {"_table": StructField("_table", DataType.fromDDL(
-        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean"))}
+        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean")),
+        "_state": StructField("_state", DataType.fromDDL("binary"))}
     for table in OUTPUT_TABLES:
         for f in table_schema(table).fields:
             name = wire_name(table, f.name)

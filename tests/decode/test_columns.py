@@ -31,8 +31,11 @@ def test_every_member_key_is_a_contract_field_or_listed_as_extra() -> None:
             assert set(member) == CONTRACT_MEMBER | set(EXTRA_MEMBER_FIELDS)
 
 
-def test_extra_columns_do_not_shadow_contract_columns_and_types_are_balanced() -> None:
-    assert not set(EXTRA_COLUMNS) & CONTRACT
+def test_extra_columns_the_contract_adopted_keep_their_types_and_types_are_balanced() -> None:
+    # The event log adopts extra columns as they are (the KIP-848 ones): same name, same type.
+    types = {c.name: c.type for c in EVENT_COLUMNS}
+    for name in set(EXTRA_COLUMNS) & CONTRACT:
+        assert types[name] == EXTRA_COLUMNS[name], name
     for ddl in [*EXTRA_COLUMNS.values(), *EXTRA_MEMBER_FIELDS.values()]:
         assert ddl.count("<") == ddl.count(">")
     assert set(MS_TO_TIMESTAMP) <= set(EXTRA_COLUMNS)

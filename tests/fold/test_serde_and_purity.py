@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -66,3 +67,13 @@ def test_pure_packages_import_only_the_standard_library_and_each_other(package: 
                     "pipeline.") and not node.module.startswith(
                     ("pipeline.fold", "pipeline.generator", "pipeline.decode")):
                 raise AssertionError(f"{path} reaches into {node.module}")
+
+
+def test_the_generated_evolve_copies_every_field_like_dataclasses_replace() -> None:
+    g = busy_group()
+    changes = {"generation_id": g.generation_id + 7, "leader_id": "someone", "seq": 3}
+    evolved = g.evolve(**changes)
+    assert evolved == dataclasses.replace(g, **changes)
+    assert g.evolve() == g and g.evolve() is not g
+    assert all(getattr(evolved, f.name) is getattr(g, f.name)
+               for f in dataclasses.fields(g) if f.name not in changes)

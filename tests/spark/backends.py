@@ -1,16 +1,18 @@
 """The same log through each backend, as whole tables to compare: the pure fold in this
-process (as streaming would end: every timer due before the final watermark fired), and
-the streaming replay."""
+process (as streaming would end: every timer due before the final watermark fired), the
+streaming replay and the batch backfill."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold, reject_unkeyed
+from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.convert import Tagged, wire_frame
 from pipeline.spark.folding import tagged_rows
 from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
@@ -22,12 +24,14 @@ CONFIG = CoordinatorConfig()
 DELAY = "10 minutes"
 
 
-def pure_tables(spark: SparkSession, events: list[Event],
-                config: CoordinatorConfig = CONFIG) -> dict[str, DataFrame]:
+def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorConfig = CONFIG,
+                watermark: int | None = None) -> dict[str, DataFrame]:
+    """`watermark`: timers fire up to it; by default the stream's final one."""
     by_group: dict[str | None, list[Event]] = defaultdict(list)
     for e in events:
         by_group[e.group_id].append(e)
-    watermark = max(e.event_time for e in events if e.event_time is not None) - delay_ms(DELAY)
+    if watermark is None:
+        watermark = max(e.event_time for e in events if e.event_time is not None) - delay_ms(DELAY)
     tagged: list[Tagged] = [("rejected_events", r) for r in reject_unkeyed(by_group.pop(None, []))]
     for group_id, group_events in by_group.items():
         assert group_id is not None
@@ -47,6 +51,15 @@ def streaming_tables(spark: SparkSession, events_path: str, root: Path,
     run_replay(spark, ReplayOptions(
         events=events_path, warehouse=str(warehouse), checkpoint=str(root / "checkpoint"),
         database=None, watermark_delay=DELAY, max_files_per_trigger=max_files, config=CONFIG))
+    return read_tables(spark, warehouse)
+
+
+def backfill_tables(spark: SparkSession, events_path: str, root: Path,
+                    **options: Any) -> dict[str, DataFrame]:
+    warehouse = root / "warehouse"
+    run_backfill(spark, BackfillOptions(events=events_path, warehouse=str(warehouse),
+                                        database=None, watermark_delay=DELAY, config=CONFIG,
+                                        **options))
     return read_tables(spark, warehouse)
 
 

@@ -1,0 +1,66 @@
+"""A group's committed offsets as of a past event time, as the CSV that
+`kafka-consumer-groups --reset-offsets --from-file` reads (topic,partition,offset).
+
+    .venv/bin/python jobs/export_offsets.py --warehouse /data/wh --group orders \
+        --as-of 2026-11-17T03:00:00 --output orders.csv
+    kafka-consumer-groups --bootstrap-server ... --group orders --reset-offsets \
+        --from-file orders.csv --dry-run        # then --execute, with the group stopped
+
+The time is parsed before it reaches SQL (a literal built from the parsed value); the group
+id is only a Column value. A group with no committed offset at that time is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+from pipeline.spark.catalog import as_of, register_views
+from pipeline.spark.session import build_session
+
+from _common import event_time_arg, setup_logging
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--as-of", type=event_time_arg, required=True, metavar="TIMESTAMP")
+    p.add_argument("--output", required=True, help="CSV file to write ('-' for stdout)")
+    p.add_argument("--profile", default="local")
+    return p.parse_args(argv)
+
+
+def offsets_csv(rows: list[tuple[str, int, int]], out: object) -> None:
+    writer = csv.writer(out, lineterminator="\n")  # type: ignore[arg-type]
+    for topic, partition, offset in sorted(rows):
+        writer.writerow([topic, partition, offset])
+
+
+def main(argv: list[str] | None = None) -> int:
+    setup_logging()
+    args = parse(argv)
+    spark = build_session("export-offsets", args.profile)
+    try:
+        register_views(spark, args.warehouse)
+        rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
+                as_of(spark, "committed_offsets_as_of", args.as_of, args.group)
+                .select("topic", "partition", "committed_offset").collect()]
+    finally:
+        spark.stop()
+    if not rows:
+        print(f"group {args.group!r} had no committed offset at that time", file=sys.stderr)
+        return 2
+    if args.output == "-":
+        offsets_csv(rows, sys.stdout)
+    else:
+        with Path(args.output).open("w", newline="") as out:
+            offsets_csv(rows, out)
+        print(f"wrote {len(rows)} offsets of {args.group!r} to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

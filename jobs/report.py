@@ -1,0 +1,121 @@
+"""A picture of one consumer group's history.
+
+    spark-submit jobs/report.py --warehouse /data/wh --group orders --output orders.png
+
+Reads that group's rows of the output tables under --warehouse (group_state,
+group_transitions and rebalances whole; offset_history and rejected_events between --from
+and --to) and draws them with `pipeline.report.render`: member lanes, generations and
+rebalances, state, assignment changes, committed offsets, refused rows. An --output ending
+in .html gets a page with the picture and tables of the rebalances and refused rows.
+Writes only --output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.report import render
+from pipeline.spark.session import build_session
+
+from _common import setup_logging
+
+log = logging.getLogger("report")
+
+# What the picture reads, and which columns: rejected_events' raw bytes and protocols stay on disk.
+COLUMNS: dict[str, tuple[str, ...] | None] = {
+    "group_state": None,
+    "group_transitions": None,
+    "rebalances": None,
+    "offset_history": None,
+    "rejected_events": ("group_id", "event_time", "log_partition", "log_offset", "event_type",
+                        "member_id", "group_instance_id", "generation_id", "topic",
+                        "partition", "reason", "group_state"),
+}
+WINDOWED = ("offset_history", "rejected_events")  # long tables: only the asked window is read
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO time (`2024-05-01T12:00`, `2024-05-01 12:00:00+02:00`); naive means UTC."""
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not an ISO time: {text!r}") from e
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--group", required=True, help="the group id, taken literally")
+    p.add_argument("--output", required=True, help="FILE.png, or FILE.html for a page")
+    p.add_argument("--from", dest="start", type=utc_time, help="draw from this event time")
+    p.add_argument("--to", dest="end", type=utc_time, help="draw up to this event time")
+    p.add_argument("--profile", default="local", help="conf/profiles/<name>.conf")
+    args = p.parse_args(argv)
+    if args.start and args.end and args.end <= args.start:
+        p.error(f"--to ({args.end}) must be after --from ({args.start})")
+    return args
+
+
+def _within(start: datetime | None, end: datetime | None) -> Column:
+    # Aware datetimes: PySpark turns a naive one into a timestamp in the driver's local zone.
+    cond = F.lit(True)
+    if start is not None:
+        cond = cond & (F.col("event_time") >= F.lit(start))
+    if end is not None:
+        cond = cond & (F.col("event_time") <= F.lit(end))
+    return cond
+
+
+def load_group(spark: SparkSession, warehouse: str, group_id: str,
+               start: datetime | None = None, end: datetime | None = None
+               ) -> dict[str, pd.DataFrame]:
+    """`group_id`'s rows of each output table under `warehouse`, as pandas frames."""
+    frames = {}
+    for table, columns in COLUMNS.items():
+        path = str(Path(warehouse).resolve() / table)
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))
+        if table in WINDOWED:
+            df = df.filter(_within(start, end))
+        if columns is not None:
+            df = df.select(*columns)
+        frames[table] = df.toPandas()
+    if not frames:
+        raise SystemExit(f"no output tables under {warehouse!r}: run jobs/replay.py first")
+    return frames
+
+
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Path:
+    """Returns the file written. A session passed in is used and left running."""
+    setup_logging()
+    args = parse(argv)
+    session = spark or build_session("report", args.profile)
+    try:
+        frames = load_group(session, args.warehouse, args.group, args.start, args.end)
+    finally:
+        if spark is None:
+            session.stop()
+    if not any(len(frames.get(t, ())) for t in ("group_state", "group_transitions", "rebalances")):
+        raise SystemExit(f"group {args.group!r} not found in {args.warehouse!r}: "
+                         "no group_state, group_transitions or rebalances rows")
+    bounds = [None if t is None else pd.Timestamp(t).tz_convert("UTC").tz_localize(None)
+              for t in (args.start, args.end)]
+    picture = render(frames, args.group, bounds[0], bounds[1], path=args.output)
+    log.info("wrote %s (%dx%d px): %d member lanes, %d rebalances, %d partitions",
+             picture.path, *picture.size_px, len(picture.lanes), picture.rebalances,
+             len(picture.partitions))
+    return picture.path
+
+
+if __name__ == "__main__":
+    main()

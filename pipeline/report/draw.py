@@ -1,0 +1,326 @@
+"""The picture of one group: stacked panels over event time, one shared x axis.
+
+Top to bottom: member lanes (`membership.lanes`), generations and rebalances as spans
+labelled with cause and duration, the state as a step line (with the member count at each
+state change), partitions moved by each rebalance, committed offset per topic-partition
+(tombstones and expiry marked), and refused rows by reason. Rebalance spans are shaded
+faintly across every panel so a change lines up with its cause. Drawn on matplotlib's Agg
+canvas directly (no pyplot): no global figure state, nothing to close, no display needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib.dates as mdates
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from pipeline.report.membership import Lane
+from pipeline.report.style import (
+    CAUSE_COLORS,
+    STATE_COLORS,
+    STATES,
+    Color,
+    cause_color,
+    duration_text,
+    plain,
+    short,
+    topic_colors,
+)
+
+WIDTH_IN, DPI = 16.0, 100
+LANE_IN, MAX_LANES = 0.24, 60
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass(frozen=True)
+class Window:
+    start: pd.Timestamp
+    end: pd.Timestamp
+
+    @property
+    def span(self) -> pd.Timedelta:
+        return self.end - self.start
+
+    def frac(self, fraction: float) -> pd.Timedelta:
+        return self.span * fraction
+
+
+def panel_heights(n_lanes: int, n_reasons: int) -> dict[str, float]:
+    """Inches per panel; the member panel grows with its lanes, up to MAX_LANES of them."""
+    heights = {
+        "members": max(1.4, LANE_IN * min(n_lanes, MAX_LANES) + 0.5),
+        "generations": 1.5,
+        "state": 1.5,
+        "assignment": 1.3,
+        "commits": 2.8,
+    }
+    if n_reasons:
+        heights["refused"] = 0.4 + 0.22 * n_reasons
+    return heights
+
+
+def new_figure(heights: dict[str, float]) -> tuple[Figure, dict[str, Axes]]:
+    top_in, bottom_in, gap_in = 1.2, 0.6, 0.32
+    total = top_in + bottom_in + sum(heights.values()) + gap_in * (len(heights) - 1)
+    fig = Figure(figsize=(WIDTH_IN, total), dpi=DPI)
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(len(heights), 1, height_ratios=list(heights.values()),
+                            left=0.16, right=0.84, top=1 - top_in / total,
+                            bottom=bottom_in / total,
+                            hspace=gap_in / (sum(heights.values()) / len(heights)))
+    axes: dict[str, Axes] = {}
+    first: Axes | None = None
+    for i, name in enumerate(heights):
+        ax = fig.add_subplot(grid[i], sharex=first, label=name)
+        first = first or ax
+        axes[name] = ax
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if i < len(heights) - 1:
+            ax.tick_params(labelbottom=False)
+    return fig, axes
+
+
+def _heading(ax: Axes, text: str) -> None:
+    ax.set_title(text, loc="left", fontsize=9.5, color="#333333", pad=3)
+
+
+def draw_members(ax: Axes, lanes: Sequence[Lane], w: Window, departures: int) -> None:
+    """`departures`: members the rebalances count as gone, named in the tables or not."""
+    shown = list(lanes[:MAX_LANES])
+    more = len(lanes) - len(shown)
+    note = f" (first {MAX_LANES} of {len(lanes)} drawn)" if more else ""
+    named = sum(1 for lane in lanes for s in lane.spans if s.end_exact and not s.current)
+    _heading(ax, f"Members{note}: bar = membership the tables prove;  faint = left at an "
+                 "unknown moment before the group emptied;  ▶ joined,  ✕ removed,  · commit.   "
+                 f"Removals named: {named} of {departures} the rebalances count")
+    for y, lane in enumerate(shown):
+        color = "#2a9d8f" if lane.static else "#4872b8"
+        for s in lane.spans:
+            width = max(s.end - s.start, w.frac(0.002))
+            ax.broken_barh([(s.start, width)], (y - 0.32, 0.64), facecolors=color,
+                           gid=f"lane:{lane.key}")
+            if s.until is not None and s.until > s.end:
+                ax.broken_barh([(s.end, s.until - s.end)], (y - 0.32, 0.64),
+                               facecolors=color, alpha=0.22, gid=f"faint:{lane.key}")
+            if s.start_exact:
+                ax.plot([s.start], [y], marker=">", color="#1d3557", markersize=5, gid="join")
+            if s.end_exact and not s.current:
+                ax.plot([s.end], [y], marker="x", color="#c1121f", markersize=6,
+                        markeredgewidth=1.6, gid="removal")
+        if lane.commits:
+            ax.plot(lane.commits, [y] * len(lane.commits), linestyle="none", marker=".",
+                    markersize=2.2, color="white", alpha=0.8, gid="commit")
+    ax.set_ylim(max(len(shown), 1) - 0.5, -0.5)
+    ax.set_yticks(range(len(shown)))
+    size = 8 if len(shown) <= 30 else 6.5
+    ax.set_yticklabels([plain(short(lane.key)) + (" ⚓" if lane.static else "")
+                        for lane in shown], fontsize=size)
+    if not shown:
+        ax.text(0.5, 0.5, "no member is named in the tables", transform=ax.transAxes,
+                ha="center", va="center", color="#777777")
+        ax.set_yticks([])
+    ax.tick_params(axis="y", length=0)
+
+
+def draw_generations(ax: Axes, rebalances: pd.DataFrame, transitions: pd.DataFrame,
+                     w: Window) -> None:
+    _heading(ax, "Generations and rebalances (span from start to completion; cause, duration)")
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    ax.spines["left"].set_visible(False)
+    min_width = w.frac(0.003)
+    last_label: pd.Timestamp | None = None
+    for i, r in enumerate(rebalances.itertuples(index=False)):
+        start = r.started_at if pd.notna(r.started_at) else r.completed_at
+        color = cause_color(r.cause)
+        ax.axvspan(start, max(r.completed_at, start + min_width), color=color, alpha=0.85,
+                   linewidth=0, gid=f"rebalance:{i}")
+        outcome = "" if r.outcome == "COMPLETED" else f" {r.outcome}"
+        label = f"{r.cause}{outcome}"
+        if pd.notna(r.duration_ms):
+            label += f" · {duration_text(r.duration_ms)}"
+        if last_label is not None and start - last_label < w.frac(0.011):
+            continue  # too close to the previous label to be read: its colour still says the cause
+        last_label = start
+        ax.text(start - w.frac(0.001), 0.96, plain(label), rotation=90, ha="right", va="top",
+                fontsize=7.5, color="#222222", clip_on=True)
+    bands = _generation_bands(rebalances, transitions, w)
+    for gen, a, b in bands:
+        if b - a > w.frac(0.045):
+            ax.text(a + (b - a) / 2, 0.12, f"gen {gen}", ha="center", va="bottom",
+                    fontsize=8, color="#555555")
+    ax.axhline(0.05, color="#bbbbbb", linewidth=0.8)
+
+
+def _generation_bands(rebalances: pd.DataFrame, transitions: pd.DataFrame,
+                      w: Window) -> list[tuple[int, pd.Timestamp, pd.Timestamp]]:
+    """Each generation's life: from the rebalance that made it to the next one's start."""
+    done = rebalances[rebalances["outcome"] != "ABANDONED"]
+    bands = []
+    rows = list(done.itertuples(index=False))
+    for i, r in enumerate(rows):
+        nxt = w.end
+        if i + 1 < len(rows):
+            n = rows[i + 1]
+            nxt = n.started_at if pd.notna(n.started_at) else n.completed_at
+        if pd.notna(r.generation_id):
+            bands.append((int(r.generation_id), r.completed_at, max(nxt, r.completed_at)))
+    return bands
+
+
+def draw_state(ax: Axes, transitions: pd.DataFrame, w: Window) -> None:
+    _heading(ax, "State (step line) and member count at each state change (grey, right axis)")
+    levels = {s: i for i, s in enumerate(STATES)}
+    t = transitions[transitions["to_state"].isin(levels)]
+    if not t.empty:
+        xs = list(t["event_time"]) + [w.end]
+        ys = [levels[s] for s in t["to_state"]] + [levels[t["to_state"].iloc[-1]]]
+        ax.step(xs, ys, where="post", color="#444444", linewidth=1.3, gid="state")
+        ax.scatter(t["event_time"], [levels[s] for s in t["to_state"]], s=16, zorder=3,
+                   c=[STATE_COLORS[s] for s in t["to_state"]], gid="state-changes")
+        count = ax.twinx()
+        count.step(xs, list(t["member_count"]) + [t["member_count"].iloc[-1]], where="post",
+                   color="#9a9a9a", linewidth=1, linestyle="--", gid="member-count")
+        count.set_ylim(bottom=0, top=max(1, int(t["member_count"].max())) * 1.15)
+        count.tick_params(labelsize=8, colors="#777777")
+        count.spines["top"].set_visible(False)
+        count.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(-0.5, len(STATES) - 0.5)
+    ax.set_yticks(range(len(STATES)))
+    ax.set_yticklabels(STATES, fontsize=8)
+    for label, s in zip(ax.get_yticklabels(), STATES, strict=True):
+        label.set_color(STATE_COLORS[s])
+
+
+def draw_assignment(ax: Axes, rebalances: pd.DataFrame, w: Window) -> None:
+    _heading(ax, "Assignment: partitions moved by each rebalance (dark) of those assigned "
+                 "after it (light);  +joined −left members")
+    done = rebalances
+    width = w.frac(0.006)
+    ax.bar(done["completed_at"], done["partitions_total"], width=width, color="#cfd8e3",
+           align="center", gid="partitions-total")
+    ax.bar(done["completed_at"], done["partitions_moved"], width=width, color="#3d5a80",
+           align="center", gid="partitions-moved")
+    top = max(1, int(done["partitions_total"].max()) if len(done) else 1)
+    ax.set_ylim(0, top * 1.9)
+    placed: list[tuple[pd.Timestamp, float]] = []
+    for r in done.itertuples(index=False):
+        # Labels of rebalances close in time are stacked rather than drawn over each other.
+        y = r.partitions_total + top * 0.04
+        for x, used in placed:
+            if abs(r.completed_at - x) < w.frac(0.03) and abs(used - y) < top * 0.35:
+                y = used + top * 0.4
+        placed.append((r.completed_at, y))
+        ax.text(r.completed_at, y,
+                f"{r.partitions_moved}/{r.partitions_total}\n+{r.members_joined} −{r.members_left}",
+                ha="center", va="bottom", fontsize=6.5, color="#333333", linespacing=0.95,
+                clip_on=True)
+    ax.set_ylabel("partitions", fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def draw_commits(ax: Axes, history: pd.DataFrame, w: Window) -> list[str]:
+    _heading(ax, "Committed offset per topic-partition (one line each, coloured by topic)")
+    partitions: list[str] = []
+    colors = topic_colors(history)
+    marks = {"TOMBSTONE": ("X", "#c1121f", "tombstone"), "EXPIRED": ("v", "#000000", "expired"),
+             "TXN_ABORTED": ("o", "#e76f51", "transaction aborted")}
+    for (topic, partition), rows in history.groupby(["topic", "partition"], sort=True):
+        color: Color | str = colors[topic][int(partition)]
+        committed = rows["committed_offset"].where(rows["change"] == "COMMIT")
+        xs = list(rows["event_time"]) + [w.end]
+        ys = list(committed) + [committed.iloc[-1]]
+        name = f"{topic}-{partition}"
+        ax.step(xs, ys, where="post", color=color, linewidth=1.1, gid=f"partition:{name}")
+        partitions.append(name)
+    handles: list[Line2D | Patch] = [Patch(color=colors[t][min(colors[t])], label=plain(t))
+                                     for t in sorted(colors)]
+    for change, (marker, mark_color, label) in marks.items():
+        rows = history[history["change"] == change]
+        if rows.empty:
+            continue
+        y = _last_offsets(history, rows)
+        ax.scatter(rows["event_time"], y, marker=marker, s=36, zorder=4, gid=label,
+                   facecolors="none" if marker == "o" else mark_color, edgecolors=mark_color)
+        handles.append(Line2D([], [], marker=marker, linestyle="none", color=mark_color,
+                              label=label))
+    ax.set_ylabel("offset", fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_ylim(bottom=0)
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5,
+                  frameon=False, title="topics", title_fontsize=8)
+    if history.empty:
+        ax.text(0.5, 0.5, "no offset changes in this window", transform=ax.transAxes,
+                ha="center", va="center", color="#777777")
+    return partitions
+
+
+def _last_offsets(history: pd.DataFrame, rows: pd.DataFrame) -> list[float]:
+    """Where to put a deletion mark: at the offset the partition had just before it."""
+    out = []
+    for i, r in rows.iterrows():
+        prior = history.loc[:i]
+        prior = prior[(prior["topic"] == r["topic"]) & (prior["partition"] == r["partition"])
+                      & (prior["change"] == "COMMIT")]
+        out.append(float(prior["committed_offset"].iloc[-1]) if len(prior) else 0.0)
+    return out
+
+
+def draw_refused(ax: Axes, rejected: pd.DataFrame) -> None:
+    _heading(ax, "Refused or malformed rows, by reason")
+    counts = rejected["reason"].value_counts()
+    reasons = list(counts.index)
+    for y, reason in enumerate(reasons):
+        times = rejected.loc[rejected["reason"] == reason, "event_time"]
+        ax.plot(times, [y] * len(times), linestyle="none", marker="|", markersize=9,
+                markeredgewidth=1.4, color="#c1121f", gid=f"refused:{reason}")
+    ax.set_ylim(len(reasons) - 0.5, -0.5)
+    ax.set_yticks(range(len(reasons)))
+    ax.set_yticklabels([plain(short(r, 30)) + f" ({counts[r]})" for r in reasons], fontsize=7.5)
+    ax.tick_params(axis="y", length=0)
+
+
+def shade_rebalances(axes: dict[str, Axes], rebalances: pd.DataFrame, w: Window) -> None:
+    for name, ax in axes.items():
+        if name == "generations":
+            continue
+        for r in rebalances.itertuples(index=False):
+            start = r.started_at if pd.notna(r.started_at) else r.completed_at
+            ax.axvspan(start, max(r.completed_at, start + w.frac(0.003)),
+                       color=cause_color(r.cause), alpha=0.12, linewidth=0, zorder=0)
+
+
+def cause_legend(ax: Axes, rebalances: pd.DataFrame) -> None:
+    causes = [c for c in CAUSE_COLORS if c in set(rebalances["cause"])]
+    causes += sorted(set(rebalances["cause"]) - set(causes))
+    if causes:
+        ax.legend(handles=[Patch(color=cause_color(c), label=plain(c)) for c in causes],
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False,
+                  title="rebalance cause", title_fontsize=8)
+
+
+def time_axis(ax: Axes, w: Window) -> None:
+    pad = w.frac(0.01)
+    ax.set_xlim(w.start - pad, w.end + pad)
+    locator = mdates.AutoDateLocator(minticks=6, maxticks=14)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    ax.tick_params(axis="x", labelsize=8)
+
+
+def bottom_label(ax: Axes) -> None:
+    ax.set_xlabel("event time (UTC)", fontsize=8.5)

@@ -1,0 +1,160 @@
+"""`render`: one group's output tables in, a PNG (or an HTML page around it) out."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from pipeline.report import draw
+from pipeline.report.frames import group_frames, parse_time, time_range
+from pipeline.report.membership import Lane, lanes
+from pipeline.report.style import plain, span_text
+
+REFUSED_COLUMNS = ("event_time", "log_partition", "log_offset", "event_type", "member_id",
+                   "group_instance_id", "generation_id", "topic", "partition", "reason",
+                   "group_state")
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What was drawn, for callers and tests: the file, its size and what each panel holds."""
+
+    path: Path
+    size_px: tuple[int, int]  # width, height
+    start: pd.Timestamp
+    end: pd.Timestamp
+    lanes: list[Lane]
+    partitions: list[str]
+    rebalances: int
+    refused: int
+    figure: Figure
+
+
+def render(tables: Mapping[str, pd.DataFrame], group_id: str,
+           start: str | pd.Timestamp | None = None, end: str | pd.Timestamp | None = None,
+           *, path: str | Path) -> Picture:
+    """Draw `group_id`'s history between `start` and `end` (default: all of it) to `path`.
+
+    `tables` maps output table names to frames (other groups' rows are ignored). `path`
+    ending in `.html` gets a page with the picture embedded and tables of the rebalances
+    and refused rows; anything else gets a PNG.
+    """
+    out = Path(path)
+    t = group_frames(tables, group_id)
+    full = time_range(t)
+    if full is None:
+        raise LookupError(f"group {group_id!r} has no rows in the tables")
+    w = _window(full, parse_time(start, "start"), parse_time(end, "end"))
+    shown = _windowed(t, w)
+    member_lanes = [lane for lane in lanes(t, full[1]) if _overlaps(lane, w)]
+    reasons = shown["rejected_events"]["reason"].nunique()
+    fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons))
+    draw.draw_members(axes["members"], member_lanes, w,
+                      int(shown["rebalances"]["members_left"].sum()))
+    draw.draw_generations(axes["generations"], shown["rebalances"], shown["group_transitions"], w)
+    draw.cause_legend(axes["generations"], shown["rebalances"])
+    draw.draw_state(axes["state"], t["group_transitions"], w)
+    draw.draw_assignment(axes["assignment"], shown["rebalances"], w)
+    partitions = draw.draw_commits(axes["commits"], shown["offset_history"], w)
+    if reasons:
+        draw.draw_refused(axes["refused"], shown["rejected_events"])
+    draw.shade_rebalances(axes, shown["rebalances"], w)
+    draw.time_axis(axes["members"], w)
+    draw.bottom_label(list(axes.values())[-1])
+    _title(fig, group_id, t, shown, w, len(member_lanes), len(partitions))
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=draw.DPI)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() in (".html", ".htm"):
+        out.write_text(_page(group_id, png.getvalue(), shown, w), encoding="utf-8")
+    else:
+        out.write_bytes(png.getvalue())
+    width, height = (round(v * draw.DPI) for v in fig.get_size_inches())
+    return Picture(out, (width, height), w.start, w.end, member_lanes, partitions,
+                   len(shown["rebalances"]), len(shown["rejected_events"]), fig)
+
+
+def _window(full: tuple[pd.Timestamp, pd.Timestamp], start: pd.Timestamp | None,
+            end: pd.Timestamp | None) -> draw.Window:
+    s, e = start or full[0], end or full[1]
+    if e < s or (e == s and start is not None and end is not None):
+        raise ValueError(f"the time range is empty: from {s} to {e}")
+    if e == s:  # a group seen at one instant only
+        s, e = s - pd.Timedelta(seconds=1), e + pd.Timedelta(seconds=1)
+    return draw.Window(s, e)
+
+
+def _windowed(t: dict[str, pd.DataFrame], w: draw.Window) -> dict[str, pd.DataFrame]:
+    """The rows inside the window; for offsets, also each partition's last change before it."""
+    def inside(df: pd.DataFrame, column: str) -> pd.DataFrame:
+        return df[(df[column] >= w.start) & (df[column] <= w.end)]
+
+    history = t["offset_history"]
+    before = history[history["event_time"] < w.start].groupby(["topic", "partition"]).tail(1)
+    reb = t["rebalances"]
+    started = reb["started_at"].fillna(reb["completed_at"])
+    return {
+        **t,
+        "group_transitions": inside(t["group_transitions"], "event_time"),
+        "rebalances": reb[(reb["completed_at"] >= w.start) & (started <= w.end)],
+        "offset_history": pd.concat([before, inside(history, "event_time")]),
+        "rejected_events": inside(t["rejected_events"], "event_time"),
+    }
+
+
+def _overlaps(lane: Lane, w: draw.Window) -> bool:
+    return any(s.start <= w.end and (s.until or s.end) >= w.start for s in lane.spans)
+
+
+def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
+           shown: dict[str, pd.DataFrame], w: draw.Window, n_lanes: int, n_parts: int) -> None:
+    fmt = draw.TIME_FORMAT
+    commits = int((shown["offset_history"]["event_time"] >= w.start).sum())
+    facts = [f"{n_lanes} member lanes", f"{len(shown['rebalances'])} rebalances",
+             f"{commits} offset changes on {n_parts} partitions",
+             f"{len(shown['rejected_events'])} refused rows"]
+    state = t["group_state"]
+    if len(state):
+        now = state.iloc[-1]
+        facts.append(f"last state {now['state']}, generation {now['generation_id']} "
+                     f"({now['log_kind']} log)")
+    fig.suptitle(f"Consumer group {plain(group_id)}", x=0.16, y=1 - 0.12 / fig.get_figheight(),
+                 ha="left", va="top", fontsize=15, fontweight="bold")
+    fig.text(0.16, 1 - 0.5 / fig.get_figheight(),
+             f"{w.start:{fmt}} → {w.end:{fmt}} UTC  ({span_text(w.span)})\n"
+             + "   ·   ".join(facts), ha="left", va="top", fontsize=10, color="#333333",
+             linespacing=1.5)
+
+
+def _table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "<p>none</p>"
+    return str(df.convert_dtypes().to_html(index=False, escape=True, na_rep="", border=0, classes="rows"))
+
+
+def _page(group_id: str, png: bytes, shown: dict[str, pd.DataFrame], w: draw.Window) -> str:
+    gid = html.escape(group_id)
+    rebalances = shown["rebalances"].drop(columns=["group_id"])
+    refused = shown["rejected_events"][list(REFUSED_COLUMNS)]
+    data = base64.b64encode(png).decode("ascii")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Consumer group {gid}</title>
+<style>body{{font-family:sans-serif;margin:1.5em}} table.rows{{border-collapse:collapse;
+font-size:12px}} table.rows td,table.rows th{{padding:2px 8px;border-bottom:1px solid #ddd;
+text-align:left}} img{{max-width:100%}}</style></head><body>
+<h1>Consumer group {gid}</h1>
+<p>{w.start} → {w.end} UTC</p>
+<img alt="history of consumer group {gid}" src="data:image/png;base64,{data}">
+<h2>Rebalances ({len(rebalances)})</h2>
+{_table(rebalances)}
+<h2>Refused rows ({len(refused)})</h2>
+{_table(refused)}
+</body></html>
+"""

@@ -1,0 +1,68 @@
+"""Colours, names and text helpers shared by the panels."""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib import colormaps
+
+STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+STATE_COLORS = {
+    "Empty": "#8d99ae", "PreparingRebalance": "#e9a03b", "CompletingRebalance": "#d17a22",
+    "Stable": "#2a9d8f", "Dead": "#2b2d42",
+}
+# Causes a rebalance can have, grouped by hue: joins blue, rejoins purple, departures red,
+# timers orange, snapshots grey.
+CAUSE_COLORS = {
+    "MEMBER_JOINED": "#4c78a8", "STATIC_MEMBER_REJOINED": "#72b7b2",
+    "METADATA_CHANGED": "#9d7cc1", "LEADER_REJOINED": "#6a4c93",
+    "MEMBER_LEFT": "#e45756", "STATIC_MEMBER_REMOVED": "#b8393a",
+    "SESSION_TIMEOUT": "#f28e2b", "NEW_MEMBER_JOIN_TIMEOUT": "#d4a017",
+    "PENDING_SYNC_TIMEOUT": "#c26a00", "SNAPSHOT": "#9a9a9a", "SNAPSHOT_MISMATCH": "#5f5f5f",
+}
+OTHER_CAUSE = "#b07aa1"
+Color = tuple[float, float, float, float]
+TOPIC_MAPS = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "PuRd")
+
+
+def cause_color(cause: str) -> str:
+    return CAUSE_COLORS.get(cause, OTHER_CAUSE)
+
+
+def plain(text: str) -> str:
+    """Text shown as given: matplotlib would read `$...$` in a label as math."""
+    return str(text).replace("$", r"\$")
+
+
+def short(text: str, limit: int = 28) -> str:
+    """At most `limit` characters, the middle elided: ids differ at both ends."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[-(limit - 1 - head):]
+
+
+def duration_text(ms: object) -> str:
+    if ms is None or pd.isna(ms):
+        return "duration unknown"
+    seconds = float(ms) / 1000  # type: ignore[arg-type]
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def span_text(delta: pd.Timedelta) -> str:
+    return duration_text(delta.total_seconds() * 1000)
+
+
+def topic_colors(history: pd.DataFrame) -> dict[str, dict[int, Color]]:
+    """A colour family per topic, one shade per partition, darker for higher partitions."""
+    out: dict[str, dict[int, Color]] = {}
+    for i, (topic, rows) in enumerate(history.groupby("topic", sort=True)):
+        cmap = colormaps[TOPIC_MAPS[i % len(TOPIC_MAPS)]]
+        parts = sorted(int(p) for p in rows["partition"].unique())
+        n = len(parts)
+        out[str(topic)] = {p: cmap(0.45 + 0.5 * (j / max(1, n - 1))) for j, p in enumerate(parts)}
+    return out

@@ -1,0 +1,140 @@
+"""The batch backfill: a historical event log in, every output table rebuilt, in one pass.
+
+Each group's whole history is folded once, in log order, by a batch `applyInArrow` with
+the streaming job's own fold; the timers then run up to the cut (the event time asked for,
+or the log's watermark, where a stream over the same rows would stand). Every table is then
+replaced in one Delta commit of its own.
+
+Hand-off: a backfill of a whole log version (no `until`) also writes each group's final
+fold state to `<warehouse>/_backfill_state`, and in that commit's `userMetadata` a
+manifest (events source, version read, watermark). A stream started on a fresh checkpoint
+over that warehouse reads the events from the next version on and seeds every group from
+that table (see `replay.py`), so no record is applied twice or skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.fold import CoordinatorConfig
+from pipeline.spark.eventlog import select_events
+from pipeline.spark.folding import batch_fold
+from pipeline.spark.handoff import Manifest, seed_path
+from pipeline.spark.replay import delay_ms, is_path
+from pipeline.spark.sinks import ensure_tables, table_rows
+from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
+from schemas import OUTPUT_TABLES
+
+log = logging.getLogger("backfill")
+APPEND_ONLY = "delta.appendOnly"
+
+
+@dataclass
+class BackfillOptions:
+    events: str
+    warehouse: str
+    until_ms: int | None = None  # rows with event_time <= until; timers due before it
+    version: int | None = None  # the event log's Delta version to read; None: the latest
+    database: str | None = "consumer_groups"
+    watermark_delay: str = "10 minutes"
+    replace: bool = False  # replace tables that already hold rows
+    config: CoordinatorConfig | None = None
+
+    def __post_init__(self) -> None:
+        self.warehouse = str(Path(self.warehouse).resolve())
+        if is_path(self.events):
+            self.events = str(Path(self.events).resolve())
+        delay_ms(self.watermark_delay)
+        if self.until_ms is not None and self.version is not None:
+            raise ValueError("give --until or --version, not both")
+
+
+def latest_version(spark: SparkSession, events: str) -> int:
+    table = (DeltaTable.forPath(spark, events) if is_path(events)
+             else DeltaTable.forName(spark, events))
+    row = table.history(1).select("version").first()
+    assert row is not None
+    return int(row[0])
+
+
+def read_version(spark: SparkSession, events: str, version: int) -> DataFrame:
+    reader = spark.read.format("delta").option("versionAsOf", version)
+    if is_path(events):
+        return reader.load(events)
+    location = DeltaTable.forName(spark, events).detail().select("location").first()
+    assert location is not None
+    return reader.load(location[0])
+
+
+def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
+    cfg = opts.config or CoordinatorConfig()
+    version = opts.version if opts.version is not None else latest_version(spark, opts.events)
+    events = select_events(read_version(spark, opts.events, version))
+    if opts.until_ms is not None:
+        events = events.filter(F.col("event_time").isNull()
+                               | (F.col("event_time") <= F.timestamp_millis(F.lit(opts.until_ms))))
+    # MAX over a Delta table is answered from the log's file statistics when it can be.
+    top = events.agg(F.max(F.unix_millis("event_time"))).first()
+    max_ms = None if top is None or top[0] is None else int(top[0])
+    if opts.until_ms is not None:
+        cut: int | None = opts.until_ms
+    else:
+        cut = None if max_ms is None else max_ms - delay_ms(opts.watermark_delay)
+    _check_replaceable(spark, opts)
+    ensure_tables(spark, opts.warehouse, opts.database)
+    wire = (events.groupBy("group_id")
+            .applyInArrow(batch_fold(cfg, cut, seed=opts.until_ms is None), wire_schema())
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
+        log.info("folded %s groups from version %d of %s: %s", counts.get("group_state", 0),
+                 version, opts.events, counts)
+        manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
+                            watermark_ms=cut, max_event_time_ms=max_ms,
+                            groups=counts.get("group_state", 0))
+        for table in OUTPUT_TABLES:
+            rows = table_rows(wire, table)
+            if table == "committed_offsets":
+                rows = table_rows(wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False))),
+                                  table)
+            _replace(spark, str(Path(opts.warehouse) / table), rows, table in APPEND_TABLES)
+        seeds = wire.filter(F.col("_table") == SEED_TABLE).select("group_id", "_state")
+        (seeds.coalesce(1).write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
+         .save(seed_path(opts.warehouse)))
+    finally:
+        wire.unpersist()
+    log.info("backfill done: %s", manifest.to_json())
+    return manifest
+
+
+def _check_replaceable(spark: SparkSession, opts: BackfillOptions) -> None:
+    if opts.replace:
+        return
+    filled = [t for t in OUTPUT_TABLES
+              if DeltaTable.isDeltaTable(spark, str(Path(opts.warehouse) / t))
+              and spark.read.format("delta").load(str(Path(opts.warehouse) / t)).limit(1).count()]
+    if filled:
+        raise ValueError(
+            f"{opts.warehouse} already holds rows in {', '.join(filled)}: pass --replace to "
+            "replace every table (one Delta commit each; older versions stay readable by "
+            "time travel), or give a new --warehouse")
+
+
+def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool) -> None:
+    """Overwrite one table in one commit; an append-only table is opened for just that."""
+    table = "delta.`" + path.replace("`", "``") + "`"
+    if append_only:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
+    try:
+        rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+    finally:
+        if append_only:
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")

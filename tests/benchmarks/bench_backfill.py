@@ -1,0 +1,234 @@
+"""Benchmark (not a test): backfill and streaming replay against Spark's own floor, one run.
+
+    .venv/bin/python tests/benchmarks/bench_backfill.py --events 2000000 --groups 20000
+
+On one generated log (written once as a Delta table, reused from --log-dir if it is there),
+after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), each measured
+`--repeat` times (median printed):
+  floor       scan of the Delta log + shuffle by group + a trivial aggregate (noop sink)
+  backfill    jobs/backfill.py's run_backfill, every table written
+  fold-only   the backfill's applyInArrow fold to a noop sink (what the writes cost)
+  stream      the streaming replay, available-now, one micro-batch, every table written
+  stream-noop the streaming fold to a noop sink (what the writes cost)
+  trivial     applyInPandasWithState counting rows per group, same input, noop sink
+  pure        the fold in this one Python process (one core)
+Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
+group, and the peak resident memory of the whole process tree (driver, JVM, workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from pipeline.fold import CoordinatorConfig, Event, dumps, fold
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.eventlog import select_events, write_event_log
+from pipeline.spark.folding import batch_fold
+from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
+from pipeline.spark.session import build_session
+from pipeline.spark.tables import wire_schema
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and all its descendants every 0.2 s."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, _tree_rss(Path("/proc/self").resolve().name))
+
+    def reset(self) -> None:
+        self.peak = 0
+
+
+def _tree_rss(pid: str) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += (task / "children").read_text().split()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def timed(runs: int, setup: Callable[[], Any], work: Callable[[Any], Any]) -> list[float]:
+    times = []
+    for _ in range(runs):
+        arg = setup()
+        start = time.perf_counter()
+        work(arg)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def floor(spark: SparkSession, log: str) -> None:
+    (select_events(spark.read.format("delta").load(log)).groupBy("group_id")
+     .agg(F.count("*"), F.max("log_offset")).write.format("noop").mode("overwrite").save())
+
+
+def fold_only(spark: SparkSession, log: str, cfg: CoordinatorConfig) -> None:
+    (select_events(spark.read.format("delta").load(log)).groupBy("group_id")
+     .applyInArrow(batch_fold(cfg, None, seed=True), wire_schema())
+     .write.format("noop").mode("overwrite").save())
+
+
+def count_rows(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
+               state: Any) -> Iterator[pd.DataFrame]:
+    n = (state.get[0] if state.exists else 0) + sum(len(f) for f in frames)
+    state.update((n,))
+    yield pd.DataFrame({"group_id": [key[0]], "n": [n]})
+
+
+def stream_to_noop(spark: SparkSession, frame: DataFrame, checkpoint: str) -> None:
+    (frame.writeStream.format("noop").outputMode("append")
+     .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+     .awaitTermination())
+
+
+def trivial(spark: SparkSession, opts: ReplayOptions) -> None:
+    events = read_events(spark, opts).withWatermark("event_time", opts.watermark_delay)
+    counted = events.groupBy("group_id").applyInPandasWithState(
+        count_rows, "group_id string, n long", "n long", "append", GroupStateTimeout.NoTimeout)
+    stream_to_noop(spark, counted, opts.checkpoint)
+
+
+def fresh(root: Path, name: str) -> Path:
+    path = root / name
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def pure_fold(events: list[Event], cfg: CoordinatorConfig) -> list[int]:
+    by_group: dict[str | None, list[Event]] = defaultdict(list)
+    for e in events:
+        by_group[e.group_id].append(e)
+    return [len(dumps(fold(g, evs, cfg).group)) for g, evs in by_group.items() if g is not None]
+
+
+def make_log(spark: SparkSession, path: Path, events: int, groups: int) -> list[Event]:
+    t = time.perf_counter()
+    log = generate(LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01))
+    print(f"generated {len(log):,} events, {groups:,} groups in {time.perf_counter() - t:.0f} s")
+    if not (path / "_delta_log").is_dir():
+        write_event_log(spark, log, str(path), commits=8)
+    return log
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=2_000_000)
+    p.add_argument("--groups", type=int, default=20_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--stream-repeat", type=int, default=1, help="the stream is the slow one")
+    p.add_argument("--log-dir", default=str(Path(tempfile.gettempdir()) / "bench-backfill"))
+    p.add_argument("--skip-small", action="store_true", help="no linearity run")
+    args = p.parse_args()
+    cfg = CoordinatorConfig()
+    root = Path(args.log_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    spark = build_session("bench-backfill", "local")
+    spark.sparkContext.setLogLevel("ERROR")
+    log_path = root / f"events-{args.events}-{args.groups}"
+    events = make_log(spark, log_path, args.events, args.groups)
+    n = len(events)
+    log = str(log_path)
+    results: dict[str, list[float]] = {}
+    with PeakMemory() as memory:
+        floor(spark, log)  # warm-up: JVM, Delta log, and the Python workers' first imports
+        fold_only(spark, log, cfg)
+        results["floor"] = timed(args.repeat, lambda: None, lambda _: floor(spark, log))
+        results["fold-only"] = timed(args.repeat, lambda: None,
+                                     lambda _: fold_only(spark, log, cfg))
+
+        def backfill(warehouse: Path) -> None:
+            run_backfill(spark, BackfillOptions(events=log, warehouse=str(warehouse),
+                                                database=None, config=cfg))
+
+        results["backfill"] = timed(args.repeat, lambda: fresh(root, "wh-backfill"), backfill)
+        seeds = spark.read.format("delta").load(str(root / "wh-backfill" / "_backfill_state"))
+        size = seeds.select(F.length("_state").alias("b")).agg(
+            F.expr("percentile(b, 0.5)"), F.max("b")).first()
+
+        def options(tag: str) -> ReplayOptions:
+            return ReplayOptions(events=log, warehouse=str(fresh(root, f"wh-{tag}")),
+                                 checkpoint=str(fresh(root, f"ck-{tag}")), database=None,
+                                 config=cfg)
+
+        results["trivial"] = timed(args.stream_repeat, lambda: options("trivial"),
+                                   lambda o: trivial(spark, o))
+        results["stream-noop"] = timed(
+            args.stream_repeat, lambda: options("noop"),
+            lambda o: stream_to_noop(spark, folded_stream(read_events(spark, o), o), o.checkpoint))
+        results["stream"] = timed(args.stream_repeat, lambda: options("stream"),
+                                  lambda o: run_replay(spark, o))
+        spark_peak = memory.peak
+    results["pure"] = timed(args.repeat, lambda: None, lambda _: pure_fold(events, cfg))
+    small: list[float] = []
+    if not args.skip_small:
+        small_path = root / f"events-{args.events // 10}-{args.groups // 10}"
+        make_log(spark, small_path, args.events // 10, args.groups // 10)
+        small_log = str(small_path)
+        run_backfill(spark, BackfillOptions(events=small_log, database=None, config=cfg,
+                                            warehouse=str(fresh(root, "wh-small"))))
+        small = timed(args.repeat, lambda: fresh(root, "wh-small"), lambda w: run_backfill(
+            spark, BackfillOptions(events=small_log, warehouse=str(w), database=None, config=cfg)))
+    spark.stop()
+
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"\n{n:,} events, {args.groups:,} groups, 2 cores (local[*]); median of "
+          f"{args.repeat} (streams: {args.stream_repeat})")
+    for name, value in med.items():
+        runs = ", ".join(f"{x:.1f}" for x in results[name])
+        print(f"  {name:<12} {value:8.1f} s {n / value:>10,.0f} events/s   [{runs}]")
+    print("ratios:")
+    print(f"  backfill throughput / floor's          {med['floor'] / med['backfill']:.2f}"
+          "   (target >= 0.67)")
+    print(f"  backfill fold-only throughput / floor's {med['floor'] / med['fold-only']:.2f}")
+    print(f"  stream time / trivial stateful fold's  {med['stream'] / med['trivial']:.2f}"
+          "   (target <= 1.25)")
+    print(f"  stream-noop time / trivial's           {med['stream-noop'] / med['trivial']:.2f}")
+    print(f"  stream throughput / floor's            {med['floor'] / med['stream']:.2f}"
+          "   (target >= 0.5)")
+    print(f"  pure fold (one core) / backfill        {med['backfill'] / med['pure']:.2f}")
+    if small:
+        ratio = med["backfill"] / statistics.median(small)
+        print(f"  backfill 10x events / 1x events time   {ratio:.2f}   (target <= 11)")
+    if size is not None:
+        print(f"state per group (serialized): median {size[0]:,.0f} B, max {size[1]:,} B")
+    print(f"peak resident memory, Spark runs (driver + JVM + workers): {spark_peak / 2**30:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()

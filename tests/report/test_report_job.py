@@ -1,0 +1,68 @@
+"""jobs/report.py against a warehouse the streaming replay wrote: the same picture as the pure fold's."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from matplotlib import image
+from pyspark.sql import SparkSession
+
+from pipeline.generator import LogSpec, generate
+from pipeline.report import render
+from pipeline.spark.eventlog import write_event_log
+from tests.report.frames import pure_frames
+from tests.spark.backends import streaming_tables
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = "'; DROP TABLE group_state; -- `x` \"y\""
+
+
+def report_job() -> ModuleType:
+    if str(ROOT / "jobs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "jobs"))
+    spec = importlib.util.spec_from_file_location("report_job", ROOT / "jobs" / "report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
+        spark: SparkSession, tmp_path: Path) -> None:
+    events = generate(LogSpec(groups=3, events=700, seed=4, bad_rows=0.02))
+    busy = max({e.group_id for e in events if e.group_id},
+               key=lambda g: sum(e.group_id == g for e in events))
+    events = [replace(e, group_id=HOSTILE) if e.group_id == busy else e for e in events]
+    write_event_log(spark, events, str(tmp_path / "events"))
+    streaming_tables(spark, str(tmp_path / "events"), tmp_path)
+    warehouse = str(tmp_path / "warehouse")
+    job = report_job()
+
+    out = job.main(["--warehouse", warehouse, "--group", HOSTILE, "--output",
+                    str(tmp_path / "g.png")], spark=spark)
+    expected = render(pure_frames(events), HOSTILE, path=tmp_path / "pure.png")
+    assert (image.imread(out) == image.imread(expected.path)).all()
+
+    frames = job.load_group(spark, warehouse, HOSTILE)
+    assert {len(f) for f in frames.values()} != {0}
+    assert all(set(f["group_id"]) == {HOSTILE} for f in frames.values() if len(f))
+
+    times = frames["offset_history"]["event_time"].sort_values()
+    start = times.iloc[len(times) // 2]
+    windowed = job.load_group(spark, warehouse, HOSTILE, job.utc_time(start.isoformat()))
+    assert len(windowed["offset_history"]) < len(frames["offset_history"])
+    assert windowed["offset_history"]["event_time"].min() >= start
+
+    with pytest.raises(SystemExit, match="not found"):
+        job.main(["--warehouse", warehouse, "--group", "' OR '1'='1", "--output",
+                  str(tmp_path / "none.png")], spark=spark)
+    assert not (tmp_path / "none.png").exists()
+    groups = {e.group_id for e in events if e.group_id is not None}
+    assert spark.read.format("delta").load(f"{warehouse}/group_state").count() == len(groups)
