@@ -17,6 +17,7 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -271,6 +272,13 @@ def group_state(bootstrap: str, group: str) -> str:
     """Kafka's name for the group's state (librdkafka's enum spells them differently)."""
     state = describe(bootstrap, group).state
     return _STATES.get(getattr(state, "name", str(state)), str(state))
+
+
+def topic_names(bootstrap: str) -> dict[str, str]:
+    """Topic id (Kafka's base64 text) -> topic name, as DescribeTopics answers."""
+    client = admin(bootstrap)
+    found = client.describe_topics(TopicCollection([TOPIC, OUT_TOPIC]))
+    return {str(d.topic_id): d.name for d in (f.result(30) for f in found.values())}
 
 
 def broker_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:

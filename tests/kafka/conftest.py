@@ -13,7 +13,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pipeline.kafka.broker import Broker, kafka_broker
 from pipeline.spark.ingest import IngestOptions, run_ingest
 from pipeline.spark.replay import ReplayOptions, run_replay
-from tests.kafka.clients import BrokerMember, Scenarios, broker_group, broker_offsets, run_scenarios
+from tests.kafka.clients import (
+    BrokerMember,
+    Scenarios,
+    broker_group,
+    broker_offsets,
+    run_scenarios,
+    topic_names,
+)
 from tests.spark import conftest as spark_conftest
 
 spark = spark_conftest.spark  # the one shared session fixture, under its own name
@@ -43,6 +50,7 @@ class Replayed:
     warehouse: Path
     offsets: dict[str, dict[tuple[str, int], tuple[int, str]]]  # the broker's, per group
     groups: dict[str, tuple[str, tuple[BrokerMember, ...]]]  # the broker's, per group
+    topics: dict[str, str]  # the broker's topic ids -> names
 
     def table(self, spark: SparkSession, name: str) -> DataFrame:
         return spark.read.format("delta").load(str(self.warehouse / name))
@@ -64,4 +72,4 @@ def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: 
     events = str(root / "events")
     run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
                                     checkpoint=str(root / "ingest-ckpt")))
-    return Replayed(events, replay(spark, events, root), offsets, groups)
+    return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap))

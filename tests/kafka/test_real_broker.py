@@ -1,6 +1,6 @@
 """A real broker's `__consumer_offsets`, ingested through Spark's Kafka source and replayed by the
 streaming job, agrees with what the broker itself answers: OffsetFetch for every group, and
-DescribeGroups (state and members) for the classic groups."""
+DescribeGroups (state and members) for classic and KIP-848 groups alike."""
 
 from __future__ import annotations
 
@@ -38,13 +38,22 @@ def _offsets(replayed: Replayed, spark: SparkSession, group: str
             (r["committed_offset"], (r["commit_metadata"] or "").rstrip("\x00")) for r in rows}
 
 
+def _assignment(m: Any, topics: dict[str, str]) -> tuple[tuple[str, int], ...]:
+    """A classic member's assignment by topic name; a KIP-848 member's records name topics by
+    id (`assigned_partitions`), which the broker's DescribeTopics turns into names."""
+    by_name = [(a["topic"], a["partition"]) for a in m["assignment"] or ()]
+    by_id = [(topics[a["topic_id"]], p) for a in m.asDict().get("assigned_partitions") or ()
+             for p in a["partitions"]]
+    return tuple(sorted(by_name + by_id))
+
+
 def _members(replayed: Replayed, spark: SparkSession, group: str
              ) -> tuple[str | None, tuple[BrokerMember, ...]]:
     rows = replayed.table(spark, "group_state").where(F.col("group_id") == group).collect()
     assert len(rows) == 1, f"{group}: {len(rows)} group_state rows"
     members = tuple(sorted(
         (BrokerMember(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
-                      tuple(sorted((a["topic"], a["partition"]) for a in m["assignment"] or ())))
+                      _assignment(m, replayed.topics))
          for m in rows[0]["members"] or ()), key=lambda m: m.member_id))
     return rows[0]["state"], members
 
@@ -86,15 +95,15 @@ def test_replayed_classic_group_state_equals_describe_groups(
     assert _members(live, spark, group) == live.groups[group]
 
 
-@pytest.mark.xfail(strict=True, reason="fold: KIP-848 state not merged yet")
 @pytest.mark.parametrize("group", KIP848)
 def test_replayed_kip848_group_state_equals_describe_groups(
         spark: SparkSession, live: Replayed, group: str) -> None:
     assert _members(live, spark, group) == live.groups[group]
 
 
-def test_the_replay_rejects_nothing_from_classic_groups(spark: SparkSession, live: Replayed) -> None:
-    rejected = live.table(spark, "rejected_events").where(F.col("group_id").isin(CLASSIC))
+def test_the_replay_rejects_no_record_of_the_brokers_groups(
+        spark: SparkSession, live: Replayed) -> None:
+    rejected = live.table(spark, "rejected_events").where(F.col("group_id").isin(CLASSIC + KIP848))
     assert _rows(rejected, "group_id", "event_type", "reason") == []
 
 
