@@ -22,6 +22,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from pipeline.decode.wire import uuid_to_text
+
 TOPIC = "orders"
 OUT_TOPIC = "orders-out"
 PARTITIONS = 3
@@ -274,11 +276,19 @@ def group_state(bootstrap: str, group: str) -> str:
     return _STATES.get(getattr(state, "name", str(state)), str(state))
 
 
+def _kafka_text(u: Any) -> str:
+    """Kafka's `Uuid.toString()` (URL-safe base64): librdkafka's `str(Uuid)` uses the standard
+    alphabet ('+', '/'), so the two disagree on about half of all ids."""
+    raw = b"".join((bits & (2**64 - 1)).to_bytes(8, "big") for bits in
+                   (u.get_most_significant_bits(), u.get_least_significant_bits()))
+    return uuid_to_text(raw)
+
+
 def topic_names(bootstrap: str) -> dict[str, str]:
-    """Topic id (Kafka's base64 text) -> topic name, as DescribeTopics answers."""
+    """Topic id (as Kafka and the decoder write it) -> topic name, as DescribeTopics answers."""
     client = admin(bootstrap)
     found = client.describe_topics(TopicCollection([TOPIC, OUT_TOPIC]))
-    return {str(d.topic_id): d.name for d in (f.result(30) for f in found.values())}
+    return {_kafka_text(d.topic_id): d.name for d in (f.result(30) for f in found.values())}
 
 
 def broker_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
