@@ -116,9 +116,10 @@ def jar_stem(filename: str) -> str:
     return m.group("stem") if m else filename.removesuffix(".jar")
 
 
-def _key(pom: str) -> str:
+def _key(pom: str, against_pyspark: bool) -> str:
     h = hashlib.sha256(pom.encode())
-    h.update(SPARK_VERSION.encode())
+    if against_pyspark:  # the kept set depends on what this pyspark ships
+        h.update(SPARK_VERSION.encode())
     return h.hexdigest()[:12]
 
 
@@ -169,10 +170,15 @@ def _run_maven(pom_path: Path, out: Path, attempts: int = 3) -> None:
         time.sleep(2 * attempt)
 
 
-def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS) -> JarCache:
-    """The cached jar set, resolving it with Maven first if this pom has no cache yet."""
+def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS, *,
+                against_pyspark: bool = True) -> JarCache:
+    """The cached jar set, resolving it with Maven first if this pom has no cache yet.
+
+    `against_pyspark`: leave out jars pip pyspark already ships (for Spark's class path).
+    False keeps the whole runtime closure, for a JVM of its own (the test Kafka broker).
+    """
     pom = _pom(artifacts)
-    directory = JARS_DIR / _key(pom)
+    directory = JARS_DIR / _key(pom, against_pyspark)
     cached = _read(directory)
     if cached is not None:
         return cached
@@ -186,7 +192,8 @@ def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS) -> JarCache:
         with tempfile.TemporaryDirectory(dir=JARS_DIR, prefix=".resolve-") as tmp:
             staging = Path(tmp) / "all"
             _run_maven(pom_path, staging)
-            provided = {jar_stem(p.name) for p in _pyspark_jars_dir().glob("*.jar")}
+            provided = ({jar_stem(p.name) for p in _pyspark_jars_dir().glob("*.jar")}
+                        if against_pyspark else set())
             # `shims` is RoaringBitmap 0.9's ArraysShim; pyspark's RoaringBitmap 1.x has it inside.
             if "RoaringBitmap" in provided:
                 provided.add("shims")
@@ -200,7 +207,8 @@ def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS) -> JarCache:
                 shutil.move(staging / name, final / name)
             (final / MANIFEST).write_text(json.dumps({
                 "artifacts": [a.coordinate for a in artifacts],
-                "spark": SPARK_VERSION, "jars": keep, "skipped": skipped}, indent=2) + "\n")
+                "spark": SPARK_VERSION if against_pyspark else None,
+                "jars": keep, "skipped": skipped}, indent=2) + "\n")
             if directory.exists():
                 shutil.rmtree(directory)
             final.rename(directory)

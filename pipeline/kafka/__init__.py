@@ -1,0 +1,1 @@
+"""Kafka itself, for tests and local tries: a real single-node broker (`broker`)."""

@@ -1,0 +1,252 @@
+"""A real single-node Kafka (KRaft, broker and controller in one JVM) on loopback, for tests and
+local tries of `jobs/ingest.py`.
+
+Kafka's own JARs (`org.apache.kafka:kafka_2.13`, `KAFKA_VERSION`, with its whole runtime
+closure and a log4j2 binding) are fetched from Maven Central by the same cached mechanism as
+Spark's (`pipeline.spark.jars`), into `.cache/jars/`. `kafka_broker()` formats a fresh log
+directory with a random cluster id (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on
+two free loopback ports, waits until the admin API answers with this broker's node id (polling
+with a deadline, failing early if the JVM exits) and on exit stops it with SIGTERM (a
+controlled shutdown), killing it only if that takes too long. Kafka 4.1 runs the new group
+coordinator, so classic groups and KIP-848 (`group.protocol=consumer`) groups both work.
+
+The admin polling uses `confluent_kafka` (the project's `test` extra), imported only when a
+broker is started.
+
+    python -m pipeline.kafka.broker    # start one, print its bootstrap servers, Ctrl-C stops
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.spark.jars import Artifact, ensure_jars
+
+KAFKA_VERSION = "4.1.2"  # KIP-848 consumer groups on by default since 4.0
+LOG4J_VERSION = "2.25.3"
+NODE_ID = 1
+
+BROKER_ARTIFACTS: tuple[Artifact, ...] = (
+    Artifact("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
+    # Kafka's pom leaves logging to the distribution: SLF4J 1.x to log4j2, as its tarball does.
+    Artifact("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
+    Artifact("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
+)
+
+# Small and fast for one node; every replication factor 1 so the internal topics can exist.
+DEFAULT_CONFIG: dict[str, str] = {
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "3",
+    "min.insync.replicas": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "false",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A running broker: where to reach it and where its files are."""
+
+    bootstrap_servers: str
+    controller_port: int
+    cluster_id: str
+    directory: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def server_log(self) -> Path:
+        return self.directory / "server.log"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.server_log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+def broker_classpath() -> str:
+    return os.pathsep.join(str(p) for p in ensure_jars(BROKER_ARTIFACTS, against_pyspark=False).jars)
+
+
+def random_cluster_id() -> str:
+    """Kafka's `Uuid.randomUuid().toString()`: 16 random bytes, URL-safe base64 without padding
+    (Kafka redraws ids that would start with '-', as this does)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct ports the OS reports free on loopback now (held open together, so distinct)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def server_properties(log_dir: Path, port: int, controller_port: int,
+                      extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(NODE_ID),
+        "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        **DEFAULT_CONFIG,
+    }
+    props.update(extra or {})
+    return props
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java:
+        raise RuntimeError("java not found: the Kafka broker needs Java 17+ (set JAVA_HOME)")
+    return java
+
+
+def _jvm(classpath: str, directory: Path, heap: str) -> list[str]:
+    return [_java(), f"-Xmx{heap}", "-Xms128m", "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={directory}", "-cp", classpath]
+
+
+def format_storage(classpath: str, directory: Path, config: Path, cluster_id: str) -> None:
+    cmd = [*_jvm(classpath, directory, "256m"), "kafka.tools.StorageTool", "format",
+           "-t", cluster_id, "-c", str(config)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kafka-storage format failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+
+
+def wait_ready(broker: Broker, timeout_s: float = 120.0) -> None:
+    """Poll the admin API until it lists this broker; raise with the log tail if it died."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": "0"})
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if broker.process.poll() is not None:
+            raise RuntimeError(f"the Kafka broker exited with {broker.process.returncode} "
+                               f"while starting:\n{broker.log_tail()}")
+        try:
+            meta = admin.list_topics(timeout=2)
+            if NODE_ID in meta.brokers:
+                return
+        except Exception as exc:  # KafkaException while the listener is not up yet
+            last = exc
+    raise TimeoutError(f"Kafka broker on {broker.bootstrap_servers} not ready after "
+                       f"{timeout_s:.0f}s (last error: {last}):\n{broker.log_tail()}")
+
+
+def stop(broker: Broker, timeout_s: float = 60.0) -> None:
+    """Controlled shutdown (SIGTERM); SIGKILL only if it does not finish within `timeout_s`."""
+    if broker.process.poll() is not None:
+        return
+    broker.process.send_signal(signal.SIGTERM)
+    try:
+        broker.process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        broker.process.kill()
+        broker.process.wait(30)
+
+
+@contextmanager
+def kafka_broker(directory: Path | None = None, *, config: Mapping[str, str] | None = None,
+                 heap: str = "768m", startup_timeout_s: float = 180.0) -> Iterator[Broker]:
+    """Start a fresh single-node KRaft cluster, yield it ready, stop it on exit.
+
+    `directory` holds the log dirs, config and `server.log` (a temporary folder, removed after,
+    when None). `config` adds or overrides broker settings.
+    """
+    owned = directory is None
+    root = Path(tempfile.mkdtemp(prefix="kafka-")) if directory is None else Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        classpath = broker_classpath()
+        port, controller_port = free_ports(2)
+        props = server_properties(root / "data", port, controller_port, config)
+        config_path = root / "server.properties"
+        config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (root / "log4j2.properties").write_text(_LOG4J2.format(log=root / "server.log"))
+        cluster_id = random_cluster_id()
+        format_storage(classpath, root, config_path, cluster_id)
+        with (root / "stdout.log").open("wb") as out:
+            process = subprocess.Popen(
+                [*_jvm(classpath, root, heap), "kafka.Kafka", str(config_path)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        broker = Broker(f"127.0.0.1:{port}", controller_port, cluster_id, root, process)
+        try:
+            wait_ready(broker, startup_timeout_s)
+            yield broker
+        finally:
+            stop(broker)
+    finally:
+        if owned:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> int:  # pragma: no cover - manual use
+    with kafka_broker() as broker:
+        print(f"Kafka {KAFKA_VERSION} on {broker.bootstrap_servers} "
+              f"(cluster {broker.cluster_id}, files in {broker.directory}); Ctrl-C stops it",
+              flush=True)
+        try:
+            while broker.process.poll() is None:
+                broker.process.wait(3600)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

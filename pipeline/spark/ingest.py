@@ -1,0 +1,265 @@
+"""Real `__consumer_offsets` records into the Delta event log: from a live cluster through Spark's
+Kafka source (streaming, checkpointed), or from an archived dump of raw records (batch).
+
+Both paths decode with `pipeline.spark.records` in `mapInArrow` and write with one MERGE per
+micro-batch that inserts a row only if its `(log_partition, log_offset)` is not in the log yet.
+That makes every write idempotent on the contract's unique key, whatever repeats it: Spark
+re-running a micro-batch after a failure (the sink is not transactional with the checkpoint), a
+restart with a fresh checkpoint or an earlier `startingOffsets`, the same dump ingested twice, or
+a dump overlapping what the live path already wrote. (A Delta `txnAppId`/`txnVersion` append
+would cover only the first case.) Rows that repeat a position within one batch are dropped
+before the MERGE, which needs unique source keys. The MERGE evolves the table's schema, so a log
+written before the event schema grew a column takes the new column on its next write.
+
+The live source reads with `isolation.level=read_committed`: commits of aborted transactions
+and transaction markers never arrive, and committed transactional commits arrive as plain
+commits (contract §1, TXN_MARKER).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import (
+    IntegralType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pipeline.spark.records import (
+    DECODE_ERROR,
+    RAW_COLUMNS,
+    TIMESTAMP_MS_RANGE,
+    decode_batches,
+    ingest_arrow_schema,
+)
+from pipeline.spark.tables import event_schema
+
+log = logging.getLogger("ingest")
+OFFSETS_TOPIC = "__consumer_offsets"
+KEY = ("log_partition", "log_offset")
+_SECRET = re.compile(r"password|secret|jaas|key", re.IGNORECASE)
+# Spark Kafka source options that are not consumer properties (no `kafka.` prefix added).
+_SOURCE_OPTION = re.compile(r"^[A-Za-z]+$")
+# Set by this module; a user option may not change them.
+_FIXED = ("subscribe", "subscribePattern", "assign", "kafka.bootstrap.servers",
+          "kafka.isolation.level", "startingOffsets", "includeHeaders")
+
+
+def redacted(options: Mapping[str, str]) -> dict[str, str]:
+    """Options fit for a log line: values of keys naming a password, secret, JAAS or key hidden."""
+    return {k: "*****" if _SECRET.search(k) else v for k, v in options.items()}
+
+
+def kafka_source_options(pairs: Mapping[str, str]) -> dict[str, str]:
+    """User options as Spark Kafka source options: consumer properties (`security.protocol`,
+    `sasl.jaas.config`, ...) get the `kafka.` prefix, source options (`failOnDataLoss`,
+    `maxOffsetsPerTrigger`, ...) and already prefixed keys pass as given."""
+    out: dict[str, str] = {}
+    for key, value in pairs.items():
+        name = key if key.startswith("kafka.") or _SOURCE_OPTION.match(key) else f"kafka.{key}"
+        if name in _FIXED:
+            raise ValueError(f"--kafka-option {key} is set by the ingest job itself")
+        out[name] = value
+    return out
+
+
+def parse_option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--kafka-option must look like key=value, got {text.split('=')[0]!r}")
+    return key.strip(), value
+
+
+@dataclass
+class IngestOptions:
+    events: str
+    bootstrap_servers: str | None = None
+    raw: str | None = None
+    checkpoint: str | None = None
+    starting_offsets: str = "earliest"
+    trigger: str = "available-now"
+    kafka_options: dict[str, str] = field(default_factory=dict)
+    topic: str = OFFSETS_TOPIC
+
+    def __post_init__(self) -> None:
+        if (self.bootstrap_servers is None) == (self.raw is None):
+            raise ValueError("give exactly one of bootstrap_servers (a live cluster) or raw (a dump)")
+        if self.bootstrap_servers is not None and not self.checkpoint:
+            raise ValueError("reading a live cluster needs a checkpoint folder")
+        if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
+            raise ValueError(
+                f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
+        if _is_path(self.events):
+            self.events = str(Path(self.events).resolve())
+        if self.checkpoint:
+            self.checkpoint = str(Path(self.checkpoint).resolve())
+        self.kafka_options = kafka_source_options(self.kafka_options)
+
+
+def _is_path(events: str) -> bool:
+    return "/" in events or events.startswith(".")
+
+
+def ingest_schema() -> StructType:
+    fields = list(event_schema().fields)
+    if DECODE_ERROR not in event_schema().fieldNames():
+        fields.append(StructField(DECODE_ERROR, StringType(), True))
+    return StructType(fields)
+
+
+def decode_records(raw: DataFrame) -> DataFrame:
+    """Raw records (key, value, partition, offset, timestamp) decoded into event-log rows."""
+    schema = ingest_schema()
+    arrow = ingest_arrow_schema(to_arrow_schema(event_schema(), timezone="UTC"))
+    return normalized(raw).mapInArrow(decode_batches(arrow), schema)
+
+
+def normalized(raw: DataFrame) -> DataFrame:
+    """The five record columns with the types the decoder expects; a dump may hold the timestamp
+    as epoch milliseconds and the partition and offset as any integer type."""
+    missing = [c for c in RAW_COLUMNS if c not in raw.columns]
+    if missing:
+        raise ValueError(f"raw records need columns {', '.join(RAW_COLUMNS)}; "
+                         f"missing {', '.join(missing)} (have {', '.join(raw.columns)})")
+    ts = raw.schema["timestamp"].dataType
+    millis = (F.col("timestamp") if isinstance(ts, IntegralType)
+              else F.unix_millis(F.col("timestamp").cast(TimestampType())))
+    low, high = TIMESTAMP_MS_RANGE  # beyond it the fold could not read the row: null, rejected
+    timestamp = F.when(millis.between(low, high), F.timestamp_millis(millis))
+    return raw.select(F.col("key").cast("binary").alias("key"),
+                      F.col("value").cast("binary").alias("value"),
+                      F.col("partition").cast("int").alias("partition"),
+                      F.col("offset").cast("bigint").alias("offset"),
+                      timestamp.alias("timestamp"))
+
+
+def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
+    if not _is_path(events):
+        return DeltaTable.forName(spark, events)
+    if not DeltaTable.isDeltaTable(spark, events):
+        spark.createDataFrame([], ingest_schema()).write.format("delta").mode("ignore").save(events)
+    return DeltaTable.forPath(spark, events)
+
+
+def merge_into_log(spark: SparkSession, events: str, rows: DataFrame) -> int:
+    """Insert the rows whose (log_partition, log_offset) the log lacks; how many were offered."""
+    source = rows.dropDuplicates(list(KEY)).persist()
+    try:
+        bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min("log_offset").alias("lo"),
+                            F.max("log_offset").alias("hi")).first()
+        assert bounds is not None
+        if not bounds["n"]:
+            return 0
+        # The offset range lets Delta skip files by their statistics instead of joining the
+        # batch against the whole log.
+        condition = (f"t.log_offset BETWEEN {int(bounds['lo'])} AND {int(bounds['hi'])} AND "
+                     + " AND ".join(f"t.{k} = s.{k}" for k in KEY))
+        (ensure_event_log(spark, events).alias("t").merge(source.alias("s"), condition)
+         .whenNotMatchedInsertAll().withSchemaEvolution().execute())
+        return int(bounds["n"])
+    finally:
+        source.unpersist()
+
+
+def read_raw(spark: SparkSession, path: str) -> DataFrame:
+    """A dump of raw records: a Delta table, or Parquet files or folders."""
+    if DeltaTable.isDeltaTable(spark, path):
+        return spark.read.format("delta").load(path)
+    return spark.read.parquet(path)
+
+
+def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
+    """Batch: decode a dump and merge it into the event log; the number of distinct records."""
+    assert opts.raw is not None
+    n = merge_into_log(spark, opts.events, decode_records(read_raw(spark, opts.raw)))
+    log.info("ingested %d records from %s into %s", n, opts.raw, opts.events)
+    return n
+
+
+DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
+def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
+    """The topic's partitions, asked of the cluster with the job's own consumer properties.
+
+    Spark's Kafka source cannot be told them by `subscribe`: its admin-based offset reader drops
+    internal topics (`ConsumerStrategy.retrieveAllPartitions` filters `isInternal`), so
+    `subscribe=__consumer_offsets` reads nothing. The job assigns the partitions itself and uses
+    the consumer-based offset reader, which takes an assignment as given (and, unlike
+    `subscribe` with that reader, joins no consumer group, so it writes nothing to the topic).
+    """
+    jvm: Any = spark._jvm
+    props = jvm.java.util.Properties()
+    props.put("bootstrap.servers", opts.bootstrap_servers)
+    for key, value in opts.kafka_options.items():
+        if key.startswith("kafka."):
+            props.put(key.removeprefix("kafka."), value)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    try:
+        topics = admin.describeTopics(jvm.java.util.List.of(opts.topic)).allTopicNames().get(
+            120, jvm.java.util.concurrent.TimeUnit.SECONDS)
+        partitions = topics.get(opts.topic).partitions()
+        return sorted(partitions.get(i).partition() for i in range(partitions.size()))
+    finally:
+        admin.close()
+
+
+def _kafka_options(spark: SparkSession, opts: IngestOptions) -> dict[str, str]:
+    spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")  # see topic_partitions
+    return {"kafka.bootstrap.servers": opts.bootstrap_servers or "",
+            "assign": json.dumps({opts.topic: topic_partitions(spark, opts)}),
+            "startingOffsets": opts.starting_offsets,
+            "kafka.isolation.level": "read_committed",
+            "includeHeaders": "false", **opts.kafka_options}
+
+
+def read_topic(spark: SparkSession, opts: IngestOptions) -> DataFrame:
+    """The topic's committed records now, as a batch: what a raw dump should hold."""
+    return spark.read.format("kafka").options(**_kafka_options(spark, opts)).load()
+
+
+def kafka_stream(spark: SparkSession, opts: IngestOptions) -> DataFrame:
+    return spark.readStream.format("kafka").options(**_kafka_options(spark, opts)).load()
+
+
+def start_ingest(spark: SparkSession, opts: IngestOptions) -> StreamingQuery:
+    """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch."""
+    assert opts.checkpoint is not None
+    log.info("reading %s from %s (startingOffsets %s, trigger %s, options %s)", opts.topic,
+             opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
+             redacted(opts.kafka_options))
+    ensure_event_log(spark, opts.events)
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        n = merge_into_log(batch.sparkSession, opts.events, decode_records(batch))
+        log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
+
+    stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
+              .option("checkpointLocation", opts.checkpoint).queryName("consumer-offsets-ingest"))
+    if opts.trigger == "available-now":
+        stream = stream.trigger(availableNow=True)
+    else:
+        stream = stream.trigger(processingTime=f"{float(opts.trigger.split(':', 1)[1])} seconds")
+    return stream.start()
+
+
+def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
+    """Ingest from the dump or the cluster; with a cluster, block until the stream ends."""
+    if opts.raw is not None:
+        ingest_raw(spark, opts)
+    else:
+        start_ingest(spark, opts).awaitTermination()

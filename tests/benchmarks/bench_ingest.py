@@ -1,0 +1,68 @@
+"""Benchmark (not a test): `jobs/ingest.py --raw` throughput, decode and Delta MERGE included.
+
+    .venv/bin/python tests/benchmarks/bench_ingest.py --records 200000
+
+Writes a Parquet dump of raw records (bench_decode's realistic mix: 94% offset commits, 3%
+group snapshots, 2% tombstones, 1% KIP-848), ingests it into a fresh event log (timed: the
+decode in mapInArrow plus the insert-if-absent MERGE), then ingests it again into the now full
+log (timed: every position is present, nothing is written) and prints records/s for both.
+Set the session with --profile (default `local`: every core of this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.spark.ingest import IngestOptions, ingest_raw
+from pipeline.spark.session import build_session
+from tests.benchmarks.bench_decode import T0, records
+
+
+def write_dump(path: Path, n: int, seed: int, files: int) -> None:
+    data = records(n, seed)
+    path.mkdir(parents=True)
+    per = -(-n // files)
+    for i, start in enumerate(range(0, n, per)):
+        chunk = data[start:start + per]
+        pq.write_table(pa.table({
+            "key": pa.array([k for k, _ in chunk], pa.binary()),
+            "value": pa.array([v for _, v in chunk], pa.binary()),
+            "partition": pa.array([(start + j) % 50 for j in range(len(chunk))], pa.int32()),
+            "offset": pa.array([start + j for j in range(len(chunk))], pa.int64()),
+            "timestamp": pa.array([T0 + start + j for j in range(len(chunk))], pa.int64()),
+        }), path / f"part-{i:03d}.parquet")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--records", type=int, default=200_000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--files", type=int, default=4, help="Parquet files in the dump")
+    p.add_argument("--profile", default="local")
+    args = p.parse_args()
+    spark = build_session("bench-ingest", args.profile)
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        dump, events = Path(tmp) / "dump", str(Path(tmp) / "events")
+        t = time.perf_counter()
+        write_dump(dump, args.records, args.seed, args.files)
+        print(f"dump of {args.records:,} raw records written in {time.perf_counter() - t:.1f}s")
+        opts = IngestOptions(events=events, raw=str(dump))
+        for label in ("into an empty log", "again (all present)"):
+            start = time.perf_counter()
+            n = ingest_raw(spark, opts)
+            took = time.perf_counter() - start
+            print(f"ingest {label}: {n:,} records in {took:.1f}s = {n / took:,.0f} records/s "
+                  f"({spark.sparkContext.defaultParallelism} cores)")
+        rows = spark.read.format("delta").load(events).count()
+        print(f"event log holds {rows:,} rows")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

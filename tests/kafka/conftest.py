@@ -1,0 +1,75 @@
+"""One real Kafka broker for the whole run (KRaft, loopback), the real client workload on it,
+and that broker's `__consumer_offsets` ingested and replayed by the real jobs' code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline.kafka.broker import Broker, kafka_broker
+from pipeline.spark.ingest import IngestOptions, run_ingest
+from pipeline.spark.replay import ReplayOptions, run_replay
+from tests.kafka.clients import (
+    BrokerMember,
+    Scenarios,
+    broker_group,
+    broker_offsets,
+    run_scenarios,
+    topic_names,
+)
+from tests.spark import conftest as spark_conftest
+
+spark = spark_conftest.spark  # the one shared session fixture, under its own name
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    with kafka_broker(tmp_path_factory.mktemp("kafka")) as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def workload(broker: Broker) -> Iterator[Scenarios]:
+    """Every client scenario, run once; consumers kept in their groups stay open until the end."""
+    with run_scenarios(broker.bootstrap_servers) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ingest")
+
+
+@dataclass
+class Replayed:
+    events: str
+    warehouse: Path
+    offsets: dict[str, dict[tuple[str, int], tuple[int, str]]]  # the broker's, per group
+    groups: dict[str, tuple[str, tuple[BrokerMember, ...]]]  # the broker's, per group
+    topics: dict[str, str]  # the broker's topic ids -> names
+
+    def table(self, spark: SparkSession, name: str) -> DataFrame:
+        return spark.read.format("delta").load(str(self.warehouse / name))
+
+
+def replay(spark: SparkSession, events: str, root: Path) -> Path:
+    run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
+                                    checkpoint=str(root / "replay-ckpt"), database=None))
+    return root / "warehouse"
+
+
+@pytest.fixture(scope="session")
+def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: Path) -> Replayed:
+    """The broker's truth first, then its topic ingested (available-now) and replayed."""
+    bootstrap = broker.bootstrap_servers
+    offsets = {g: broker_offsets(bootstrap, g) for g in workload.groups + workload.kip848_groups}
+    groups = {g: broker_group(bootstrap, g) for g in workload.groups + workload.kip848_groups}
+    root = session_dir / "live"
+    events = str(root / "events")
+    run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
+                                    checkpoint=str(root / "ingest-ckpt")))
+    return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap))

@@ -1,0 +1,122 @@
+"""A real broker's `__consumer_offsets`, ingested through Spark's Kafka source and replayed by the
+streaming job, agrees with what the broker itself answers: OffsetFetch for every group, and
+DescribeGroups (state and members) for classic and KIP-848 groups alike."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.kafka.broker import Broker
+from pipeline.spark.ingest import IngestOptions, read_topic, start_ingest
+from pipeline.spark.records import MALFORMED_RECORD
+from tests.kafka.clients import BrokerMember, Scenarios
+from tests.kafka.conftest import Replayed
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+CLASSIC = ["g-leave", "g-crash", "g-static", "g-coop", "g-txn-commit", "g-txn-abort"]
+KIP848 = ["g-848"]
+SECRET = "hunter2-not-logged"
+
+
+def _rows(df: DataFrame, *columns: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.select(*columns).collect())
+
+
+def _offsets(replayed: Replayed, spark: SparkSession, group: str
+             ) -> dict[tuple[str, int], tuple[int, str]]:
+    rows = replayed.table(spark, "committed_offsets").where(F.col("group_id") == group).collect()
+    # librdkafka sends a metadata string with its C terminator (the log holds "first\x00"), and
+    # the Python client reads OffsetFetch's answer back as a C string ("first"): compare so.
+    return {(r["topic"], r["partition"]):
+            (r["committed_offset"], (r["commit_metadata"] or "").rstrip("\x00")) for r in rows}
+
+
+def _assignment(m: Any, topics: dict[str, str]) -> tuple[tuple[str, int], ...]:
+    """A classic member's assignment by topic name; a KIP-848 member's records name topics by
+    id (`assigned_partitions`), which the broker's DescribeTopics turns into names."""
+    by_name = [(a["topic"], a["partition"]) for a in m["assignment"] or ()]
+    by_id = [(topics[a["topic_id"]], p) for a in m.asDict().get("assigned_partitions") or ()
+             for p in a["partitions"]]
+    return tuple(sorted(by_name + by_id))
+
+
+def _members(replayed: Replayed, spark: SparkSession, group: str
+             ) -> tuple[str | None, tuple[BrokerMember, ...]]:
+    rows = replayed.table(spark, "group_state").where(F.col("group_id") == group).collect()
+    assert len(rows) == 1, f"{group}: {len(rows)} group_state rows"
+    members = tuple(sorted(
+        (BrokerMember(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
+                      _assignment(m, replayed.topics))
+         for m in rows[0]["members"] or ()), key=lambda m: m.member_id))
+    return rows[0]["state"], members
+
+
+def test_the_workload_covers_every_scenario(workload: Scenarios) -> None:
+    assert workload.groups == CLASSIC
+    assert workload.kip848_error is None, f"librdkafka refused group.protocol=consumer: " \
+                                          f"{workload.kip848_error}"
+    assert workload.kip848_groups == KIP848
+
+
+def test_ingest_keeps_every_record_once_with_its_bytes_and_kafka_position(
+        spark: SparkSession, broker: Broker, live: Replayed) -> None:
+    topic = read_topic(spark, IngestOptions(events=live.events,
+                                            bootstrap_servers=broker.bootstrap_servers,
+                                            checkpoint="unused"))
+    events = spark.read.format("delta").load(live.events)
+    assert _rows(events, "log_partition", "log_offset", "raw_key", "raw_value") == \
+        _rows(topic, "partition", "offset", "key", "value")
+    assert events.where(F.col("event_type") == MALFORMED_RECORD).count() == 0
+    types = {r[0] for r in events.select("event_type").distinct().collect()}
+    assert {"OFFSET_COMMIT", "GROUP_METADATA", "CONSUMER_GROUP_METADATA",
+            "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"} <= types
+    commits = events.where(F.col("event_type") == "OFFSET_COMMIT")
+    assert commits.where(F.col("commit_timestamp").isNull() | F.col("event_time").isNull()
+                         | F.col("topic").isNull()).count() == 0
+
+
+@pytest.mark.parametrize("group", CLASSIC + KIP848)
+def test_replayed_committed_offsets_equal_the_brokers(
+        spark: SparkSession, live: Replayed, group: str) -> None:
+    assert live.offsets[group], f"the broker has no offsets for {group}"
+    assert _offsets(live, spark, group) == live.offsets[group]
+
+
+@pytest.mark.parametrize("group", CLASSIC)
+def test_replayed_classic_group_state_equals_describe_groups(
+        spark: SparkSession, live: Replayed, group: str) -> None:
+    assert _members(live, spark, group) == live.groups[group]
+
+
+@pytest.mark.parametrize("group", KIP848)
+def test_replayed_kip848_group_state_equals_describe_groups(
+        spark: SparkSession, live: Replayed, group: str) -> None:
+    assert _members(live, spark, group) == live.groups[group]
+
+
+def test_the_replay_rejects_no_record_of_the_brokers_groups(
+        spark: SparkSession, live: Replayed) -> None:
+    rejected = live.table(spark, "rejected_events").where(F.col("group_id").isin(CLASSIC + KIP848))
+    assert _rows(rejected, "group_id", "event_type", "reason") == []
+
+
+def test_a_second_ingest_from_the_start_adds_nothing_and_logs_no_secret(
+        spark: SparkSession, broker: Broker, live: Replayed, session_dir: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    before = spark.read.format("delta").load(live.events).count()
+    caplog.set_level(logging.INFO, logger="ingest")
+    query = start_ingest(spark, IngestOptions(
+        events=live.events, bootstrap_servers=broker.bootstrap_servers,
+        checkpoint=str(session_dir / "second-ckpt"),
+        kafka_options={"ssl.key.password": SECRET, "failOnDataLoss": "true"}))
+    query.awaitTermination()
+    assert spark.read.format("delta").load(live.events).count() == before
+    assert "ssl.key.password" in caplog.text
+    assert SECRET not in caplog.text
