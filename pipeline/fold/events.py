@@ -76,6 +76,7 @@ class Event:
     txn_result: str | None = None
     raw_key: bytes | None = None
     raw_value: bytes | None = None
+    decode_error: str | None = None
     request_member_id: str | None = None
     api_version: int | None = None
     current_state_timestamp: int | None = None

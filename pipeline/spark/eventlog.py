@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import TimestampType
@@ -28,10 +28,35 @@ def events_to_arrow(events: Sequence[Event]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
 
 
+REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
+# pandas timestamps are int64 nanoseconds: the streaming fold's frames cannot hold other years.
+PANDAS_MICROS = (-(2**63) // 1000 + 1, (2**63 - 1) // 1000)
+
+
 def select_events(df: DataFrame) -> DataFrame:
-    """The event log's columns, cast to the contract's types (a log written by other tools
-    may carry more columns or narrower types)."""
-    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in event_schema().fields])
+    """The event log's columns, cast to the contract's types. A log written by other tools may
+    carry more columns or narrower types, or lack optional columns (read as null; older logs
+    lack the KIP-848 ones). A timestamp outside 1677-2262 is read as null and the row gets a
+    `decode_error`, so it is rejected as MALFORMED instead of failing the stream's pandas
+    conversion; both backends see the same rows."""
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(f"the event log has no column {', '.join(missing)}; "
+                         f"required: {', '.join(REQUIRED)}")
+    columns: dict[str, Column] = {}
+    problems: list[Column] = []
+    for f in event_schema().fields:
+        column = F.col(f.name).cast(f.dataType) if f.name in df.columns else F.lit(None).cast(f.dataType)
+        if isinstance(f.dataType, TimestampType) and f.name in df.columns:
+            micros = F.unix_micros(column)
+            outside = ~micros.between(*PANDAS_MICROS)
+            problems.append(F.when(outside, F.concat(
+                F.lit(f"{f.name} "), micros.cast("string"),
+                F.lit(" us is outside the years 1677-2262 the replay can hold"))))
+            column = F.when(outside, F.lit(None).cast(f.dataType)).otherwise(column)
+        columns[f.name] = column
+    columns["decode_error"] = F.coalesce(columns["decode_error"], *problems)
+    return df.select(*[c.alias(name) for name, c in columns.items()])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

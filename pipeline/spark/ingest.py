@@ -33,19 +33,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import (
     IntegralType,
-    StringType,
-    StructField,
-    StructType,
     TimestampType,
 )
 
-from pipeline.spark.records import (
-    DECODE_ERROR,
-    RAW_COLUMNS,
-    TIMESTAMP_MS_RANGE,
-    decode_batches,
-    ingest_arrow_schema,
-)
+from pipeline.spark.records import RAW_COLUMNS, TIMESTAMP_MS_RANGE, decode_batches
 from pipeline.spark.tables import event_schema
 
 log = logging.getLogger("ingest")
@@ -114,17 +105,10 @@ def _is_path(events: str) -> bool:
     return "/" in events or events.startswith(".")
 
 
-def ingest_schema() -> StructType:
-    fields = list(event_schema().fields)
-    if DECODE_ERROR not in event_schema().fieldNames():
-        fields.append(StructField(DECODE_ERROR, StringType(), True))
-    return StructType(fields)
-
-
 def decode_records(raw: DataFrame) -> DataFrame:
     """Raw records (key, value, partition, offset, timestamp) decoded into event-log rows."""
-    schema = ingest_schema()
-    arrow = ingest_arrow_schema(to_arrow_schema(event_schema(), timezone="UTC"))
+    schema = event_schema()
+    arrow = to_arrow_schema(schema, timezone="UTC")
     return normalized(raw).mapInArrow(decode_batches(arrow), schema)
 
 
@@ -151,7 +135,7 @@ def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
     if not _is_path(events):
         return DeltaTable.forName(spark, events)
     if not DeltaTable.isDeltaTable(spark, events):
-        spark.createDataFrame([], ingest_schema()).write.format("delta").mode("ignore").save(events)
+        spark.createDataFrame([], event_schema()).write.format("delta").mode("ignore").save(events)
     return DeltaTable.forPath(spark, events)
 
 

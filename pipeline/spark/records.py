@@ -10,9 +10,9 @@ timestamp column `x` takes the decoder's integer-millisecond `x_ms` (`MS_TO_TIME
 
 A record that cannot be decoded never fails the batch: it becomes a `MALFORMED_RECORD` row with
 its position, raw bytes, the group id when the key alone still decodes, and the decoder's
-message in `decode_error`, an ingest column beside the event schema. The fold rejects that
-event type as `MALFORMED`, so the record ends in `rejected_events`. The same happens to a
-decoded row whose values do not fit the schema's types.
+message in the event log's `decode_error` column. The fold rejects such a row as
+`MALFORMED: <decode_error>`, so the record ends in `rejected_events` with the decoder's reason.
+The same happens to a decoded row whose values do not fit the schema's types.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import pyarrow as pa
 
 from pipeline.decode import decode_record
 from pipeline.decode.columns import MS_TO_TIMESTAMP
+from schemas.events import MALFORMED_RECORD
 
-MALFORMED_RECORD = "MALFORMED_RECORD"
 DECODE_ERROR = "decode_error"
 RAW_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
 # event-log column <- Kafka record column; these never come from the decoder.
@@ -34,13 +34,6 @@ FROM_RECORD = {"log_partition": "partition", "log_offset": "offset", "event_time
 _TIMESTAMP_SOURCES = {ts: ms for ms, ts in MS_TO_TIMESTAMP.items()}
 # The fold receives rows as pandas frames, whose timestamps are int64 nanoseconds: 1677-2262.
 TIMESTAMP_MS_RANGE = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000)
-
-
-def ingest_arrow_schema(event_schema: pa.Schema) -> pa.Schema:
-    """The event schema plus `decode_error` (unless the event schema has it already)."""
-    if DECODE_ERROR in event_schema.names:
-        return event_schema
-    return event_schema.append(pa.field(DECODE_ERROR, pa.string()))
 
 
 def _short(exc: BaseException) -> str:
@@ -104,7 +97,7 @@ def _fit(rows: list[dict[str, Any]], fields: list[pa.Field]) -> list[pa.Array]:
 
 
 def decode_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow batch of raw records to one batch of `schema` (see `ingest_arrow_schema`)."""
+    """One Arrow batch of raw records to one batch of `schema` (the event log's, as Arrow)."""
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
     rows = [decode_one(k, v) for k, v in zip(keys, values, strict=True)]

@@ -128,6 +128,13 @@ def test_same_position_again_is_duplicate_and_behind_it_is_out_of_order() -> Non
          "MALFORMED: txn_result must be COMMIT or ABORT, got 'MAYBE'"),
         ({"event_type": "LEAVE"}, "MALFORMED: LEAVE needs member_id or group_instance_id"),
         ({"event_type": "UNSUPPORTED_RECORD"}, "UNSUPPORTED_RECORD"),
+        ({"event_type": "MALFORMED_RECORD", "decode_error": "OffsetCommitValue v9: truncated"},
+         "MALFORMED: OffsetCommitValue v9: truncated"),
+        ({"event_type": "MALFORMED_RECORD"},
+         "MALFORMED: an undecodable record (its decode_error is null)"),
+        ({"event_type": "OFFSET_COMMIT", "topic": "t", "partition": 0, "committed_offset": 1,
+          "decode_error": "commit_timestamp is outside 1677-2262"},
+         "MALFORMED: commit_timestamp is outside 1677-2262"),
     ],
 )
 def test_malformed_rows_are_rejected_with_what_is_wrong(values: dict[str, object],
@@ -143,6 +150,14 @@ def test_rows_without_a_position_are_malformed_and_touch_nothing() -> None:
     e = Event(None, 3, T0, "g", "HEARTBEAT", member_id="a", generation_id=0)
     r = fold("g", [e])
     assert reasons(r) == ["MALFORMED: log_partition and log_offset are required"]
+    assert r.group.position is None
+
+
+def test_a_row_whose_time_could_not_be_read_says_why_and_touches_nothing() -> None:
+    e = Event(0, 3, None, "g", "HEARTBEAT", member_id="a", generation_id=0,
+              decode_error="event_time is outside 1677-2262")
+    r = fold("g", [e])
+    assert reasons(r) == ["MALFORMED: event_time is outside 1677-2262"]
     assert r.group.position is None
 
 

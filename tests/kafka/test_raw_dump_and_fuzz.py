@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from pipeline.decode import DecodeError, decode_record
 from pipeline.kafka.broker import Broker
 from pipeline.spark.ingest import IngestOptions, read_topic, run_ingest
-from pipeline.spark.records import MALFORMED_RECORD
 from schemas import OUTPUT_TABLES
+from schemas.events import MALFORMED_RECORD
 from tests.kafka.conftest import Replayed, replay
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -141,7 +141,7 @@ def test_random_and_mutated_records_end_in_rejected_events_and_the_jobs_go_on(
     unsupported = {r["log_offset"] for r in log.where(
         F.col("event_type") == "UNSUPPORTED_RECORD").select("log_offset").collect()}
     assert set(malformed) | unsupported <= set(reasons)
-    assert all(reasons[o].startswith("MALFORMED: ") for o in malformed)
+    assert all(reasons[o] == f"MALFORMED: {malformed[o]}" for o in malformed)
     unkeyed = "MALFORMED: group_id is null"  # an unknown record type whose key names no group
     assert all(reasons[o].startswith("UNSUPPORTED_RECORD") or reasons[o] == unkeyed
                for o in unsupported)

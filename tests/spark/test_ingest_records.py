@@ -18,8 +18,9 @@ from pipeline.spark.ingest import (
     parse_option,
     redacted,
 )
-from pipeline.spark.records import MALFORMED_RECORD, decode_batch, ingest_arrow_schema
+from pipeline.spark.records import decode_batch
 from pipeline.spark.tables import event_schema
+from schemas.events import MALFORMED_RECORD
 from tests.decode.samples import T0, group_metadata, kip848_rows, offset_commit
 
 pytestmark = pytest.mark.spark
@@ -39,7 +40,7 @@ def _raw(records: list[tuple[bytes | None, bytes | None]]) -> pa.RecordBatch:
 
 @pytest.fixture(scope="module")
 def schema(spark: SparkSession) -> pa.Schema:
-    return ingest_arrow_schema(to_arrow_schema(event_schema(), timezone="UTC"))
+    return to_arrow_schema(event_schema(), timezone="UTC")
 
 
 def test_records_become_rows_with_the_kafka_position_and_converted_timestamps(
