@@ -37,6 +37,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.convert import events_from_arrow
 from pipeline.spark.eventlog import select_events, write_event_log
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
@@ -138,11 +139,15 @@ def pure_fold(events: list[Event], cfg: CoordinatorConfig) -> list[int]:
 
 
 def make_log(spark: SparkSession, path: Path, events: int, groups: int) -> list[Event]:
+    """The log's events; generated and written once, then read back from the Delta table."""
     t = time.perf_counter()
+    if (path / "_delta_log").is_dir():
+        log = events_from_arrow(select_events(spark.read.format("delta").load(str(path))).toArrow())
+        print(f"read {len(log):,} events back from {path} in {time.perf_counter() - t:.0f} s")
+        return log
     log = generate(LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01))
     print(f"generated {len(log):,} events, {groups:,} groups in {time.perf_counter() - t:.0f} s")
-    if not (path / "_delta_log").is_dir():
-        write_event_log(spark, log, str(path), commits=8)
+    write_event_log(spark, log, str(path), commits=8)
     return log
 
 
@@ -154,6 +159,7 @@ def main() -> None:
     p.add_argument("--stream-repeat", type=int, default=1, help="the stream is the slow one")
     p.add_argument("--log-dir", default=str(Path(tempfile.gettempdir()) / "bench-backfill"))
     p.add_argument("--skip-small", action="store_true", help="no linearity run")
+    p.add_argument("--only-log", action="store_true", help="write the logs, measure nothing")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -161,6 +167,12 @@ def main() -> None:
     spark = build_session("bench-backfill", "local")
     spark.sparkContext.setLogLevel("ERROR")
     log_path = root / f"events-{args.events}-{args.groups}"
+    small_path = root / f"events-{args.events // 10}-{args.groups // 10}"
+    if args.only_log:
+        make_log(spark, log_path, args.events, args.groups)
+        make_log(spark, small_path, args.events // 10, args.groups // 10)
+        spark.stop()
+        return
     events = make_log(spark, log_path, args.events, args.groups)
     n = len(events)
     log = str(log_path)
@@ -197,7 +209,6 @@ def main() -> None:
     results["pure"] = timed(args.repeat, lambda: None, lambda _: pure_fold(events, cfg))
     small: list[float] = []
     if not args.skip_small:
-        small_path = root / f"events-{args.events // 10}-{args.groups // 10}"
         make_log(spark, small_path, args.events // 10, args.groups // 10)
         small_log = str(small_path)
         run_backfill(spark, BackfillOptions(events=small_log, database=None, config=cfg,
