@@ -19,6 +19,8 @@ group, and the peak resident memory of the whole process tree (driver, JVM, work
 from __future__ import annotations
 
 import argparse
+import io
+import pstats
 import shutil
 import statistics
 import tempfile
@@ -125,6 +127,36 @@ def trivial(spark: SparkSession, opts: ReplayOptions) -> None:
     stream_to_noop(spark, counted, opts.checkpoint)
 
 
+def profiled(spark: SparkSession, name: str, work: Callable[[], Any], top: int = 14) -> None:
+    """`work` once under Spark's Python UDF profiler (cProfile in each worker, around our
+    function: the Arrow/pandas conversion into it is Spark's and not inside); the top
+    functions by own time, summed over the workers."""
+    spark.profile.clear()
+    spark.conf.set("spark.sql.pyspark.udf.profiler", "perf")
+    start = time.perf_counter()
+    try:
+        work()
+    finally:
+        spark.conf.unset("spark.sql.pyspark.udf.profiler")
+    wall = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as out:
+        spark.profile.dump(out, type="perf")
+        files = sorted(str(f) for f in Path(out).glob("*.pstats"))
+        print(f"\nprofile: {name} ({wall:.1f} s wall, under the profiler)")
+        if not files:
+            print("  (no profile collected)")
+            return
+        stream = io.StringIO()
+        stats = pstats.Stats(*files, stream=stream)
+        stats.sort_stats("tottime").print_stats(top)
+        lines = stream.getvalue().splitlines()
+        start_at = next(i for i, line in enumerate(lines) if "ncalls" in line)
+        total = next(line for line in lines if "function calls" in line)
+        print("  " + total.strip())
+        for line in lines[start_at:start_at + top + 1]:
+            print("  " + line.replace(str(Path.cwd()) + "/", "")[:150])
+
+
 def fresh(root: Path, name: str) -> Path:
     path = root / name
     shutil.rmtree(path, ignore_errors=True)
@@ -160,6 +192,8 @@ def main() -> None:
     p.add_argument("--log-dir", default=str(Path(tempfile.gettempdir()) / "bench-backfill"))
     p.add_argument("--skip-small", action="store_true", help="no linearity run")
     p.add_argument("--only-log", action="store_true", help="write the logs, measure nothing")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile the backfill's and the stream's fold on the 10x smaller log")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -215,6 +249,13 @@ def main() -> None:
                                             warehouse=str(fresh(root, "wh-small"))))
         small = timed(args.repeat, lambda: fresh(root, "wh-small"), lambda w: run_backfill(
             spark, BackfillOptions(events=small_log, warehouse=str(w), database=None, config=cfg)))
+        if args.profile:
+            profiled(spark, f"backfill fold-only, {args.events // 10:,} events",
+                     lambda: fold_only(spark, small_log, cfg))
+            o = ReplayOptions(events=small_log, warehouse=str(fresh(root, "wh-profile")),
+                              checkpoint=str(fresh(root, "ck-profile")), database=None, config=cfg)
+            profiled(spark, f"stream fold to noop, {args.events // 10:,} events", lambda: stream_to_noop(
+                spark, folded_stream(read_events(spark, o), o), o.checkpoint))
     spark.stop()
 
     med = {k: statistics.median(v) for k, v in results.items()}
