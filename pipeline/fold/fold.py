@@ -172,4 +172,5 @@ def rejected_row(e: Event, reason: str, g: Group | None) -> Row:
 
 def reject_unkeyed(events: Iterable[Event]) -> list[Row]:
     """Rows with no group id belong to no group: each is rejected, no state is touched."""
-    return [rejected_row(e, errors.malformed("group_id is null"), None) for e in events]
+    return [rejected_row(e, errors.malformed(e.decode_error or "group_id is null"), None)
+            for e in events]

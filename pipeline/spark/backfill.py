@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -27,6 +28,7 @@ from pipeline.fold import CoordinatorConfig
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
+from pipeline.spark.parallel import run_all
 from pipeline.spark.replay import delay_ms, is_path
 from pipeline.spark.sinks import ensure_tables, table_rows
 from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
@@ -100,9 +102,11 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
         kept = wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False)))  # offsets gone by the end
-        for table in OUTPUT_TABLES:
-            rows = table_rows(kept if table == "committed_offsets" else wire, table)
-            _replace(spark, str(Path(opts.warehouse) / table), rows, table in APPEND_TABLES)
+        run_all([partial(_replace, spark, str(Path(opts.warehouse) / table),
+                         table_rows(kept if table == "committed_offsets" else wire, table),
+                         table in APPEND_TABLES)
+                 for table in OUTPUT_TABLES])
+        # Last, so a manifest exists only when every table was replaced.
         seeds = wire.filter(F.col("_table") == SEED_TABLE).select("group_id", "_state")
         (seeds.coalesce(1).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())

@@ -3,18 +3,22 @@
 History tables are appended with Delta's `txnAppId`/`txnVersion`, current tables are
 MERGEd with the same pair set on the session, so a batch Spark retries after a crash is
 skipped by Delta instead of being written twice. Tables live at `<warehouse>/<table>`.
+The batch's tables are written side by side (`pipeline.spark.parallel`), each its own commit.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.spark.parallel import run_all
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
@@ -33,19 +37,20 @@ def _on_keys(table: str) -> str:
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
     """Create every output table (empty) if missing, and register it in the catalog."""
-    for table in OUTPUT_TABLES:
-        path = str(Path(warehouse) / table)
-        if not DeltaTable.isDeltaTable(spark, path):
-            props = {"delta.appendOnly": "true"} if table in APPEND_TABLES else {}
-            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(
-                table_schema(table))
-            for key, value in props.items():
-                builder = builder.property(key, value)
-            builder.execute()
-        if database:
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-            spark.sql(f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}` "
-                      f"USING DELTA LOCATION '{path}'")
+    if database:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    run_all([partial(_ensure_table, spark, str(Path(warehouse) / table), table, database)
+             for table in OUTPUT_TABLES])
+
+
+def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
+    if not DeltaTable.isDeltaTable(spark, path):
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(table_schema(table))
+        if table in APPEND_TABLES:
+            builder = builder.property("delta.appendOnly", "true")
+        builder.execute()
+    if database:
+        spark.sql(f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}` USING DELTA LOCATION '{path}'")
 
 
 @dataclass
@@ -64,19 +69,19 @@ class BatchWriter:
         wire = wire.persist()
         try:
             counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
-            for table in APPEND_TABLES:
-                if counts.get(table):
-                    (table_rows(wire, table).write.format("delta").mode("append")
-                     .option("txnAppId", self.app_id).option("txnVersion", batch_id)
-                     .save(self.path(table)))
             spark = wire.sparkSession
+            writes: list[Callable[[], None]] = [
+                partial(self._append, wire, table, batch_id)
+                for table in APPEND_TABLES if counts.get(table)]
+            if counts.get("group_state"):
+                writes.append(partial(self._merge_state, spark, wire))
+            if counts.get("committed_offsets"):
+                writes.append(partial(self._merge_offsets, spark, wire))
+            # The MERGEs read the idempotence pair from the session; the appends name it too.
             spark.conf.set(TXN_APP_ID, self.app_id)
             spark.conf.set(TXN_VERSION, str(batch_id))
             try:
-                if counts.get("group_state"):
-                    self._merge_state(spark, wire)
-                if counts.get("committed_offsets"):
-                    self._merge_offsets(spark, wire)
+                run_all(writes)
             finally:
                 spark.conf.unset(TXN_APP_ID)
                 spark.conf.unset(TXN_VERSION)
@@ -87,6 +92,11 @@ class BatchWriter:
             "rejected": counts.get("rejected_events", 0),
             "write_s": time.monotonic() - start,
         }
+
+    def _append(self, wire: DataFrame, table: str, batch_id: int) -> None:
+        (table_rows(wire, table).write.format("delta").mode("append")
+         .option("txnAppId", self.app_id).option("txnVersion", batch_id)
+         .save(self.path(table)))
 
     def _merge_state(self, spark: SparkSession, wire: DataFrame) -> None:
         source = table_rows(wire, "group_state")

@@ -166,6 +166,8 @@ def test_rows_without_a_group_are_rejected_outside_any_group() -> None:
     (row,) = reject_unkeyed([e])
     assert row["reason"] == "MALFORMED: group_id is null"
     assert row["group_state"] is None
+    undecodable = replace(e, event_type="MALFORMED_RECORD", decode_error="key: truncated")
+    assert reject_unkeyed([undecodable])[0]["reason"] == "MALFORMED: key: truncated"
 
 
 def test_nested_values_that_cannot_be_read_make_a_malformed_row_not_a_crash() -> None:
