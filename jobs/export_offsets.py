@@ -17,6 +17,8 @@ import csv
 import sys
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
 from pipeline.spark.catalog import as_of, register_views
 from pipeline.spark.session import build_session
 
@@ -39,17 +41,19 @@ def offsets_csv(rows: list[tuple[str, int, int]], out: object) -> None:
         writer.writerow([topic, partition, offset])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    """Returns the exit status. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
-    spark = build_session("export-offsets", args.profile)
+    session = spark or build_session("export-offsets", args.profile)
     try:
-        register_views(spark, args.warehouse)
+        register_views(session, args.warehouse)
         rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
-                as_of(spark, "committed_offsets_as_of", args.as_of, args.group)
+                as_of(session, "committed_offsets_as_of", args.as_of, args.group)
                 .select("topic", "partition", "committed_offset").collect()]
     finally:
-        spark.stop()
+        if spark is None:
+            session.stop()
     if not rows:
         print(f"group {args.group!r} had no committed offset at that time", file=sys.stderr)
         return 2

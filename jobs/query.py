@@ -16,6 +16,9 @@ parsed value, the group id only as a Column value. Reads the tables; writes noth
 from __future__ import annotations
 
 import argparse
+import sys
+
+from pyspark.sql import SparkSession
 
 from pipeline.spark.catalog import AS_OF, DEMO_QUERIES, as_of, register_views, timestamp_sql
 from pipeline.spark.session import build_session
@@ -39,24 +42,28 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    """Prints the answers; returns the exit status. A session passed in is used and left
+    running (the README's examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
-    spark = build_session("query", args.profile)
+    session = spark or build_session("query", args.profile)
     try:
-        register_views(spark, args.warehouse)
+        register_views(session, args.warehouse)
         if args.as_of is not None and not args.sql:
             for function in AS_OF:
                 print(f"\n== {function}({timestamp_sql(args.as_of)})")
-                as_of(spark, function, args.as_of, args.group).show(args.limit, truncate=False)
-            return
+                as_of(session, function, args.as_of, args.group).show(args.limit, truncate=False)
+            return 0
         queries = DEMO_QUERIES if args.demo else {"result": args.sql}
         for title, sql in queries.items():
             print(f"\n== {title}")
-            spark.sql(sql).show(args.limit, truncate=False)
+            session.sql(sql).show(args.limit, truncate=False)
+        return 0
     finally:
-        spark.stop()
+        if spark is None:
+            session.stop()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,11 +3,11 @@
     spark-submit jobs/report.py --warehouse /data/wh --group orders --output orders.png
 
 Reads that group's rows of the output tables under --warehouse (group_state,
-group_transitions and rebalances whole; offset_history and rejected_events between --from
-and --to) and draws them with `pipeline.report.render`: member lanes, generations and
-rebalances, state, assignment changes, committed offsets, refused rows. An --output ending
-in .html gets a page with the picture and tables of the rebalances and refused rows.
-Writes only --output.
+group_history, group_transitions and rebalances whole; offset_history and rejected_events
+between --from and --to) and draws them with `pipeline.report.render`: member lanes (from
+group_history) with what each member owned, generations and rebalances, state, assignment
+changes, committed offsets, refused rows. An --output ending in .html gets a page with the
+picture and tables of the rebalances and refused rows. Writes only --output.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ log = logging.getLogger("report")
 # What the picture reads, and which columns: rejected_events' raw bytes and protocols stay on disk.
 COLUMNS: dict[str, tuple[str, ...] | None] = {
     "group_state": None,
+    "group_history": None,  # member lanes; whole, to know who was in before --from
     "group_transitions": None,
     "rebalances": None,
     "offset_history": None,

@@ -1,9 +1,10 @@
 """The picture of one group: stacked panels over event time, one shared x axis.
 
-Top to bottom: member lanes (`membership.lanes`), generations and rebalances as spans
-labelled with cause and duration, the state as a step line (with the member count at each
-state change), partitions moved by each rebalance, committed offset per topic-partition
-(tombstones and expiry marked), and refused rows by reason. Rebalance spans are shaded
+Top to bottom: member lanes (`membership.lanes`, from group_history) with what each
+member owned, generations and rebalances as spans labelled with cause and duration, the
+state as a step line (with the member count at each state change), partitions moved by
+each rebalance, committed offset per topic-partition (tombstones and expiry marked), and
+refused rows by reason. Rebalance spans are shaded
 faintly across every panel so a change lines up with its cause. Drawn on matplotlib's Agg
 canvas directly (no pyplot): no global figure state, nothing to close, no display needed.
 """
@@ -22,7 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from pipeline.report.membership import Lane
+from pipeline.report.membership import Lane, Span
 from pipeline.report.style import (
     CAUSE_COLORS,
     STATE_COLORS,
@@ -95,42 +96,49 @@ def _heading(ax: Axes, text: str) -> None:
     ax.set_title(text, loc="left", fontsize=9.5, color="#333333", pad=3)
 
 
-def draw_members(ax: Axes, lanes: Sequence[Lane], w: Window, departures: int) -> None:
-    """`departures`: members the rebalances count as gone, named in the tables or not."""
+def draw_members(ax: Axes, lanes: Sequence[Lane], w: Window, history: bool = True) -> None:
+    """`history`: whether the group has group_history rows (an older warehouse has none)."""
     shown = list(lanes[:MAX_LANES])
     more = len(lanes) - len(shown)
     note = f" (first {MAX_LANES} of {len(lanes)} drawn)" if more else ""
-    named = sum(1 for lane in lanes for s in lane.spans if s.end_exact and not s.current)
-    _heading(ax, f"Members{note}: bar = membership the tables prove;  faint = left at an "
-                 "unknown moment before the group emptied;  ▶ joined,  ✕ removed,  · commit.   "
-                 f"Removals named: {named} of {departures} the rebalances count")
+    _heading(ax, f"Members{note}, from group_history: dark = owns partitions (how many), "
+                 "pale = owns none;  | assignment changed;  ▶ joined;  ✕ removed "
+                 "(coloured by cause where a transition names it)")
     for y, lane in enumerate(shown):
         color = "#2a9d8f" if lane.static else "#4872b8"
         for s in lane.spans:
-            width = max(s.end - s.start, w.frac(0.002))
-            ax.broken_barh([(s.start, width)], (y - 0.32, 0.64), facecolors=color,
-                           gid=f"lane:{lane.key}")
-            if s.until is not None and s.until > s.end:
-                ax.broken_barh([(s.end, s.until - s.end)], (y - 0.32, 0.64),
-                               facecolors=color, alpha=0.22, gid=f"faint:{lane.key}")
-            if s.start_exact:
-                ax.plot([s.start], [y], marker=">", color="#1d3557", markersize=5, gid="join")
-            if s.end_exact and not s.current:
-                ax.plot([s.end], [y], marker="x", color="#c1121f", markersize=6,
-                        markeredgewidth=1.6, gid="removal")
-        if lane.commits:
-            ax.plot(lane.commits, [y] * len(lane.commits), linestyle="none", marker=".",
-                    markersize=2.2, color="white", alpha=0.8, gid="commit")
+            _draw_span(ax, y, s, color, lane.key, w)
     ax.set_ylim(max(len(shown), 1) - 0.5, -0.5)
     ax.set_yticks(range(len(shown)))
     size = 8 if len(shown) <= 30 else 6.5
     ax.set_yticklabels([plain(short(lane.key)) + (" ⚓" if lane.static else "")
                         for lane in shown], fontsize=size)
     if not shown:
-        ax.text(0.5, 0.5, "no member is named in the tables", transform=ax.transAxes,
-                ha="center", va="center", color="#777777")
+        text = ("no member in this window" if history else
+                "no group_history table: replay the log again to draw the members")
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center",
+                color="#777777")
         ax.set_yticks([])
     ax.tick_params(axis="y", length=0)
+
+
+def _draw_span(ax: Axes, y: int, s: Span, color: str, key: str, w: Window) -> None:
+    """One stay: a bar per assignment it held, ticks where that changed, join and removal."""
+    bounds = [t for t, _ in s.assignments[1:]] + [s.end]
+    for (a, owned), b in zip(s.assignments or [(s.start, 0)], bounds, strict=True):
+        ax.broken_barh([(a, max(b - a, w.frac(0.002)))], (y - 0.32, 0.64), facecolors=color,
+                       alpha=1.0 if owned else 0.3, linewidth=0, gid=f"lane:{key}")
+        seen_a, seen_b = max(a, w.start), min(b, w.end)  # label the part in the window
+        if owned and seen_b - seen_a > w.frac(0.012) * len(str(owned)):
+            ax.text(seen_a + (seen_b - seen_a) / 2, y, str(owned), ha="center", va="center",
+                    fontsize=6.5, color="white", clip_on=True, gid="partitions-owned")
+    for t, _ in s.assignments[1:]:
+        ax.plot([t, t], [y - 0.42, y + 0.42], color="#1d3557", linewidth=1.1,
+                gid="assignment-change")
+    ax.plot([s.start], [y], marker=">", color="#1d3557", markersize=5, gid="join")
+    if not s.current:
+        ax.plot([s.end], [y], marker="x", markersize=6, markeredgewidth=1.8, gid="removal",
+                color=cause_color(s.end_cause) if s.end_cause else "#555555")
 
 
 def draw_generations(ax: Axes, rebalances: pd.DataFrame, transitions: pd.DataFrame,

@@ -3,8 +3,8 @@
 The tables may come from Spark (`toPandas`: naive UTC timestamps, arrays as numpy arrays
 or lists, structs as Rows or dicts) or be built by hand; a missing table is an empty one,
 a missing column a column of nulls (a caller may leave out what it does not need, such as
-`rejected_events.raw_value`). Times become naive UTC `Timestamp`s, `group_state.members`
-a list of dicts; the rows of other groups are dropped.
+`rejected_events.raw_value`). Times become naive UTC `Timestamp`s, `members` (of group_state
+and group_history) a list of dicts; the rows of other groups are dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ EVENT_TIME = {
     "offset_history": "event_time",
     "rejected_events": "event_time",
     "group_state": "last_event_time",
+    "group_history": "event_time",
 }
 
 
@@ -45,7 +46,7 @@ def _naive(value: Any) -> Any:
 
 
 def _members(value: Any) -> list[dict[str, Any]]:
-    """`group_state.members` as dicts, whether Spark gave Rows, dicts or a numpy array."""
+    """A `members` array as dicts, whether Spark gave Rows, dicts or a numpy array."""
     if value is None or (isinstance(value, float) and value != value):
         return []
     out = []
@@ -79,7 +80,7 @@ def group_frames(tables: Mapping[str, pd.DataFrame], group_id: str) -> dict[str,
                 df[name] = pd.Series([None] * len(df), index=df.index, dtype="object")
         for c in TIME_COLUMNS[table]:
             df[c] = _utc(df[c])
-        if table == "group_state":
+        if table in ("group_state", "group_history"):
             df["members"] = [_members(v) for v in df["members"]]
         sort = EVENT_TIME.get(table)
         if sort:

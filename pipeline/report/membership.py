@@ -1,45 +1,47 @@
-"""Who was a member when, as far as the output tables can say.
+"""Who was a member when, and what it owned: read off `group_history`.
 
-No output table records membership changes one by one: `group_transitions` has a row only
-when the state changes (its `member_id` names the member that caused it), `rebalances`
-counts `members_joined`/`members_left` without naming them, and `group_state` is the
-current row (or a few snapshots of it, one per Delta version). A member that joins or
-leaves while the group is already rebalancing leaves no named trace. So each member id
-gets the span the tables prove: from its first certain sighting to its last, where a
-sighting is a join or removal naming it, a commit it made in a generation, a leadership,
-or a `group_state` row listing it. An end is exact when a removal names the member or it
-is still a member; a start is exact when a join names it or `joined_at` gives it. A
-member id is a member over one interval (Kafka never re-admits a removed member id), so
-a span never claims a time it was not a member. Where a member's end is unknown but the
-group later emptied, the span continues faintly to that moment: it left in between.
+`group_history` has a row after every step that changed the group's shape (state,
+generation, leader, members and their assignments), each row listing every member. So a
+member id's span starts at the first row listing it and ends at the first later row that
+does not list it, or runs to the picture's end if the group's last row still lists it; a
+member id that comes back after a gap gets a second span. Rows are ordered as the as-of
+SQL functions order them: event time, log position, `seq`. Within a span, the member's
+assignment is read at every row, and each change is kept as (time, partitions owned).
+A static member (`group_instance_id`) keeps one lane across the member ids it is given.
+The cause of a removal is known when the step's transition names the member (a removal
+that starts a rebalance); one inside a rebalance changes no state and names no one.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-JOIN_CAUSES = frozenset({"MEMBER_JOINED", "STATIC_MEMBER_REJOINED"})
-REMOVAL_CAUSES = frozenset({"MEMBER_LEFT", "STATIC_MEMBER_REMOVED", "SESSION_TIMEOUT",
-                            "NEW_MEMBER_JOIN_TIMEOUT", "PENDING_SYNC_TIMEOUT",
-                            "GROUP_MAX_SIZE_REACHED"})
+ORDER = ["event_time", "log_partition", "log_offset", "seq"]
+_STEP = ["event_time", "log_partition", "log_offset"]
 
 
 @dataclass(frozen=True)
 class Span:
-    """One member id's proven membership; `until` is a later moment it had surely left by."""
+    """One member id's stay in the group.
+
+    `end` is the first history row without it, or the picture's end when `current`.
+    `assignments` holds (time, partitions owned) at the stay's start and at every change.
+    """
 
     member_id: str
     start: pd.Timestamp
     end: pd.Timestamp
-    start_exact: bool
-    end_exact: bool
     current: bool
-    until: pd.Timestamp | None = None
+    assignments: tuple[tuple[pd.Timestamp, int], ...] = ()
     end_cause: str | None = None
+
+    def covers(self, t: pd.Timestamp) -> bool:
+        """Whether the member was listed as of `t` (the last history row at or before it)."""
+        return self.start <= t and (self.current or t < self.end)
 
 
 @dataclass
@@ -49,7 +51,6 @@ class Lane:
     key: str
     static: bool
     spans: list[Span] = field(default_factory=list)
-    commits: list[pd.Timestamp] = field(default_factory=list)
 
     @property
     def first(self) -> pd.Timestamp:
@@ -57,93 +58,87 @@ class Lane:
 
 
 @dataclass
-class _Seen:
-    times: list[pd.Timestamp] = field(default_factory=list)
-    joined: pd.Timestamp | None = None
-    left: pd.Timestamp | None = None
-    left_cause: str | None = None
-    current: bool = False
-    instance: str | None = None
-    commits: list[pd.Timestamp] = field(default_factory=list)
+class _Open:
+    start: pd.Timestamp
+    instance: str | None
+    assignments: list[tuple[pd.Timestamp, int]]
+    owned: frozenset[tuple[str, int]]
 
 
-def _ids(value: Any) -> list[str]:
-    # PENDING_SYNC_TIMEOUT names every member it removed, comma-separated.
-    return [] if not isinstance(value, str) or not value else [v for v in value.split(",") if v]
+def _owned(member: Mapping[str, Any]) -> frozenset[tuple[str, int]]:
+    # Spark gives Rows or dicts, in a list or a numpy array; a hand-built frame may give None.
+    assignment: Iterable[Any] | None = member.get("assignment")
+    if assignment is None:
+        return frozenset()
+    return frozenset((str(tp["topic"]), int(tp["partition"])) for tp in assignment)
 
 
-def _sightings(t: dict[str, pd.DataFrame]) -> dict[str, _Seen]:
-    seen: dict[str, _Seen] = defaultdict(_Seen)
-    for r in t["group_transitions"].itertuples(index=False):
-        for m in _ids(r.member_id):
-            s = seen[m]
-            s.times.append(r.event_time)
-            if r.cause in JOIN_CAUSES and s.joined is None:
-                s.joined = r.event_time
-            if r.cause in REMOVAL_CAUSES:
-                s.left, s.left_cause = r.event_time, r.cause
-    for r in t["rebalances"].itertuples(index=False):
-        if isinstance(r.leader_id, str) and r.outcome == "COMPLETED":
-            seen[r.leader_id].times.append(r.completed_at)
-    commits = t["offset_history"]
-    commits = commits[(commits["change"] == "COMMIT") & commits["member_id"].notna()
-                      & (pd.to_numeric(commits["generation_id"], errors="coerce").fillna(-1) >= 0)]
-    for m, at in zip(commits["member_id"], commits["event_time"], strict=True):
-        if m:
-            seen[m].times.append(at)
-            seen[m].commits.append(at)
-    states = t["group_state"].sort_values("last_event_time")
-    for i, r in enumerate(states.itertuples(index=False)):
-        for member in r.members:
-            s = seen[member["member_id"]]
-            s.times.append(r.last_event_time)
-            joined = member.get("joined_at")
-            if joined is not None and pd.notna(joined):
-                s.joined = joined if s.joined is None else min(s.joined, joined)
-                s.times.append(joined)
-            s.instance = member.get("group_instance_id") or s.instance
-            s.current = i == len(states) - 1 and r.state != "Dead"
-    rejected = t["rejected_events"]
-    if "group_instance_id" in rejected:
-        pairs = rejected[rejected["member_id"].notna() & rejected["group_instance_id"].notna()]
-        for m, inst in zip(pairs["member_id"], pairs["group_instance_id"], strict=True):
-            if m in seen and seen[m].instance is None:
-                seen[m].instance = inst
-    return seen
+def history_rows(history: pd.DataFrame) -> pd.DataFrame:
+    """The group's history rows in the order they happened."""
+    return history.sort_values(ORDER, kind="stable", na_position="first").reset_index(drop=True)
 
 
-def _emptied(t: dict[str, pd.DataFrame]) -> list[pd.Timestamp]:
-    """Moments the group had no member at all: everyone seen before had left by then."""
-    tr = t["group_transitions"]
-    return sorted(tr.loc[(tr["member_count"] == 0) | (tr["to_state"] == "Dead"), "event_time"])
+def _step(row: Any) -> tuple[Any, ...]:
+    """A step's time and log position (a null position as None: NaN equals nothing)."""
+    return tuple(None if pd.isna(v) else v for v in (getattr(row, c) for c in _STEP))
 
 
-def lanes(t: dict[str, pd.DataFrame], end: pd.Timestamp) -> list[Lane]:
-    """The lanes of the picture, ordered by when their first member was first seen.
+def _removal_causes(transitions: pd.DataFrame) -> dict[tuple[Any, ...], list[tuple[int, str, str]]]:
+    """Per step (time and log position): its transitions as (seq, cause, members named)."""
+    out: dict[tuple[Any, ...], list[tuple[int, str, str]]] = {}
+    for r in transitions.itertuples(index=False):
+        key = _step(r)
+        named = r.member_id if isinstance(r.member_id, str) else ""
+        out.setdefault(key, []).append((int(r.seq), str(r.cause), named))
+    return out
 
-    `t` holds one group's frames (see `frames.group_frames`); `end` is where the picture
-    stops, the end of a span of a member that is still in the group.
+
+def _cause(step: list[tuple[int, str, str]], seq: int, member_id: str) -> str | None:
+    """The cause of the step's transition that names `member_id`, if one does. Another
+    transition of the step is no witness: a session that expires during a rebalance can
+    complete the join phase, and the transition then names only the completion."""
+    naming = sorted((s, cause) for s, cause, named in step
+                    if s < seq and member_id in named.split(","))
+    return naming[-1][1] if naming else None
+
+
+def stays(t: Mapping[str, pd.DataFrame], end: pd.Timestamp) -> list[tuple[str | None, Span]]:
+    """Every member id's spans in `t["group_history"]`, each with the member's instance id."""
+    causes = _removal_causes(t["group_transitions"])
+    open_: dict[str, _Open] = {}
+    out: list[tuple[str | None, Span]] = []
+    for row in history_rows(t["group_history"]).itertuples(index=False):
+        listed = {m["member_id"]: m for m in row.members}
+        for member_id in [m for m in open_ if m not in listed]:
+            o = open_.pop(member_id)
+            cause = _cause(causes.get(_step(row), []), int(row.seq), member_id)
+            out.append((o.instance, Span(member_id, o.start, row.event_time, False,
+                                         tuple(o.assignments), cause)))
+        for member_id, m in listed.items():
+            owned = _owned(m)
+            stay = open_.get(member_id)
+            if stay is None:
+                open_[member_id] = _Open(row.event_time, m.get("group_instance_id"),
+                                         [(row.event_time, len(owned))], owned)
+            elif owned != stay.owned:
+                stay.assignments.append((row.event_time, len(owned)))
+                stay.owned = owned
+    return out + [(o.instance, Span(member_id, o.start, max(end, o.start), True,
+                                    tuple(o.assignments))) for member_id, o in open_.items()]
+
+
+def lanes(t: Mapping[str, pd.DataFrame], end: pd.Timestamp) -> list[Lane]:
+    """The lanes of the picture, ordered by when their first member joined.
+
+    `t` holds one group's frames (see `frames.group_frames`): `group_history`, and
+    `group_transitions` for removal causes. `end` is where the picture stops, the end of
+    the span of a member the group's last row still lists. An older warehouse without
+    `group_history` gives no lanes.
     """
-    emptied = _emptied(t)
     by_key: dict[str, Lane] = {}
-    for member_id, s in _sightings(t).items():
-        times = [x for x in s.times if pd.notna(x)]
-        if not times:
-            continue
-        start = s.joined if s.joined is not None else min(times)
-        last = s.left if s.left is not None else max(times)
-        if s.current:
-            last = max(last, end)
-        until = None
-        if s.left is None and not s.current:
-            until = next((x for x in emptied if x > last), None)
-        span = Span(member_id, start, last, start_exact=s.joined is not None,
-                    end_exact=s.left is not None or s.current, current=s.current,
-                    until=until, end_cause=s.left_cause)
-        key = s.instance or member_id
-        lane = by_key.setdefault(key, Lane(key, static=s.instance is not None))
-        lane.spans.append(span)
-        lane.commits.extend(s.commits)
+    for instance, span in stays(t, end):
+        key = instance or span.member_id
+        by_key.setdefault(key, Lane(key, static=instance is not None)).spans.append(span)
     out = sorted(by_key.values(), key=lambda lane: (lane.first, lane.key))
     for lane in out:
         lane.spans.sort(key=lambda s: s.start)

@@ -56,8 +56,7 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
     member_lanes = [lane for lane in lanes(t, full[1]) if _overlaps(lane, w)]
     reasons = shown["rejected_events"]["reason"].nunique()
     fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons))
-    draw.draw_members(axes["members"], member_lanes, w,
-                      int(shown["rebalances"]["members_left"].sum()))
+    draw.draw_members(axes["members"], member_lanes, w, history=not t["group_history"].empty)
     draw.draw_generations(axes["generations"], shown["rebalances"], shown["group_transitions"], w)
     draw.cause_legend(axes["generations"], shown["rebalances"])
     draw.draw_state(axes["state"], t["group_transitions"], w)
@@ -110,7 +109,7 @@ def _windowed(t: dict[str, pd.DataFrame], w: draw.Window) -> dict[str, pd.DataFr
 
 
 def _overlaps(lane: Lane, w: draw.Window) -> bool:
-    return any(s.start <= w.end and (s.until or s.end) >= w.start for s in lane.spans)
+    return any(s.start <= w.end and s.end >= w.start for s in lane.spans)
 
 
 def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],

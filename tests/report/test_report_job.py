@@ -1,4 +1,5 @@
-"""jobs/report.py against a warehouse the streaming replay wrote: the same picture as the pure fold's."""
+"""jobs/report.py against a warehouse the streaming replay wrote: the same picture as the pure
+fold's, and member lanes that hold the members the as-of SQL reads from group_history."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
+import pandas as pd
 import pytest
 from matplotlib import image
 from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, generate
-from pipeline.report import render
+from pipeline.report import lanes, render
+from pipeline.report.frames import group_frames
+from pipeline.spark.catalog import as_of, register_views
 from pipeline.spark.eventlog import write_event_log
 from tests.report.frames import pure_frames
 from tests.spark.backends import streaming_tables
@@ -34,11 +38,27 @@ def report_job() -> ModuleType:
     return module
 
 
+def assert_lanes_are_the_members_sql_lists(spark: SparkSession, warehouse: str,
+                                           frames: dict[str, pd.DataFrame]) -> None:
+    """At every moment the group changed, the members on a lane are the members
+    `group_members_as_of` finds in the Delta group_history table."""
+    t = group_frames(frames, HOSTILE)
+    drawn = [s for lane in lanes(t, t["group_state"]["last_event_time"].max()) for s in lane.spans]
+    times = sorted(set(t["group_history"]["event_time"]))
+    assert len(times) >= 6 and len(drawn) >= 3
+    register_views(spark, warehouse)
+    for at in times:  # every change: a span one row too long or short shows at one of them
+        at_ms = (at - pd.Timestamp(0)) // pd.Timedelta(milliseconds=1)
+        sql = {r["member_id"] for r in as_of(spark, "group_members_as_of", at_ms, HOSTILE)
+               .select("member_id").collect()}
+        assert {s.member_id for s in drawn if s.covers(at)} == sql, at
+
+
 def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
         spark: SparkSession, tmp_path: Path) -> None:
     events = generate(LogSpec(groups=3, events=700, seed=4, bad_rows=0.02))
-    busy = max({e.group_id for e in events if e.group_id},
-               key=lambda g: sum(e.group_id == g for e in events))
+    busy = max({e.group_id for e in events if e.group_id},  # the one with most members
+               key=lambda g: sum(e.group_id == g and e.event_type == "JOIN" for e in events))
     events = [replace(e, group_id=HOSTILE) if e.group_id == busy else e for e in events]
     write_event_log(spark, events, str(tmp_path / "events"))
     streaming_tables(spark, str(tmp_path / "events"), tmp_path)
@@ -53,6 +73,7 @@ def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
     frames = job.load_group(spark, warehouse, HOSTILE)
     assert {len(f) for f in frames.values()} != {0}
     assert all(set(f["group_id"]) == {HOSTILE} for f in frames.values() if len(f))
+    assert_lanes_are_the_members_sql_lists(spark, warehouse, frames)
 
     times = frames["offset_history"]["event_time"].sort_values()
     start = times.iloc[len(times) // 2]

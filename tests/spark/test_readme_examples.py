@@ -1,0 +1,170 @@
+"""The README's SQL and report examples run as printed, on the warehouse `jobs/demo.sh` builds.
+
+Every `jobs/query.py`, `jobs/export_offsets.py` and `jobs/report.py` command in the bash
+blocks of "Asking about the past in SQL" and "A picture of a group" is run in-process, by
+the job's own `main(argv, spark)`, against one warehouse built as the demo builds it (the
+generator's and the replay's flags are read from jobs/demo.sh), with `out/demo/` pointing
+at a temporary folder. Each must exit 0, and every table a query prints must hold a row:
+an example that silently matches nothing (a group or a time not in the log) fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.replay import ReplayOptions, run_replay
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = ("## Asking about the past in SQL", "## A picture of a group")
+JOBS = ("query.py", "export_offsets.py", "report.py")
+DEMO_OUT = "out/demo"
+
+
+def section(text: str, heading: str) -> str:
+    start = text.index(f"\n{heading}") + 1
+    end = text.find("\n## ", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def shell_commands(script: str) -> list[list[str]]:
+    """Each command of a bash script as its words: `\\` continues a line, a quoted string
+    may span lines, `#` starts a comment."""
+    commands, pending = [], ""
+    for line in script.replace("\\\n", " ").splitlines():
+        pending = f"{pending}\n{line}" if pending else line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quote still open: the command goes on
+            continue
+        pending = ""
+        if words:
+            commands.append(words)
+    assert not pending, f"unterminated command: {pending!r}"
+    return commands
+
+
+def job_command(words: list[str], jobs: tuple[str, ...] = JOBS) -> tuple[str, list[str]] | None:
+    """(job file name, its argv) if the command runs one of `jobs`."""
+    for i, word in enumerate(words):
+        if word.startswith("jobs/") and Path(word).name in jobs:
+            return Path(word).name, words[i + 1:]
+    return None
+
+
+def readme_examples() -> list[tuple[str, list[str]]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    examples = []
+    for heading in SECTIONS:
+        for block in re.findall(r"```bash\n(.*?)```", section(text, heading), re.S):
+            examples += [c for words in shell_commands(block) if (c := job_command(words))]
+    return examples
+
+
+EXAMPLES = readme_examples()
+
+
+def load_job(name: str) -> ModuleType:
+    if str(ROOT / "jobs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "jobs"))
+    spec = importlib.util.spec_from_file_location(f"readme_{name}", ROOT / "jobs" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def demo_argv(job: str, out: Path) -> list[str]:
+    """The argv jobs/demo.sh gives `job`, with its output folder at `out`."""
+    script = (ROOT / "jobs" / "demo.sh").read_text()
+    script = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", script)  # ${DEMO_GROUPS:-40} -> 40
+    script = script.replace('"$out', f'"{out}')
+    found = [c[1] for words in shell_commands(script) if (c := job_command(words, (job,)))]
+    assert len(found) == 1, f"jobs/demo.sh runs jobs/{job} {len(found)} times"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """out/demo: the event log and warehouse jobs/demo.sh would leave there, built by the
+    calls its jobs make (in this session, which their own main would stop)."""
+    out = tmp_path_factory.mktemp("demo")
+    gen_job, replay_job = load_job("generate"), load_job("replay")
+    g = gen_job.parse(demo_argv("generate.py", out))
+    spec = LogSpec(groups=g.groups, events=g.events, seed=g.seed, log_kind=g.log_kind,
+                   bad_rows=g.bad_rows, out_of_order=g.out_of_order,
+                   config=gen_job.coordinator_config(g.coordinator_conf))
+    write_event_log(spark, generate(spec), g.output, g.commits)
+    r = replay_job.parse(demo_argv("replay.py", out))
+    # No catalog database: the suite's one session keeps no tables of this test.
+    run_replay(spark, ReplayOptions(
+        events=r.events, warehouse=r.warehouse, checkpoint=r.checkpoint, trigger=r.trigger,
+        database=None, watermark_delay=r.watermark_delay,
+        max_files_per_trigger=r.max_files_per_trigger,
+        config=replay_job.coordinator_config(r.coordinator_conf)))
+    return out
+
+
+def in_demo(argv: list[str], demo: Path) -> list[str]:
+    """`out/demo/...` arguments (the warehouse, output files) moved into the test's folder."""
+    return [re.sub(rf"^{re.escape(DEMO_OUT)}(?=/|$)", str(demo), a) for a in argv]
+
+
+def shown_tables(stdout: str) -> dict[str, int]:
+    """Rows of each table jobs/query.py printed (`== title`, then DataFrame.show's grid)."""
+    tables = {}
+    for part in stdout.split("\n== ")[1:]:
+        title, _, body = part.partition("\n")
+        grid = [line for line in body.splitlines() if line.startswith("|")]
+        assert grid, f"{title}: no table printed"
+        tables[title] = len(grid) - 1  # the first line is the header
+    return tables
+
+
+def example_id(example: tuple[str, list[str]]) -> str:
+    job, argv = example
+    return f"{job} {' '.join(argv)}"[:90]
+
+
+def test_the_readme_shows_each_job_against_the_demo_warehouse() -> None:
+    assert {job for job, _ in EXAMPLES} == set(JOBS)
+    assert len(EXAMPLES) >= 10
+    for job, argv in EXAMPLES:
+        warehouse = argv[argv.index("--warehouse") + 1]
+        assert warehouse == f"{DEMO_OUT}/warehouse", (job, argv)
+        if "--output" in argv:
+            assert argv[argv.index("--output") + 1].startswith(f"{DEMO_OUT}/"), (job, argv)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
+def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo: Path,
+                                           spark: SparkSession,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    job, argv = example
+    argv = in_demo(argv, demo)
+    try:
+        result = load_job(job.removesuffix(".py")).main(argv, spark=spark)
+    except SystemExit as e:
+        result = e.code if isinstance(e.code, int) or e.code is None else f"exit: {e.code}"
+    stdout = capsys.readouterr().out
+    assert result in (None, 0) or isinstance(result, Path), f"{result!r}\n{stdout}"
+    if job == "query.py":
+        tables = shown_tables(stdout)
+        assert tables and all(tables.values()), f"empty answers: {tables}\n{stdout}"
+    else:
+        output = Path(argv[argv.index("--output") + 1])
+        assert output.is_file() and output.stat().st_size > 0, output
+        if job == "export_offsets.py":
+            lines = output.read_text().splitlines()
+            assert lines and all(re.fullmatch(r"[^,]+,\d+,\d+", line) for line in lines), lines
