@@ -11,7 +11,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+
+from pyspark.sql import SparkSession  # noqa: E402
+
 from pipeline.fold import CoordinatorConfig  # noqa: E402
+from pipeline.spark.session import build_session  # noqa: E402
 from pipeline.times import event_time_ms  # noqa: E402
 
 
@@ -36,3 +42,17 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     """The flags every Spark job takes: coordinator settings and the session profile."""
     p.add_argument("--coordinator-conf", help="coordinator .properties (default conf/)")
     p.add_argument("--profile", default="local", help="conf/profiles/<name>.conf")
+
+
+@contextmanager
+def job_session(name: str, profile: str, spark: SparkSession | None = None) -> Iterator[SparkSession]:
+    """The job's Spark session, stopped when the job ends; one passed in (a test, a notebook
+    calling `main(argv, spark)`) is used and left running."""
+    if spark is not None:
+        yield spark
+        return
+    session = build_session(name, profile)
+    try:
+        yield session
+    finally:
+        session.stop()

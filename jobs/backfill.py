@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.session import build_session
 
-from _common import add_common_args, coordinator_config, event_time_arg, setup_logging
+from _common import add_common_args, coordinator_config, event_time_arg, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,13 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
         database=args.database or None, watermark_delay=args.watermark_delay,
         replace=args.replace, config=coordinator_config(args.coordinator_conf))
-    spark = build_session("backfill", args.profile)
-    try:
+    with job_session("backfill", args.profile) as spark:
         manifest = run_backfill(spark, opts)
-        print(f"backfilled {manifest.groups} groups from version {manifest.version} of "
-              f"{manifest.events} into {opts.warehouse}")
-    finally:
-        spark.stop()
+    print(f"backfilled {manifest.groups} groups from version {manifest.version} of "
+          f"{manifest.events} into {opts.warehouse}")
 
 
 if __name__ == "__main__":

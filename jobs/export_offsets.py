@@ -20,9 +20,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipeline.spark.catalog import as_of, register_views
-from pipeline.spark.session import build_session
 
-from _common import event_time_arg, setup_logging
+from _common import event_time_arg, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,15 +44,11 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     """Returns the exit status. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
-    session = spark or build_session("export-offsets", args.profile)
-    try:
+    with job_session("export-offsets", args.profile, spark) as session:
         register_views(session, args.warehouse)
         rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
                 as_of(session, "committed_offsets_as_of", args.as_of, args.group)
                 .select("topic", "partition", "committed_offset").collect()]
-    finally:
-        if spark is None:
-            session.stop()
     if not rows:
         print(f"group {args.group!r} had no committed offset at that time", file=sys.stderr)
         return 2

@@ -18,9 +18,8 @@ import time
 from pipeline.generator import LogSpec, generate
 from pipeline.generator.log import LOG_KINDS
 from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.session import build_session
 
-from _common import add_common_args, coordinator_config, setup_logging
+from _common import add_common_args, coordinator_config, job_session, setup_logging
 
 log = logging.getLogger("generate")
 
@@ -50,11 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     events = generate(spec)
     log.info("generated %d events for %d groups in %.1f s", len(events), args.groups,
              time.monotonic() - start)
-    spark = build_session("generate", args.profile)
-    try:
+    with job_session("generate", args.profile) as spark:
         write_event_log(spark, events, args.output, args.commits)
-    finally:
-        spark.stop()
     log.info("wrote %s", args.output)
 
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
-from pipeline.spark.session import build_session
 
-from _common import add_common_args, setup_logging
+from _common import add_common_args, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -59,11 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,
         trigger=args.trigger, kafka_options=args.kafka_options, topic=args.topic,
     )
-    spark = build_session("ingest", args.profile)
-    try:
+    with job_session("ingest", args.profile) as spark:
         run_ingest(spark, opts)
-    finally:
-        spark.stop()
 
 
 if __name__ == "__main__":

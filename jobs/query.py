@@ -21,9 +21,8 @@ import sys
 from pyspark.sql import SparkSession
 
 from pipeline.spark.catalog import AS_OF, DEMO_QUERIES, as_of, register_views, timestamp_sql
-from pipeline.spark.session import build_session
 
-from _common import event_time_arg, setup_logging
+from _common import event_time_arg, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -47,8 +46,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     running (the README's examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
-    session = spark or build_session("query", args.profile)
-    try:
+    with job_session("query", args.profile, spark) as session:
         register_views(session, args.warehouse)
         if args.as_of is not None and not args.sql:
             for function in AS_OF:
@@ -60,9 +58,6 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
             print(f"\n== {title}")
             session.sql(sql).show(args.limit, truncate=False)
         return 0
-    finally:
-        if spark is None:
-            session.stop()
 
 
 if __name__ == "__main__":

@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.session import build_session
 
-from _common import add_common_args, coordinator_config, setup_logging
+from _common import add_common_args, coordinator_config, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,11 +43,8 @@ def main(argv: list[str] | None = None) -> None:
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf),
     )
-    spark = build_session("replay", args.profile)
-    try:
+    with job_session("replay", args.profile) as spark:
         run_replay(spark, opts)
-    finally:
-        spark.stop()
 
 
 if __name__ == "__main__":

@@ -23,9 +23,8 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.report import render
-from pipeline.spark.session import build_session
 
-from _common import setup_logging
+from _common import job_session, setup_logging
 
 log = logging.getLogger("report")
 
@@ -100,12 +99,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Pa
     """Returns the file written. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
-    session = spark or build_session("report", args.profile)
-    try:
+    with job_session("report", args.profile, spark) as session:
         frames = load_group(session, args.warehouse, args.group, args.start, args.end)
-    finally:
-        if spark is None:
-            session.stop()
     if not any(len(frames.get(t, ())) for t in ("group_state", "group_transitions", "rebalances")):
         raise SystemExit(f"group {args.group!r} not found in {args.warehouse!r}: "
                          "no group_state, group_transitions or rebalances rows")
