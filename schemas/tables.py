@@ -125,6 +125,9 @@ GROUP_HISTORY: tuple[Column, ...] = (
     Column("group_type", "string", False),
     Column("group_epoch", "int"),
     Column("assignment_epoch", "int"),
+    Column("departures", "array<struct<member_id:string,cause:string>>", False,
+           "members this step removed and why (SESSION_TIMEOUT, MEMBER_LEFT, REBALANCE_TIMEOUT "
+           "for a member that did not rejoin, ...); empty when none left"),
 )
 
 REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (

@@ -41,6 +41,11 @@ class Step:
     now: int
     position: tuple[int, int] | None
     out: Outputs = field(default_factory=Outputs)
+    departures: list[tuple[str, str]] = field(default_factory=list)  # (member id, why)
+
+    def depart(self, member_id: str, cause: str) -> None:
+        """A member this step removes, and why (group_history keeps it with the new shape)."""
+        self.departures.append((member_id, cause))
 
     @property
     def log_partition(self) -> int | None:

@@ -27,8 +27,10 @@ def record_shape(before: Group, after: Group, step: Step) -> Group:
     shape = group_shape_row(after, heartbeats=False)
     if before.consumer is not None and group_shape_row(before, heartbeats=False) == shape:
         return after
-    step.out.history.append(shape | {"event_time": step.now, "log_partition": step.log_partition,
-                                     "log_offset": step.log_offset, "seq": after.seq})
+    step.out.history.append(shape | {
+        "event_time": step.now, "log_partition": step.log_partition,
+        "log_offset": step.log_offset, "seq": after.seq,
+        "departures": [{"member_id": m, "cause": why} for m, why in step.departures]})
     return after.evolve(seq=after.seq + 1)
 
 

@@ -86,6 +86,9 @@ def try_complete_join(g: Group, step: Step) -> Group:
 def complete_join(g: Group, step: Step, cause: str) -> Group:
     # Dynamic members that did not rejoin are dropped; static members are kept.
     kept = tuple(m for m in g.members if m.awaiting_join or m.group_instance_id is not None)
+    for m in g.members:
+        if m not in kept:
+            step.depart(m.member_id, cause)
     g = g.evolve(members=kept, pending_sync=frozenset())
     if not kept:
         g = g.evolve(generation_id=g.generation_id + 1, protocol=None, leader_id=None)
@@ -113,6 +116,7 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
 
 
 def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
+    step.depart(member_id, cause)
     g = g.without_member(member_id)
     if g.leader_id == member_id:
         g = g.evolve(leader_id=g.members[0].member_id if g.members else None)

@@ -8,8 +8,8 @@ member id that comes back after a gap gets a second span. Rows are ordered as th
 SQL functions order them: event time, log position, `seq`. Within a span, the member's
 assignment is read at every row, and each change is kept as (time, partitions owned).
 A static member (`group_instance_id`) keeps one lane across the member ids it is given.
-The cause of a removal is known when the step's transition names the member (a removal
-that starts a rebalance); one inside a rebalance changes no state and names no one.
+The cause of a removal is the row's `departures` entry for the member (a warehouse written
+before that column: the step's transition that names the member, when one does).
 """
 
 from __future__ import annotations
@@ -102,6 +102,14 @@ def _cause(step: list[tuple[int, str, str]], seq: int, member_id: str) -> str | 
     return naming[-1][1] if naming else None
 
 
+def _departures(row: Any) -> dict[str, str]:
+    """The members the row's step removed, with why (absent in older warehouses)."""
+    value = getattr(row, "departures", None)
+    if value is None or isinstance(value, float):  # no column, or a NaN from pandas
+        return {}
+    return {d["member_id"]: d["cause"] for d in value}
+
+
 def stays(t: Mapping[str, pd.DataFrame], end: pd.Timestamp) -> list[tuple[str | None, Span]]:
     """Every member id's spans in `t["group_history"]`, each with the member's instance id."""
     causes = _removal_causes(t["group_transitions"])
@@ -109,9 +117,11 @@ def stays(t: Mapping[str, pd.DataFrame], end: pd.Timestamp) -> list[tuple[str | 
     out: list[tuple[str | None, Span]] = []
     for row in history_rows(t["group_history"]).itertuples(index=False):
         listed = {m["member_id"]: m for m in row.members}
+        departed = _departures(row)
         for member_id in [m for m in open_ if m not in listed]:
             o = open_.pop(member_id)
-            cause = _cause(causes.get(_step(row), []), int(row.seq), member_id)
+            cause = departed.get(member_id) or _cause(causes.get(_step(row), []), int(row.seq),
+                                                      member_id)
             out.append((o.instance, Span(member_id, o.start, row.event_time, False,
                                          tuple(o.assignments), cause)))
         for member_id, m in listed.items():

@@ -159,7 +159,9 @@ FUNCTIONS: dict[str, str] = {
         SELECT st.group_id, st.member_id, st.group_instance_id, st.client_id, st.client_host,
                a.event_time, b.event_time,
                CASE WHEN b.k IS NULL THEN NULL
-                    ELSE coalesce(t.cause, 'REMOVED') END,
+                    ELSE coalesce(try_element_at(filter(b.departures,
+                                                        d -> d.member_id = st.member_id), 1).cause,
+                                  t.cause, 'REMOVED') END,
                st.generations
         FROM stays st
         JOIN shapes a ON a.group_id = st.group_id AND a.k = st.first_k

@@ -11,6 +11,7 @@ import pytest
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.rows import group_shape_row
 from pipeline.generator import LogSpec, generate
+from tests.fold.records import T0
 
 CONFIG = CoordinatorConfig()
 SHAPE_TIME = ("event_time", "log_partition", "log_offset", "seq")
@@ -36,7 +37,7 @@ def as_of_history(rows: list[dict[str, object]], t: int) -> dict[str, object] | 
     if not before:
         return None
     last = max(before, key=lambda r: tuple(r[k] for k in SHAPE_TIME))  # type: ignore[arg-type]
-    shape = {k: v for k, v in last.items() if k not in SHAPE_TIME}
+    shape = {k: v for k, v in last.items() if k not in (*SHAPE_TIME, "departures")}
     return None if shape["state"] == "Dead" else shape
 
 
@@ -67,3 +68,23 @@ def test_heartbeats_and_commits_write_no_history() -> None:
     log.heartbeat("a-1", generation=1)
     log.commit("orders", 0, 10, member="a-1", generation=1)
     assert len(log.replay().outputs.history) == shaped
+
+
+def test_a_shape_row_names_the_members_its_step_removed_and_why() -> None:
+    """The case no transition names: a-1 rejoins (PreparingRebalance), b-2's session runs out
+    while the group waits, which completes the join (a transition caused ALL_MEMBERS_JOINED)."""
+    from tests.fold.records import Log
+    log = Log().stable_group("a-1", "b-2", session=10_000)  # synced at 9 s
+    log.at(12_000).join("a-1")
+    log.at(20_000).sync("a-1", 2, {"a-1": [("orders", p) for p in range(4)]})
+    r = log.replay()
+    gone = [(row["event_time"], d) for row in r.outputs.history for d in row["departures"]]
+    assert gone == [(T0 + 19_000,  # b-2's last word at 9 s, plus its 10 s session
+                     {"member_id": "b-2", "cause": "SESSION_TIMEOUT"})]
+    ends = [t for t in r.outputs.transitions if t["event_time"] == gone[0][0]]
+    assert [t["cause"] for t in ends] == ["ALL_MEMBERS_JOINED"] and ends[0]["member_id"] is None
+    log.at(21_000).leave("a-1")
+    r = log.replay()
+    assert r.outputs.history[-1]["departures"] == [{"member_id": "a-1", "cause": "MEMBER_LEFT"}]
+    assert all(row["departures"] == [] for row in r.outputs.history[:-1]
+               if row["event_time"] != gone[0][0])

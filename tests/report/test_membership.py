@@ -116,23 +116,30 @@ def test_each_span_says_what_its_member_owned_and_when_that_changed(journal: Log
     assert any(n > 0 for s in spans for _, n in s.assignments)
 
 
-def test_a_removal_carries_the_cause_of_the_transition_that_names_it(journal: Log) -> None:
+def test_a_removal_carries_the_cause_group_history_records_for_it(journal: Log) -> None:
+    """The cause is the step's `departures` entry; where a transition names the member too
+    (a removal that starts a rebalance), both say the same. Removals inside a rebalance are
+    named by `departures` alone."""
     _, tables = journal
     causes: set[str] = set()
-    unnamed = 0
+    only_departures = 0
     for group in tables["group_state"]["group_id"]:
         t, drawn = group_lanes(tables, group)
-        tr = t["group_transitions"]
+        tr, hist = t["group_transitions"], t["group_history"]
         for s in (s for lane in drawn for s in lane.spans if not s.current):
+            recorded = [d["cause"] for ds in hist[hist["event_time"] == s.end]["departures"]
+                        for d in ds if d["member_id"] == s.member_id]
             same_step = tr[tr["event_time"] == s.end]
             naming = same_step[[s.member_id in str(ids).split(",")
                                 for ids in same_step["member_id"]]]
-            assert s.end_cause == (naming["cause"].iloc[-1] if len(naming) else None), s
-            if s.end_cause is None:
-                unnamed += 1
-            else:
+            assert s.end_cause == (recorded[-1] if recorded else None), s
+            if len(naming):
+                assert naming["cause"].iloc[-1] == s.end_cause, s
+            elif s.end_cause is not None:
+                only_departures += 1
+            if s.end_cause is not None:
                 causes.add(s.end_cause)
-    assert {"MEMBER_LEFT", "SESSION_TIMEOUT"} <= causes and unnamed > 0
+    assert {"MEMBER_LEFT", "SESSION_TIMEOUT"} <= causes and only_departures > 0
 
 
 def test_a_member_listed_until_the_last_row_runs_to_the_pictures_end(journal: Log) -> None:

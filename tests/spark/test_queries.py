@@ -9,6 +9,7 @@ import io
 import random
 import sys
 from collections import defaultdict
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,19 @@ def _replayed(events: list[Event], t: int) -> dict[str, Any]:
         if g.exists:
             groups[group_id] = g
     return groups
+
+
+def _by_group(events: list[Event]) -> dict[str, list[Event]]:
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.group_id is not None:
+            groups[e.group_id].append(e)
+    return groups
+
+
+def _ms(moment: Any) -> int:
+    """A naive UTC datetime from Spark (the session time zone is UTC) as epoch ms."""
+    return round(moment.replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def test_state_members_and_offsets_as_of_any_time_equal_a_replay_up_to_it(
@@ -114,6 +128,20 @@ def test_rebalance_analytics_and_member_sessions_agree_with_the_tables(
     ).collect()}
     open_stays = {(s["group_id"], s["member_id"]) for s in sessions if s["left_at"] is None}
     assert open_stays == now
+    # Every removal the fold made ends a stay, with the fold's reason (a session that runs
+    # out inside a rebalance included, which no transition names).
+    _, events = warehouse
+    end = max(e.event_time for e in events if e.event_time is not None) + 1
+    departures = set()
+    for group_id, group_events in _by_group(events).items():
+        result = fold(group_id, group_events, CONFIG)
+        history = result.outputs.history + advance(result.group, end, CONFIG).outputs.history
+        departures |= {(group_id, d["member_id"], row["event_time"], d["cause"])
+                       for row in history for d in row["departures"]}
+    ended = {(s["group_id"], s["member_id"], _ms(s["left_at"]), s["left_why"])
+             for s in sessions if s["left_at"] is not None}
+    assert departures and departures <= ended
+    assert {d[3] for d in departures} >= {"SESSION_TIMEOUT", "MEMBER_LEFT"}
 
 
 def _job(name: str) -> Any:
