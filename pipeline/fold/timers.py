@@ -91,6 +91,8 @@ def _join_deadline(g: Group, step: Step) -> Group:
 
 def _pending_sync_expired(g: Group, step: Step) -> Group:
     late = g.pending_sync
+    for member_id in sorted(late):
+        step.depart(member_id, Cause.PENDING_SYNC_TIMEOUT)
     members = tuple(m for m in g.members if m.member_id not in late)
     leader = g.leader_id if g.leader_id not in late else (
         members[0].member_id if members else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,3 +109,12 @@ def reasons(result: FoldResult) -> list[str]:
 
 def states(result: FoldResult) -> list[tuple[str | None, str, str]]:
     return [(t["from_state"], t["to_state"], t["cause"]) for t in result.outputs.transitions]
+
+
+def by_group(events: list[Event]) -> dict[str, list[Event]]:
+    """Each group's events in log order; rows without a group are left out."""
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.group_id is not None:
+            groups[e.group_id].append(e)
+    return groups

@@ -4,25 +4,16 @@ and that equals a replay of the log up to that time."""
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.rows import group_shape_row
 from pipeline.generator import LogSpec, generate
-from tests.fold.records import T0
+from tests.fold.records import T0, by_group
 
 CONFIG = CoordinatorConfig()
 SHAPE_TIME = ("event_time", "log_partition", "log_offset", "seq")
-
-
-def _by_group(events: list[Event]) -> dict[str, list[Event]]:
-    groups: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.group_id is not None:
-            groups[e.group_id].append(e)
-    return groups
 
 
 def as_of_replay(group_id: str, events: list[Event], t: int) -> dict[str, object] | None:
@@ -46,7 +37,7 @@ def test_the_last_history_row_before_a_time_is_the_replay_up_to_that_time(kind: 
     events = generate(LogSpec(groups=8, events=2000, seed=21, log_kind=kind, bad_rows=0.02))
     rng = random.Random(5)
     checked = 0
-    for group_id, group_events in _by_group(events).items():
+    for group_id, group_events in by_group(events).items():
         times = [e.event_time for e in group_events if e.event_time is not None]
         end = max(times) + 600_001
         result = fold(group_id, group_events, CONFIG)

@@ -22,6 +22,7 @@ from pipeline.fold.rows import committed_offset_rows
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.catalog import as_of, register_views, timestamp_sql
 from pipeline.spark.eventlog import write_event_log
+from tests.fold.records import by_group
 from tests.spark.backends import backfill_tables
 
 pytestmark = pytest.mark.spark
@@ -50,14 +51,6 @@ def _replayed(events: list[Event], t: int) -> dict[str, Any]:
         g = advance(fold(group_id, group_events, CONFIG).group, t + 1, CONFIG).group
         if g.exists:
             groups[group_id] = g
-    return groups
-
-
-def _by_group(events: list[Event]) -> dict[str, list[Event]]:
-    groups: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.group_id is not None:
-            groups[e.group_id].append(e)
     return groups
 
 
@@ -133,7 +126,7 @@ def test_rebalance_analytics_and_member_sessions_agree_with_the_tables(
     _, events = warehouse
     end = max(e.event_time for e in events if e.event_time is not None) + 1
     departures = set()
-    for group_id, group_events in _by_group(events).items():
+    for group_id, group_events in by_group(events).items():
         result = fold(group_id, group_events, CONFIG)
         history = result.outputs.history + advance(result.group, end, CONFIG).outputs.history
         departures |= {(group_id, d["member_id"], row["event_time"], d["cause"])
