@@ -1,8 +1,13 @@
-"""Event times as users type them: ISO-8601, UTC unless an offset is given."""
+"""Event times as users type them (ISO-8601, UTC unless an offset is given), and the range
+of times the replay can hold."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
+# The stream hands rows to the fold as pandas frames, whose timestamps are int64 nanoseconds:
+# epoch milliseconds outside this range (the years 1677-2262) cannot reach the fold.
+PANDAS_MS_RANGE = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000)
 
 
 def event_time_ms(text: str) -> int:

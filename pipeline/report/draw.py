@@ -103,7 +103,7 @@ def draw_members(ax: Axes, lanes: Sequence[Lane], w: Window, history: bool = Tru
     note = f" (first {MAX_LANES} of {len(lanes)} drawn)" if more else ""
     _heading(ax, f"Members{note}, from group_history: dark = owns partitions (how many), "
                  "pale = owns none;  | assignment changed;  ▶ joined;  ✕ removed "
-                 "(coloured by cause where a transition names it)")
+                 "(coloured by why it left: group_history.departures)")
     for y, lane in enumerate(shown):
         color = "#2a9d8f" if lane.static else "#4872b8"
         for s in lane.spans:

@@ -13,6 +13,7 @@ from pyspark.sql.types import TimestampType
 
 from pipeline.fold import Event
 from pipeline.spark.tables import event_schema
+from pipeline.times import PANDAS_MS_RANGE
 
 
 def events_to_arrow(events: Sequence[Event]) -> pa.Table:
@@ -29,8 +30,6 @@ def events_to_arrow(events: Sequence[Event]) -> pa.Table:
 
 
 REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
-# pandas timestamps are int64 nanoseconds: the streaming fold's frames cannot hold other years.
-PANDAS_MICROS = (-(2**63) // 1000 + 1, (2**63 - 1) // 1000)
 
 
 def select_events(df: DataFrame) -> DataFrame:
@@ -49,7 +48,7 @@ def select_events(df: DataFrame) -> DataFrame:
         column = F.col(f.name).cast(f.dataType) if f.name in df.columns else F.lit(None).cast(f.dataType)
         if isinstance(f.dataType, TimestampType) and f.name in df.columns:
             micros = F.unix_micros(column)
-            outside = ~micros.between(*PANDAS_MICROS)
+            outside = ~micros.between(*(ms * 1000 for ms in PANDAS_MS_RANGE))
             problems.append(F.when(outside, F.concat(
                 F.lit(f"{f.name} "), micros.cast("string"),
                 F.lit(" us is outside the years 1677-2262 the replay can hold"))))

@@ -36,8 +36,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.spark.records import RAW_COLUMNS, TIMESTAMP_MS_RANGE, decode_batches
+from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.tables import event_schema
+from pipeline.times import PANDAS_MS_RANGE
 
 log = logging.getLogger("ingest")
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -122,7 +123,7 @@ def normalized(raw: DataFrame) -> DataFrame:
     ts = raw.schema["timestamp"].dataType
     millis = (F.col("timestamp") if isinstance(ts, IntegralType)
               else F.unix_millis(F.col("timestamp").cast(TimestampType())))
-    low, high = TIMESTAMP_MS_RANGE  # beyond it the fold could not read the row: null, rejected
+    low, high = PANDAS_MS_RANGE  # beyond it the fold could not read the row: null, rejected
     timestamp = F.when(millis.between(low, high), F.timestamp_millis(millis))
     return raw.select(F.col("key").cast("binary").alias("key"),
                       F.col("value").cast("binary").alias("value"),

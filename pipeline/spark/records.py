@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from pipeline.decode import decode_record
 from pipeline.decode.columns import MS_TO_TIMESTAMP
+from pipeline.times import PANDAS_MS_RANGE
 from schemas.events import MALFORMED_RECORD
 
 DECODE_ERROR = "decode_error"
@@ -32,8 +33,6 @@ RAW_COLUMNS = ("key", "value", "partition", "offset", "timestamp")
 FROM_RECORD = {"log_partition": "partition", "log_offset": "offset", "event_time": "timestamp",
                "raw_key": "key", "raw_value": "value"}
 _TIMESTAMP_SOURCES = {ts: ms for ms, ts in MS_TO_TIMESTAMP.items()}
-# The fold receives rows as pandas frames, whose timestamps are int64 nanoseconds: 1677-2262.
-TIMESTAMP_MS_RANGE = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000)
 
 
 def _short(exc: BaseException) -> str:
@@ -66,7 +65,7 @@ def _source_key(field: pa.Field) -> str:
 def _value(row: dict[str, Any], field: pa.Field, key: str) -> Any:
     value = row.get(key, row.get(field.name) if key != field.name else None)
     if value is not None and pa.types.is_timestamp(field.type) and isinstance(value, int):
-        low, high = TIMESTAMP_MS_RANGE
+        low, high = PANDAS_MS_RANGE
         if not low <= value <= high:
             raise ValueError(f"{value} ms is outside the years 1677-2262 a pandas timestamp holds")
         return value * 1000  # ms -> the schema's microseconds
