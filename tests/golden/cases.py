@@ -30,6 +30,7 @@ class Case:
     config: CoordinatorConfig = CoordinatorConfig()
     delay_ms: int = TEN_MINUTES
     batches: int = 1  # micro-batches the stored log is cut into, in its stored order
+    covers: tuple[str, ...] = ()  # features (coverage.REQUIRED) the case must keep showing
 
 
 def _generated(spec: LogSpec) -> tuple[Callable[[], list[Event]], str]:
@@ -193,33 +194,49 @@ CASES: tuple[Case, ...] = (
     _case("journal-bad-rows",
           "a journal log: static members, cooperative and eager assignors, transactional "
           "commits that commit and abort, malformed rows and duplicate deliveries",
-          LogSpec(groups=16, events=8000, seed=5, log_kind="journal", bad_rows=0.03)),
+          LogSpec(groups=16, events=8000, seed=5, log_kind="journal", bad_rows=0.03),
+          covers=("journal log", "malformed rows", "unsupported records", "duplicate rows",
+                  "static members", "cooperative assignor", "eager assignor",
+                  "transaction committed", "transaction aborted", "session timeout")),
     _case("offsets-topic-bad-rows",
           "an offsets-topic log (records only, no timers): snapshots, transactional commits, "
           "malformed rows and duplicate deliveries",
-          LogSpec(groups=16, events=8000, seed=4, log_kind="offsets-topic", bad_rows=0.03)),
+          LogSpec(groups=16, events=8000, seed=4, log_kind="offsets-topic", bad_rows=0.03),
+          covers=("offsets-topic log", "malformed rows", "unsupported records",
+                  "duplicate rows", "cooperative assignor", "transaction committed",
+                  "transaction aborted")),
     _case("journal-out-of-order-4-batches",
           "a journal log with rows delivered late, replayed in four micro-batches under a "
           "30-second watermark delay: rows behind their group's position are OUT_OF_ORDER, "
           "rows behind the watermark counted late, timers fired at each batch's watermark",
           LogSpec(groups=12, events=6000, seed=2, log_kind="journal", bad_rows=0.02,
                   out_of_order=0.01),
-          batches=4, delay_ms=30_000),
+          batches=4, delay_ms=30_000,
+          covers=("journal log", "out-of-order rows", "late rows", "duplicate rows",
+                  "malformed rows", "refused requests", "static members",
+                  "cooperative assignor")),
     _case("journal-short-retention",
           "a journal log under a two-minute offset retention and a one-minute watermark delay: "
           "offsets of topics a Stable group no longer subscribes to expire, with transactions",
           LogSpec(groups=3, events=8000, seed=7, log_kind="journal", config=SHORT_RETENTION),
-          delay_ms=60_000),
+          delay_ms=60_000,
+          covers=("journal log", "offset expiry", "static members", "transaction committed",
+                  "transaction aborted")),
     Case("classic-by-hand",
          "classic groups written record by record: a group emptied then expired and dead, "
          "simple-group expiry from the commit, an explicit expire timestamp, session expiry, "
          "transactions (abort, commit under a newer commit, tombstoned, pending forever), "
          "records-only snapshots and tombstones, static fencing and admin removal, a snapshot "
          "mismatch; a last commit nine days on moves the watermark past the retention",
-         classic_by_hand, "tests.golden.cases.classic_by_hand"),
+         classic_by_hand, "tests.golden.cases.classic_by_hand",
+         covers=("offset expiry", "offset tombstone", "transaction committed",
+                 "transaction aborted", "static members", "refused requests",
+                 "snapshot mismatch", "session timeout", "group dead")),
     Case("kip848-by-hand",
          "KIP-848 consumer groups written record by record: join, revocation, leave, epoch "
          "checks on commits, expiry of an unsubscribed topic and of an emptied group, regex "
          "subscription, group deletion, online upgrade and back, malformed records",
-         kip848_by_hand, "tests.golden.cases.kip848_by_hand"),
+         kip848_by_hand, "tests.golden.cases.kip848_by_hand",
+         covers=("KIP-848 records", "offset expiry", "malformed rows", "unsupported records",
+                 "refused requests", "group dead")),
 )

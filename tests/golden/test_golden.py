@@ -60,6 +60,12 @@ def test_the_cases_together_cover_every_feature() -> None:
     assert sorted(REQUIRED - set(covered)) == []
 
 
+def test_each_case_still_shows_what_it_was_frozen_to_cover(stored: StoredCase) -> None:
+    found = features(stored.events, stored.tables)
+    assert stored.meta["covers"], f"{stored.name}: case.json names no feature it covers"
+    assert sorted(set(stored.meta["covers"]) - found) == []
+
+
 def test_each_case_summary_describes_its_stored_files(stored: StoredCase) -> None:
     assert stored.meta["summary"] == summary(stored.events, stored.tables)
 
