@@ -61,6 +61,8 @@ def regenerate(case: Case) -> dict[str, Any]:
     """The outputs of the stored log; the features the case claims come from `cases.py`."""
     name = case.name
     folder = GOLDEN / name
+    if not (folder / INPUT).exists() or not (folder / CASE).exists():
+        raise SystemExit(f"{name}: no stored log in {folder}; freeze one with --inputs")
     meta = read_meta(name)
     events = read_events(name)
     cfg = CoordinatorConfig.from_properties({k: str(v) for k, v in meta["config"].items()})

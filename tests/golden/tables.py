@@ -56,8 +56,7 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
         start += size
         _batch(out, current, chunk, watermark, cfg)
         times = [e.event_time for e in chunk if e.event_time is not None]
-        if times:
-            latest = max(times) if latest is None else max(latest, *times)
+        latest = max(times + ([] if latest is None else [latest]), default=None)
         if latest is not None:
             watermark = max(watermark, latest - delay_ms)
     for group_id in sorted(out.groups):
