@@ -20,6 +20,7 @@ from pipeline.fold.rebalance import (
     finish_rebalance,
     maybe_prepare_or_complete,
     prepare_rebalance,
+    propagated,
     remove_member,
     select_protocol,
     transition,
@@ -206,8 +207,8 @@ def on_sync(g: Group, e: Event, step: Step) -> Group:
             g = g.with_member(replace(g.member(m.member_id) or m, awaiting_sync=True))
         return g
     given = dict(e.assignments or ())
-    members = tuple(
-        replace(x, assignment=tuple(sorted(given.get(x.member_id, ()))), awaiting_sync=False)
+    members = tuple(  # setAndPropagateAssignment
+        replace(propagated(x, step.now), assignment=tuple(sorted(given.get(x.member_id, ()))))
         for x in g.members
     )
     g = transition(g.evolve(members=members), step, STABLE, Cause.LEADER_SYNC, m.member_id)

@@ -49,10 +49,11 @@ def create_group(g: Group, step: Step, cause: str = Cause.GROUP_CREATED,
 
 def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
     if g.state == COMPLETING_REBALANCE:
-        # Members parked in SyncGroup get REBALANCE_IN_PROGRESS and lose their assignment.
+        # resetAndPropagateAssignmentWithError: every member loses its assignment, and those
+        # parked in SyncGroup get REBALANCE_IN_PROGRESS and a fresh session.
         g = finish_rebalance(g, step, ABANDONED)
         g = g.evolve(members=tuple(
-            replace(m, assignment=(), awaiting_sync=False) for m in g.members))
+            replace(propagated(m, step.now), assignment=()) for m in g.members))
     timeout = g.rebalance_timeout_ms
     if g.state == EMPTY:
         delay = step.config.initial_rebalance_delay_ms
@@ -63,6 +64,15 @@ def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -
     g = g.evolve(rebalance=rebalance, pending_sync=frozenset(), sync_deadline=None)
     g = transition(g, step, PREPARING_REBALANCE, cause, member_id)
     return try_complete_join(g, step)
+
+
+def propagated(m: Member, now: int) -> Member:
+    """Kafka's `propagateAssignment` for one member: a member parked in SyncGroup is answered
+    (assignment or error) and its heartbeat rescheduled (`rescheduleClassicGroupMemberHeartbeat`),
+    so time spent waiting for a slow leader never counts against its session."""
+    if not m.awaiting_sync:
+        return m
+    return replace(m, awaiting_sync=False, last_heartbeat=now)
 
 
 def maybe_prepare_or_complete(g: Group, step: Step, cause: str, member_id: str | None) -> Group:

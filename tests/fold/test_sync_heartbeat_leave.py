@@ -147,3 +147,51 @@ def test_heartbeat_during_a_rebalance_keeps_the_session_alive() -> None:
     assert reasons(r) == []
     assert r.group.state == "CompletingRebalance"
     assert r.group.generation_id == 2
+
+
+def slow_leader_log() -> Log:
+    """a-1 (leader) and b-2 complete the join at 6 s (initial delay, extended once); b-2 syncs
+    at 7 s and waits in SyncGroup while a-1 only heartbeats. Sessions 10 s, rebalance 30 s."""
+    log = Log()
+    for m in ("a-1", "b-2"):
+        log.join(m, new=True)
+        log.join(m)
+    log.at(7_000).sync("b-2", 1)
+    log.at(12_000).heartbeat("a-1", 1)
+    return log
+
+
+def test_propagate_assignment_gives_a_follower_parked_in_sync_a_fresh_session() -> None:
+    # GroupMetadataManager.propagateAssignment -> rescheduleClassicGroupMemberHeartbeat for
+    # every member whose SyncGroup it answers (the old coordinator: propagateAssignment ->
+    # completeAndScheduleNextHeartbeatExpiration). b-2 waited 13 s > its 10 s session for the
+    # leader; its session restarts at the leader's sync, so its heartbeat, commit and leave
+    # are accepted.
+    log = slow_leader_log()
+    log.at(20_000).sync("a-1", 1, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
+    log.at(27_000).heartbeat("b-2", 1)
+    log.commit("orders", 1, 5, member="b-2", generation=1)
+    log.at(28_000).leave("b-2")
+    r = log.replay()
+    assert reasons(r) == []
+    assert [c for _, _, c in states(r)][-2:] == ["LEADER_SYNC", "MEMBER_LEFT"]
+    assert all(t["cause"] != "SESSION_TIMEOUT" for t in r.outputs.transitions)
+    assert r.group.offsets[("orders", 1)].committed_offset == 5
+
+
+def test_pending_sync_timeout_error_gives_a_parked_follower_a_fresh_session() -> None:
+    # expirePendingSync removes the leader that never synced, then prepareRebalance ->
+    # resetAndPropagateAssignmentWithError(REBALANCE_IN_PROGRESS) -> propagateAssignment
+    # reschedules b-2's heartbeat: b-2 is not expired and the group does not go Empty.
+    log = slow_leader_log()
+    log.at(20_000).heartbeat("a-1", 1)
+    log.at(28_000).heartbeat("a-1", 1)  # a-1 never syncs: removed at 6 s + 30 s
+    log.at(40_000).join("b-2")
+    r = log.replay()
+    assert reasons(r) == []
+    assert states(r)[-2:] == [
+        ("CompletingRebalance", "PreparingRebalance", "PENDING_SYNC_TIMEOUT"),
+        ("PreparingRebalance", "CompletingRebalance", "ALL_MEMBERS_JOINED"),
+    ]
+    assert r.group.generation_id == 2 and r.group.leader_id == "b-2"
+    assert r.group.member_ids == ("b-2",)
