@@ -150,14 +150,15 @@ def _replace_static_member(g: Group, e: Event, step: Step, old: Member) -> Group
         protocols=e.protocols or (), last_heartbeat=step.now, awaiting_join=True,
         awaiting_sync=False,
     )
-    members = tuple(member if m.member_id == old.member_id else m for m in g.members)
-    g = g.evolve(members=members,
+    # ClassicGroup.replaceStaticMember: members.remove(old id), then put(new id).
+    g = g.evolve(members=tuple(m for m in g.members if m.member_id != old.member_id))
+    g = g.with_member(member).evolve(
         leader_id=new_id if g.leader_id == old.member_id else g.leader_id,
         pending_sync=(g.pending_sync - {old.member_id}) | (
             {new_id} if old.member_id in g.pending_sync else set()),
     )
     if g.state == STABLE:
-        if select_protocol(g.members) == g.protocol:
+        if select_protocol(g) == g.protocol:
             g = g.with_member(replace(member, awaiting_join=False))
             step.snapshot_record(g)  # same generation, the new member id persisted
             return g

@@ -100,6 +100,8 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
         if m not in kept:
             step.depart(m.member_id, cause)
     g = g.evolve(members=kept, pending_sync=frozenset())
+    if g.member(g.leader_id) is None:
+        g = g.evolve(leader_id=g.first_member_id())  # ClassicGroup.remove of the leader
     if not kept:
         g = g.evolve(generation_id=g.generation_id + 1, protocol=None, leader_id=None)
         g = transition(g, step, EMPTY, cause)
@@ -107,21 +109,22 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
         return finish_rebalance(g, step, EMPTIED)
     leader = g.member(g.leader_id)
     if leader is None or not leader.awaiting_join:
-        joined = next((m for m in kept if m.awaiting_join), None)
+        # maybeElectNewJoinedLeader: the first member in HashMap order that rejoined.
+        joined = g.first_member_id(joined_only=True)
         if joined is None:
             # Only static members that have not rejoined: wait another rebalance timeout.
             assert g.rebalance is not None
             later = replace(g.rebalance, join_deadline=step.now + g.rebalance_timeout_ms,
                             initial=False)
             return g.evolve(rebalance=later)
-        g = g.evolve(leader_id=joined.member_id)
+        g = g.evolve(leader_id=joined)
     members = tuple(
         replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
     g = g.evolve(members=members, generation_id=g.generation_id + 1,
-        protocol=select_protocol(members),
         pending_sync=frozenset(m.member_id for m in members),
         sync_deadline=step.now + g.rebalance_timeout_ms,
     )
+    g = g.evolve(protocol=select_protocol(g))
     return transition(g, step, COMPLETING_REBALANCE, cause)
 
 
@@ -129,18 +132,21 @@ def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
     step.depart(member_id, cause)
     g = g.without_member(member_id)
     if g.leader_id == member_id:
-        g = g.evolve(leader_id=g.members[0].member_id if g.members else None)
+        # ClassicGroup.remove: members.keySet().iterator().next(), HashMap order.
+        g = g.evolve(leader_id=g.first_member_id())
     if g.state in (STABLE, COMPLETING_REBALANCE):
         return prepare_rebalance(g, step, cause, member_id)
     return try_complete_join(g, step)
 
 
-def select_protocol(members: tuple[Member, ...]) -> str | None:
+def select_protocol(g: Group) -> str | None:
     """Kafka's vote: each member picks its first protocol every member supports; most votes wins.
 
-    Ties go to the first maximum in java.util.HashMap iteration order of the vote map, as
-    `Stream.max` over Kafka's HashMap keeps the first it meets (reference §4.2, DERIVED).
+    Members vote in their HashMap order; ties go to the first maximum in java.util.HashMap
+    iteration order of the vote map, as `Stream.max` over Kafka's HashMap keeps the first it
+    meets (reference §4.2, DERIVED).
     """
+    members = g.hashmap_members()
     if not members:
         return None
     common = set(members[0].protocol_names)

@@ -93,11 +93,10 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
     late = g.pending_sync
     for member_id in sorted(late):
         step.depart(member_id, Cause.PENDING_SYNC_TIMEOUT)
-    members = tuple(m for m in g.members if m.member_id not in late)
-    leader = g.leader_id if g.leader_id not in late else (
-        members[0].member_id if members else None)
-    g = g.evolve(members=members, leader_id=leader, pending_sync=frozenset(),
-                sync_deadline=None)
+    g = g.evolve(members=tuple(m for m in g.members if m.member_id not in late),
+                pending_sync=frozenset(), sync_deadline=None)
+    if g.leader_id in late:
+        g = g.evolve(leader_id=g.first_member_id())  # ClassicGroup.remove: HashMap order
     return prepare_rebalance(g, step, Cause.PENDING_SYNC_TIMEOUT, ",".join(sorted(late)))
 
 
