@@ -81,12 +81,18 @@ def maybe_prepare_or_complete(g: Group, step: Step, cause: str, member_id: str |
     return try_complete_join(g, step)
 
 
-def try_complete_join(g: Group, step: Step) -> Group:
+def try_complete_join(g: Group, step: Step, initial_waits: bool = True) -> Group:
     """Complete the join phase early once every member waits in JoinGroup and none is pending.
 
-    Never early when the rebalance started from Empty: the initial delay always runs out.
+    `initial_waits`: Kafka's `maybeCompleteJoinPhase` (joins, leaves) never completes a
+    rebalance that started from Empty early: the initial delay runs out. A timer's removal
+    (`removeMemberAndUpdateClassicGroup`, `removePendingMemberAndUpdateClassicGroup`) checks
+    only `hasAllMembersJoined`, so in Kafka 4.x it completes at once even then (the old Scala
+    coordinator waited for the delay there too).
     """
-    if g.state != PREPARING_REBALANCE or g.rebalance is None or g.rebalance.initial:
+    if g.state != PREPARING_REBALANCE or g.rebalance is None:
+        return g
+    if initial_waits and g.rebalance.initial:
         return g
     if g.pending_members or not all(m.awaiting_join for m in g.members):
         return g
@@ -128,7 +134,9 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
     return transition(g, step, COMPLETING_REBALANCE, cause)
 
 
-def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
+def remove_member(g: Group, step: Step, member_id: str, cause: str,
+                  by_timer: bool = False) -> Group:
+    """LeaveGroup's removal, or (`by_timer`) Kafka's `removeMemberAndUpdateClassicGroup`."""
     step.depart(member_id, cause)
     g = g.without_member(member_id)
     if g.leader_id == member_id:
@@ -136,7 +144,7 @@ def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
         g = g.evolve(leader_id=g.first_member_id())
     if g.state in (STABLE, COMPLETING_REBALANCE):
         return prepare_rebalance(g, step, cause, member_id)
-    return try_complete_join(g, step)
+    return try_complete_join(g, step, initial_waits=not by_timer)
 
 
 def select_protocol(g: Group) -> str | None:

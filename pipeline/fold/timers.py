@@ -60,14 +60,14 @@ def next_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
 
 def fire(g: Group, timer: Timer, step: Step) -> Group:
     _, kind, member_id = timer
-    if kind == PENDING:
+    if kind == PENDING:  # removePendingMemberAndUpdateClassicGroup
         g = g.evolve(pending_members=tuple(
             p for p in g.pending_members if p.member_id != member_id))
-        return try_complete_join(g, step)
+        return try_complete_join(g, step, initial_waits=False)
     if kind == NEW_MEMBER:
-        return remove_member(g, step, member_id, Cause.NEW_MEMBER_JOIN_TIMEOUT)
+        return remove_member(g, step, member_id, Cause.NEW_MEMBER_JOIN_TIMEOUT, by_timer=True)
     if kind == SESSION:
-        return remove_member(g, step, member_id, Cause.SESSION_TIMEOUT)
+        return remove_member(g, step, member_id, Cause.SESSION_TIMEOUT, by_timer=True)
     if kind == JOIN:
         return _join_deadline(g, step)
     if kind == SYNC:
