@@ -123,8 +123,8 @@ def _join_new_member(g: Group, e: Event, step: Step) -> Group:
     elif e.api_version is None or e.api_version >= 4:
         # KIP-394: the id is handed out with MEMBER_ID_REQUIRED; the member must come back.
         pending = PendingMember(member_id, step.now, e.session_timeout_ms or 0)
-        g = g.evolve(pending_members=(*g.pending_members, pending))
-        return g
+        step.answer(errors.MEMBER_ID_REQUIRED)
+        return g.evolve(pending_members=(*g.pending_members, pending))
     return _add_member_and_rebalance(g, e, step, member_id)
 
 
@@ -235,7 +235,9 @@ def _validate_generation(g: Group, e: Event) -> Member:
 
 def on_heartbeat(g: Group, e: Event, step: Step) -> Group:
     m = _validate_generation(g, e)
-    # In PreparingRebalance the answer is REBALANCE_IN_PROGRESS, but the session is kept alive.
+    if g.state == PREPARING_REBALANCE:
+        # The answer is REBALANCE_IN_PROGRESS, yet the session is kept alive.
+        step.answer(errors.REBALANCE_IN_PROGRESS)
     return g.with_member(replace(m, last_heartbeat=step.now))
 
 

@@ -9,20 +9,15 @@ joined before it; in a table that grew to 32 slots, b-2 comes before g-7.
 from __future__ import annotations
 
 from tests.fold.records import Log, reasons
-
-PLAN = {"b-2": [("orders", 0), ("orders", 1)], "g-7": [("orders", 2), ("orders", 3)]}
+from tests.fold.scenarios import LEADER_PLAN as PLAN
+from tests.fold.scenarios import leader_leaves
 
 
 def test_leader_leaving_hands_leadership_to_the_first_member_in_hashmap_order() -> None:
     # ClassicGroup.remove: leaderId = members.keySet().iterator().next(). Join order would
     # say b-2; with b-2 as leader, g-7's SYNC would be taken as a follower's and the group
     # would end Stable with empty assignments.
-    log = Log().stable_group("a-1", "b-2", "g-7")
-    log.at(10_000).leave("a-1")
-    log.join("b-2")
-    log.join("g-7")  # every member rejoined: CompletingRebalance, generation 2
-    log.at(11_000).sync("g-7", 2, PLAN)
-    log.sync("b-2", 2)
+    log = leader_leaves(Log())
     r = log.replay()
     assert reasons(r) == []
     g = r.group
