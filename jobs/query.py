@@ -5,7 +5,8 @@
     spark-submit jobs/query.py --warehouse /data/wh --demo
 
 Every output table under --warehouse is a SQL name (group_state, committed_offsets,
-offset_history, group_transitions, rebalances, rejected_events, group_history), with the
+offset_history, group_transitions, rebalances, rejected_events, error_responses,
+group_history), with the
 table functions group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
 rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions().
 `--as-of` (without SQL) prints state, members and offsets as of that time, for one --group

@@ -5,8 +5,9 @@
 
 Reads the event log (a Delta path, or a catalog table name) as a stream, folds each
 group's rows the way Kafka's group coordinator does, and writes group_state and
-committed_offsets (MERGE) and group_transitions, rebalances, offset_history and
-rejected_events (append) under --warehouse, registered in the catalog database.
+committed_offsets (MERGE) and group_transitions, rebalances, offset_history,
+rejected_events, error_responses and group_history (append) under --warehouse,
+registered in the catalog database.
 Restart it on the same --checkpoint and it resumes where it stopped.
 """
 

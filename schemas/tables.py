@@ -136,6 +136,15 @@ REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("group_generation_id", "int"),
 )
 
+ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
+    Column("response", "string", False,
+           "the error Kafka answered a request it applied with: MEMBER_ID_REQUIRED (a new "
+           "member's first JoinGroup: its id is now pending) or REBALANCE_IN_PROGRESS (a "
+           "heartbeat during PreparingRebalance: the session is kept alive)"),
+    Column("group_state", "string", doc="the group's state after the request"),
+    Column("group_generation_id", "int"),
+)
+
 OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "group_state": GROUP_STATE,
     "committed_offsets": COMMITTED_OFFSETS,
@@ -143,6 +152,7 @@ OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "group_transitions": GROUP_TRANSITIONS,
     "rebalances": REBALANCES,
     "rejected_events": REJECTED_EVENTS,
+    "error_responses": ERROR_RESPONSES,
     "group_history": GROUP_HISTORY,
 }
 

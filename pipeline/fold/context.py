@@ -23,6 +23,7 @@ class Outputs:
     rebalances: list[Row] = field(default_factory=list)
     offset_history: list[Row] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
+    answered: list[Row] = field(default_factory=list)  # applied, yet answered with an error
     records: list[Event] = field(default_factory=list)  # what the coordinator writes to its log
     history: list[Row] = field(default_factory=list)  # the group's shape after each change
 
@@ -31,6 +32,7 @@ class Outputs:
         self.rebalances += other.rebalances
         self.offset_history += other.offset_history
         self.rejected += other.rejected
+        self.answered += other.answered
         self.records += other.records
         self.history += other.history
 
@@ -42,6 +44,13 @@ class Step:
     position: tuple[int, int] | None
     out: Outputs = field(default_factory=Outputs)
     departures: list[tuple[str, str]] = field(default_factory=list)  # (member id, why)
+    response: str | None = None  # the error Kafka answers a request it applied with
+
+    def answer(self, error: str) -> None:
+        """The request changes the group, yet Kafka's response carries `error` (a first-phase
+        JoinGroup's MEMBER_ID_REQUIRED, a heartbeat's REBALANCE_IN_PROGRESS): not a refusal,
+        so the row goes to error_responses, not rejected_events."""
+        self.response = error
 
     def depart(self, member_id: str, cause: str) -> None:
         """A member this step removes, and why (group_history keeps it with the new shape)."""

@@ -131,6 +131,8 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
         else:
             after = record_shape(g, after, step)
             out.extend(step.out)
+            if step.response is not None:
+                out.answered.append(answered_row(e, step.response, after))
             return after
     out.rejected.append(rejected_row(e, reason, g))
     return g.evolve(rejected_count=g.rejected_count + 1)
@@ -167,6 +169,14 @@ def rejected_row(e: Event, reason: str, g: Group | None) -> Row:
     row["reason"] = reason
     row["group_state"] = g.state if g is not None and g.exists else None
     row["group_generation_id"] = g.generation_id if g is not None and g.exists else None
+    return row
+
+
+def answered_row(e: Event, response: str, g: Group) -> Row:
+    row = e.to_row()
+    row["response"] = response
+    row["group_state"] = g.state if g.exists else None
+    row["group_generation_id"] = g.generation_id if g.exists else None
     return row
 
 

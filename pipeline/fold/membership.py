@@ -20,6 +20,7 @@ from pipeline.fold.rebalance import (
     finish_rebalance,
     maybe_prepare_or_complete,
     prepare_rebalance,
+    propagated,
     remove_member,
     select_protocol,
     transition,
@@ -122,8 +123,8 @@ def _join_new_member(g: Group, e: Event, step: Step) -> Group:
     elif e.api_version is None or e.api_version >= 4:
         # KIP-394: the id is handed out with MEMBER_ID_REQUIRED; the member must come back.
         pending = PendingMember(member_id, step.now, e.session_timeout_ms or 0)
-        g = g.evolve(pending_members=(*g.pending_members, pending))
-        return g
+        step.answer(errors.MEMBER_ID_REQUIRED)
+        return g.evolve(pending_members=(*g.pending_members, pending))
     return _add_member_and_rebalance(g, e, step, member_id)
 
 
@@ -149,14 +150,15 @@ def _replace_static_member(g: Group, e: Event, step: Step, old: Member) -> Group
         protocols=e.protocols or (), last_heartbeat=step.now, awaiting_join=True,
         awaiting_sync=False,
     )
-    members = tuple(member if m.member_id == old.member_id else m for m in g.members)
-    g = g.evolve(members=members,
+    # ClassicGroup.replaceStaticMember: members.remove(old id), then put(new id).
+    g = g.evolve(members=tuple(m for m in g.members if m.member_id != old.member_id))
+    g = g.with_member(member).evolve(
         leader_id=new_id if g.leader_id == old.member_id else g.leader_id,
         pending_sync=(g.pending_sync - {old.member_id}) | (
             {new_id} if old.member_id in g.pending_sync else set()),
     )
     if g.state == STABLE:
-        if select_protocol(g.members) == g.protocol:
+        if select_protocol(g) == g.protocol:
             g = g.with_member(replace(member, awaiting_join=False))
             step.snapshot_record(g)  # same generation, the new member id persisted
             return g
@@ -206,8 +208,8 @@ def on_sync(g: Group, e: Event, step: Step) -> Group:
             g = g.with_member(replace(g.member(m.member_id) or m, awaiting_sync=True))
         return g
     given = dict(e.assignments or ())
-    members = tuple(
-        replace(x, assignment=tuple(sorted(given.get(x.member_id, ()))), awaiting_sync=False)
+    members = tuple(  # setAndPropagateAssignment
+        replace(propagated(x, step.now), assignment=tuple(sorted(given.get(x.member_id, ()))))
         for x in g.members
     )
     g = transition(g.evolve(members=members), step, STABLE, Cause.LEADER_SYNC, m.member_id)
@@ -233,7 +235,9 @@ def _validate_generation(g: Group, e: Event) -> Member:
 
 def on_heartbeat(g: Group, e: Event, step: Step) -> Group:
     m = _validate_generation(g, e)
-    # In PreparingRebalance the answer is REBALANCE_IN_PROGRESS, but the session is kept alive.
+    if g.state == PREPARING_REBALANCE:
+        # The answer is REBALANCE_IN_PROGRESS, yet the session is kept alive.
+        step.answer(errors.REBALANCE_IN_PROGRESS)
     return g.with_member(replace(m, last_heartbeat=step.now))
 
 

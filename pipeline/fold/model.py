@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pipeline.fold.events import Protocol, TopicIdPartitions, TopicMetadata, TopicPartition
+from pipeline.fold.partitioning import JavaHashOrder, java_string_hash
 from pipeline.fold.states import DEAD, MEMBER_STABLE
 
 CLASSIC, CONSUMER = "classic", "consumer"  # Kafka's group types
@@ -169,7 +170,8 @@ class Group:
     protocol_type: str | None = None
     protocol: str | None = None
     leader_id: str | None = None
-    members: tuple[Member, ...] = ()  # in join order, which decides leader succession
+    members: tuple[Member, ...] = ()  # in the order Kafka's members HashMap had them put
+    member_capacity: int = 16  # that HashMap's table size: grows with puts, never shrinks
     pending_members: tuple[PendingMember, ...] = ()
     pending_sync: frozenset[str] = frozenset()
     sync_deadline: int | None = None
@@ -222,13 +224,32 @@ class Group:
         return None
 
     def with_member(self, member: Member) -> Group:
-        """Replace the member with the same id, or add it at the end of the join order."""
+        """Replace the member with the same id (a put on a present key keeps its place), or
+        put it last, growing the members HashMap's capacity as Java would."""
         members = list(self.members)
         for i, m in enumerate(members):
             if m.member_id == member.member_id:
                 members[i] = member
                 return self.evolve(members=tuple(members))
-        return self.evolve(members=(*members, member))
+        table = self._member_table()
+        table.put(member.member_id, java_string_hash(member.member_id))
+        return self.evolve(members=(*members, member), member_capacity=table.capacity)
+
+    def hashmap_members(self) -> tuple[Member, ...]:
+        """The members as Kafka's `ClassicGroup.members` (a java.util.HashMap keyed by member
+        id) iterates them: what `remove` takes the next leader from, what
+        `maybeElectNewJoinedLeader` and the protocol vote walk. Not join order."""
+        by_id = {m.member_id: m for m in self.members}
+        return tuple(by_id[i] for i in self._member_table().order())
+
+    def first_member_id(self, joined_only: bool = False) -> str | None:
+        """The first member in HashMap order (awaiting join, with `joined_only`), or None."""
+        return next((m.member_id for m in self.hashmap_members()
+                     if m.awaiting_join or not joined_only), None)
+
+    def _member_table(self) -> JavaHashOrder[str]:
+        return JavaHashOrder.holding((m.member_id for m in self.members), java_string_hash,
+                                     self.member_capacity)
 
     def without_member(self, member_id: str) -> Group:
         return self.evolve(members=tuple(m for m in self.members if m.member_id != member_id),

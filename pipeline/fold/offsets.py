@@ -10,7 +10,7 @@ from their commit, only for topics it does not subscribe to.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
 from pipeline.fold import errors
@@ -84,9 +84,15 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
 
 
 def _check_metadata_size(e: Event, cfg: CoordinatorConfig) -> None:
-    metadata = e.commit_metadata or ""
-    if len(metadata.encode("utf-8")) > cfg.offset_metadata_max_bytes:
+    """`OffsetMetadataManager.isMetadataInvalid`: Java's `String.length()` against
+    `offset.metadata.max.bytes`, so UTF-16 code units, not UTF-8 bytes, despite the name."""
+    if java_length(e.commit_metadata or "") > cfg.offset_metadata_max_bytes:
         raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
+
+
+def java_length(s: str) -> int:
+    """Java's `String.length()`: UTF-16 code units (a character outside the BMP counts 2)."""
+    return len(s.encode("utf-16-le")) // 2
 
 
 def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
@@ -147,39 +153,48 @@ def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
 
 
 def _thresholds(g: Group, cfg: CoordinatorConfig) -> Iterator[tuple[TopicPartition, int]]:
-    """(offset, the time from which it may expire) for every offset that may, per KIP-211."""
+    """(offset, the time from which it may expire) for every offset that may, per KIP-211.
+
+    As `OffsetMetadataManager.cleanupExpiredOffsets`: the group's expiration condition
+    (none while rebalancing) and `isSubscribedToTopic` decide which offsets are eligible at
+    all; only then does an explicit expire timestamp (old-style, value v1) replace the base
+    plus retention (`OffsetExpirationConditionImpl.isOffsetExpired`).
+    """
     if not g.offsets:
         return
+    base = _expiration_base(g)
+    if base is None:
+        return
+    subscribed = g.subscribed_topics or frozenset()
     pending = {tp for p in g.pending_txns.values() for tp in p}
     retention = cfg.offsets_retention_ms
-    if g.consumer is not None:
-        # A consumer group's condition: topics it does not subscribe to, from the commit.
-        subscribed = g.subscribed_topics or frozenset()
-        for tp, o in g.offsets.items():
-            if tp in pending:
-                continue
-            if o.expire_timestamp is not None:
-                yield tp, o.expire_timestamp
-            elif tp[0] not in subscribed:
-                yield tp, o.commit_timestamp + retention
-        return
-    simple = not g.exists or g.protocol_type is None
-    empty = not simple and g.state == EMPTY
-    unsubscribed = None
-    if not simple and not empty and g.protocol_type == "consumer" and g.state == STABLE:
-        unsubscribed = g.subscribed_topics
     for tp, o in g.offsets.items():
-        if tp in pending:
+        if tp in pending or tp[0] in subscribed:
             continue
         if o.expire_timestamp is not None:
             yield tp, o.expire_timestamp
-        elif simple:
-            yield tp, o.commit_timestamp + retention
-        elif empty:
-            base = g.state_since if g.state_since is not None else o.commit_timestamp
-            yield tp, base + retention
-        elif unsubscribed is not None and tp[0] not in unsubscribed:
-            yield tp, o.commit_timestamp + retention
+        else:
+            yield tp, base(o) + retention
+
+
+def _expiration_base(g: Group) -> Callable[[Offset], int] | None:
+    """The group's `offsetExpirationCondition`: from when an offset's retention counts, or
+    None when nothing may expire (a rebalance under way, a non-consumer protocol while active).
+    """
+    if g.consumer is not None:
+        return _committed_at  # `ConsumerGroup`: always, from the commit
+    if not g.exists or g.protocol_type is None:
+        return _committed_at  # a simple group
+    if g.state == EMPTY:
+        since = g.state_since
+        return _committed_at if since is None else (lambda _: since)
+    if g.protocol_type == "consumer" and g.state == STABLE and g.subscribed_topics is not None:
+        return _committed_at
+    return None
+
+
+def _committed_at(o: Offset) -> int:
+    return o.commit_timestamp
 
 
 def expire(g: Group, step: Step) -> Group:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 _K = TypeVar("_K", bound=Hashable)
@@ -43,6 +43,11 @@ def java_hashmap_order(keys: list[str]) -> list[str]:
     return table.order()
 
 
+def _spread(java_hash: int) -> int:
+    """HashMap.hash: h ^ (h >>> 16), as an unsigned 32-bit value."""
+    return (java_hash & _MASK32) ^ ((java_hash & _MASK32) >> 16)
+
+
 class JavaHashOrder(Generic[_K]):
     """Iteration order of a default-constructed java.util.HashMap/HashSet under puts and removes.
 
@@ -54,15 +59,29 @@ class JavaHashOrder(Generic[_K]):
     in a table of 64+), taken here as insertion order.
     """
 
-    def __init__(self) -> None:
-        self._capacity = _INITIAL_CAPACITY
+    def __init__(self, capacity: int = _INITIAL_CAPACITY) -> None:
+        self._capacity = capacity
         # A dict keeps insertion order, and a removed-then-re-added key goes last, like a bucket.
         self._spread: dict[_K, int] = {}
+
+    @classmethod
+    def holding(cls, keys: Iterable[_K], java_hash: Callable[[_K], int],
+                capacity: int) -> JavaHashOrder[_K]:
+        """A table of `capacity` that holds `keys`, put in this order (a map that lives on,
+        like a group's members: its capacity is what its puts grew it to, never shrunk)."""
+        table: JavaHashOrder[_K] = cls(capacity)
+        for key in keys:
+            table._spread[key] = _spread(java_hash(key))
+        return table
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
 
     def put(self, key: _K, java_hash: int) -> None:
         if key in self._spread:
             return  # a put on a present key keeps its place
-        spread = (java_hash & _MASK32) ^ ((java_hash & _MASK32) >> 16)
+        spread = _spread(java_hash)
         mask = self._capacity - 1
         in_bucket = sum(1 for s in self._spread.values() if s & mask == spread & mask)
         if in_bucket >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:

@@ -49,10 +49,11 @@ def create_group(g: Group, step: Step, cause: str = Cause.GROUP_CREATED,
 
 def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
     if g.state == COMPLETING_REBALANCE:
-        # Members parked in SyncGroup get REBALANCE_IN_PROGRESS and lose their assignment.
+        # resetAndPropagateAssignmentWithError: every member loses its assignment, and those
+        # parked in SyncGroup get REBALANCE_IN_PROGRESS and a fresh session.
         g = finish_rebalance(g, step, ABANDONED)
         g = g.evolve(members=tuple(
-            replace(m, assignment=(), awaiting_sync=False) for m in g.members))
+            replace(propagated(m, step.now), assignment=()) for m in g.members))
     timeout = g.rebalance_timeout_ms
     if g.state == EMPTY:
         delay = step.config.initial_rebalance_delay_ms
@@ -65,18 +66,33 @@ def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -
     return try_complete_join(g, step)
 
 
+def propagated(m: Member, now: int) -> Member:
+    """Kafka's `propagateAssignment` for one member: a member parked in SyncGroup is answered
+    (assignment or error) and its heartbeat rescheduled (`rescheduleClassicGroupMemberHeartbeat`),
+    so time spent waiting for a slow leader never counts against its session."""
+    if not m.awaiting_sync:
+        return m
+    return replace(m, awaiting_sync=False, last_heartbeat=now)
+
+
 def maybe_prepare_or_complete(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
     if g.state in CAN_REBALANCE:
         return prepare_rebalance(g, step, cause, member_id)
     return try_complete_join(g, step)
 
 
-def try_complete_join(g: Group, step: Step) -> Group:
+def try_complete_join(g: Group, step: Step, initial_waits: bool = True) -> Group:
     """Complete the join phase early once every member waits in JoinGroup and none is pending.
 
-    Never early when the rebalance started from Empty: the initial delay always runs out.
+    `initial_waits`: Kafka's `maybeCompleteJoinPhase` (joins, leaves) never completes a
+    rebalance that started from Empty early: the initial delay runs out. A timer's removal
+    (`removeMemberAndUpdateClassicGroup`, `removePendingMemberAndUpdateClassicGroup`) checks
+    only `hasAllMembersJoined`, so in Kafka 4.x it completes at once even then (the old Scala
+    coordinator waited for the delay there too).
     """
-    if g.state != PREPARING_REBALANCE or g.rebalance is None or g.rebalance.initial:
+    if g.state != PREPARING_REBALANCE or g.rebalance is None:
+        return g
+    if initial_waits and g.rebalance.initial:
         return g
     if g.pending_members or not all(m.awaiting_join for m in g.members):
         return g
@@ -90,6 +106,8 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
         if m not in kept:
             step.depart(m.member_id, cause)
     g = g.evolve(members=kept, pending_sync=frozenset())
+    if g.member(g.leader_id) is None:
+        g = g.evolve(leader_id=g.first_member_id())  # ClassicGroup.remove of the leader
     if not kept:
         g = g.evolve(generation_id=g.generation_id + 1, protocol=None, leader_id=None)
         g = transition(g, step, EMPTY, cause)
@@ -97,40 +115,46 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
         return finish_rebalance(g, step, EMPTIED)
     leader = g.member(g.leader_id)
     if leader is None or not leader.awaiting_join:
-        joined = next((m for m in kept if m.awaiting_join), None)
+        # maybeElectNewJoinedLeader: the first member in HashMap order that rejoined.
+        joined = g.first_member_id(joined_only=True)
         if joined is None:
             # Only static members that have not rejoined: wait another rebalance timeout.
             assert g.rebalance is not None
             later = replace(g.rebalance, join_deadline=step.now + g.rebalance_timeout_ms,
                             initial=False)
             return g.evolve(rebalance=later)
-        g = g.evolve(leader_id=joined.member_id)
+        g = g.evolve(leader_id=joined)
     members = tuple(
         replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
     g = g.evolve(members=members, generation_id=g.generation_id + 1,
-        protocol=select_protocol(members),
         pending_sync=frozenset(m.member_id for m in members),
         sync_deadline=step.now + g.rebalance_timeout_ms,
     )
+    g = g.evolve(protocol=select_protocol(g))
     return transition(g, step, COMPLETING_REBALANCE, cause)
 
 
-def remove_member(g: Group, step: Step, member_id: str, cause: str) -> Group:
+def remove_member(g: Group, step: Step, member_id: str, cause: str,
+                  by_timer: bool = False) -> Group:
+    """LeaveGroup's removal, or (`by_timer`) Kafka's `removeMemberAndUpdateClassicGroup`."""
     step.depart(member_id, cause)
     g = g.without_member(member_id)
     if g.leader_id == member_id:
-        g = g.evolve(leader_id=g.members[0].member_id if g.members else None)
+        # ClassicGroup.remove: members.keySet().iterator().next(), HashMap order.
+        g = g.evolve(leader_id=g.first_member_id())
     if g.state in (STABLE, COMPLETING_REBALANCE):
         return prepare_rebalance(g, step, cause, member_id)
-    return try_complete_join(g, step)
+    return try_complete_join(g, step, initial_waits=not by_timer)
 
 
-def select_protocol(members: tuple[Member, ...]) -> str | None:
+def select_protocol(g: Group) -> str | None:
     """Kafka's vote: each member picks its first protocol every member supports; most votes wins.
 
-    Ties go to the first maximum in java.util.HashMap iteration order of the vote map, as
-    `Stream.max` over Kafka's HashMap keeps the first it meets (reference §4.2, DERIVED).
+    Members vote in their HashMap order; ties go to the first maximum in java.util.HashMap
+    iteration order of the vote map, as `Stream.max` over Kafka's HashMap keeps the first it
+    meets (reference §4.2, DERIVED).
     """
+    members = g.hashmap_members()
     if not members:
         return None
     common = set(members[0].protocol_names)

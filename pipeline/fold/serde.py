@@ -4,6 +4,8 @@ Never pickle: the bytes are plain JSON with a format version `v`. Records are po
 lists in the field order of their dataclass, named once per format version; an older format
 is upgraded by explicit steps in `_UPGRADES` before it is read. Format 2 added `consumer`,
 the KIP-848 part of a group (null for classic groups); a format-1 state upgrades to null.
+Format 3 added `member_capacity`, the table size of Kafka's members HashMap (leader
+succession follows its order); a format-2 state gets the smallest table its members fit.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pipeline.fold.model import (
     ResolvedRegex,
 )
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 _MEMBER = [f.name for f in fields(Member)]
 _OFFSET = [f.name for f in fields(Offset)]
@@ -192,5 +194,14 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "v": 2, "consumer": None}
 
 
+def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 did not keep the members HashMap's capacity: take the smallest table that
+    holds the members now (exact unless the group was once larger than 12)."""
+    capacity = 16
+    while len(doc.get("members") or ()) > capacity * 3 // 4:
+        capacity *= 2
+    return {**doc, "v": 3, "member_capacity": capacity}
+
+
 # format version -> step that rewrites a document of that version into the next one.
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}

@@ -49,13 +49,16 @@ def _snapshot_group(g: Group, e: Event, now: int) -> Group:
             joined_at=old.joined_at if old else now,
             last_heartbeat=old.last_heartbeat if old else now,
         ))
-    return Group(
+    snap = Group(
         group_id=g.group_id, exists=True, state=STABLE if members else EMPTY,
         generation_id=e.generation_id or 0,
         protocol_type=e.protocol_type or None,
-        protocol=e.protocol, leader_id=e.leader_id, members=tuple(members),
+        protocol=e.protocol, leader_id=e.leader_id,
         state_since=e.current_state_timestamp if e.current_state_timestamp is not None else now,
     )
+    for m in members:  # ClassicGroup.fromRecord puts the record's members in its order
+        snap = snap.with_member(m)
+    return snap
 
 
 def _creation_record(snap: Group) -> bool:
@@ -95,6 +98,9 @@ def _replace(g: Group, snap: Group, step: Step, cause: str, detail: str | None) 
     after = g.evolve(exists=True, state=snap.state, generation_id=snap.generation_id,
         protocol_type=snap.protocol_type, protocol=snap.protocol, leader_id=snap.leader_id,
         members=snap.members, pending_members=(), pending_sync=frozenset(), sync_deadline=None,
+        # A coordinator's own group keeps its HashMap; a group known from records is loaded.
+        member_capacity=max(g.member_capacity, snap.member_capacity) if g.journal and g.exists
+        else snap.member_capacity,
         rebalance=None, state_since=snap.state_since,
     )
     if snap.members:

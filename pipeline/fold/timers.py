@@ -60,14 +60,14 @@ def next_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
 
 def fire(g: Group, timer: Timer, step: Step) -> Group:
     _, kind, member_id = timer
-    if kind == PENDING:
+    if kind == PENDING:  # removePendingMemberAndUpdateClassicGroup
         g = g.evolve(pending_members=tuple(
             p for p in g.pending_members if p.member_id != member_id))
-        return try_complete_join(g, step)
+        return try_complete_join(g, step, initial_waits=False)
     if kind == NEW_MEMBER:
-        return remove_member(g, step, member_id, Cause.NEW_MEMBER_JOIN_TIMEOUT)
+        return remove_member(g, step, member_id, Cause.NEW_MEMBER_JOIN_TIMEOUT, by_timer=True)
     if kind == SESSION:
-        return remove_member(g, step, member_id, Cause.SESSION_TIMEOUT)
+        return remove_member(g, step, member_id, Cause.SESSION_TIMEOUT, by_timer=True)
     if kind == JOIN:
         return _join_deadline(g, step)
     if kind == SYNC:
@@ -93,11 +93,10 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
     late = g.pending_sync
     for member_id in sorted(late):
         step.depart(member_id, Cause.PENDING_SYNC_TIMEOUT)
-    members = tuple(m for m in g.members if m.member_id not in late)
-    leader = g.leader_id if g.leader_id not in late else (
-        members[0].member_id if members else None)
-    g = g.evolve(members=members, leader_id=leader, pending_sync=frozenset(),
-                sync_deadline=None)
+    g = g.evolve(members=tuple(m for m in g.members if m.member_id not in late),
+                pending_sync=frozenset(), sync_deadline=None)
+    if g.leader_id in late:
+        g = g.evolve(leader_id=g.first_member_id())  # ClassicGroup.remove: HashMap order
     return prepare_rebalance(g, step, Cause.PENDING_SYNC_TIMEOUT, ",".join(sorted(late)))
 
 

@@ -26,6 +26,7 @@ EVENT_TIME = {
     "rebalances": "completed_at",
     "offset_history": "event_time",
     "rejected_events": "event_time",
+    "error_responses": "event_time",
     "group_state": "last_event_time",
     "group_history": "event_time",
 }

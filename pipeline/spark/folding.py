@@ -49,6 +49,7 @@ def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
     rows += [("rebalances", r) for r in out.rebalances]
     rows += [("offset_history", r) for r in out.offset_history]
     rows += [("rejected_events", r) for r in out.rejected]
+    rows += [("error_responses", r) for r in out.answered]
     rows += [("group_history", r) for r in out.history]
     rows.append(("group_state", group_state_row(g, cfg)))
     for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}):

@@ -17,7 +17,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events",
-                 "group_history")
+                 "error_responses", "group_history")
 STATE_SCHEMA = "state binary"
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
 SEED_TABLE = "_backfill_state"  # the wire's tag, and the folder under the warehouse

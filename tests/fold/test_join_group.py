@@ -61,6 +61,39 @@ def test_join_phase_completes_early_once_every_member_rejoined_outside_the_initi
     ]
 
 
+def test_pending_member_expiring_in_the_initial_delay_completes_the_join_at_once() -> None:
+    # Kafka 4.x: expireClassicGroupMemberHeartbeat -> removePendingMemberAndUpdateClassicGroup
+    # completes the join when hasAllMembersJoined, with no "started from Empty" guard (the old
+    # Scala coordinator's InitialDelayedJoin waited for the delay). b-2 got MEMBER_ID_REQUIRED
+    # at 0.1 s and never came back: it expires at 6.1 s, inside the 10 s initial delay.
+    config = CoordinatorConfig(initial_rebalance_delay_ms=10_000)
+    log = Log()
+    log.join("a-1", new=True, session=6_000)
+    log.join("a-1", session=6_000)
+    log.at(100).join("b-2", new=True, session=6_000)
+    log.at(8_000).sync("a-1", 1, {"a-1": [("orders", 0)]})
+    r = log.replay(config)
+    assert reasons(r) == []
+    completed = r.outputs.transitions[-2]
+    assert (completed["to_state"], completed["cause"], completed["event_time"]) == (
+        "CompletingRebalance", "ALL_MEMBERS_JOINED", T0 + 6_100)
+    assert r.group.state == "Stable" and r.group.pending_members == ()
+
+
+def test_a_leave_in_the_initial_delay_still_waits_for_the_delay() -> None:
+    # LeaveGroup goes through maybePrepareRebalanceOrCompleteJoin -> maybeCompleteJoinPhase,
+    # which does not complete a rebalance that started from Empty early (both coordinators).
+    config = CoordinatorConfig(initial_rebalance_delay_ms=10_000)
+    log = Log()
+    log.join("a-1", new=True)
+    log.join("a-1")
+    log.at(100).join("b-2", new=True)
+    log.at(200).leave("b-2")  # a pending member leaving
+    log.at(9_000).heartbeat("a-1", 0)
+    r = log.replay(config)
+    assert r.group.state == "PreparingRebalance" and r.group.pending_members == ()
+
+
 def test_session_timeout_outside_the_broker_bounds_is_invalid_session_timeout() -> None:
     log = Log()
     log.join("a-1", new=True, session=5_999)

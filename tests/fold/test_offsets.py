@@ -140,14 +140,63 @@ def test_stable_consumer_group_expires_only_offsets_of_topics_it_does_not_subscr
     assert r.group.state == "Stable"
 
 
-def test_explicit_expire_timestamp_wins_whatever_the_state() -> None:
+def test_explicit_expire_timestamp_does_not_expire_a_subscribed_topic_of_a_stable_group() -> None:
+    # OffsetMetadataManager.cleanupExpiredOffsets checks group.isSubscribedToTopic(topic)
+    # before OffsetExpirationConditionImpl.isOffsetExpired looks at the expire timestamp
+    # (the old GroupMetadata.removeExpiredOffsets did the same). This test used to expect
+    # the subscribed offset to expire "whatever the state": that was wrong.
+    config = CoordinatorConfig(offsets_retention_check_interval_ms=1000)
     log = Log().stable_group("a-1")
     log.commit("orders", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
+    log.commit("legacy", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
     for t in range(14_000, 40_000, 5_000):
         log.at(t).heartbeat("a-1", 1)
-    r = log.replay(CoordinatorConfig(offsets_retention_check_interval_ms=1000))
-    assert r.group.offsets == {}
+    r = log.replay(config)
+    assert set(r.group.offsets) == {("orders", 0)}  # "legacy" is not subscribed: it expires
     assert r.group.state == "Stable"
+    expired = [h for h in r.outputs.offset_history if h["change"] == "EXPIRED"]
+    assert [(h["topic"], h["event_time"]) for h in expired] == [("legacy", T0 + 20_000)]
+
+
+def test_explicit_expire_timestamp_applies_once_the_group_is_empty() -> None:
+    # ClassicGroup.offsetExpirationCondition: an Empty group's offsets are all eligible; the
+    # explicit timestamp then replaces "retention after the group became Empty".
+    config = CoordinatorConfig(offsets_retention_check_interval_ms=1000)
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
+    log.at(15_000).leave("a-1")
+    log.at(30_000).commit("other", 0, 1)
+    r = log.replay(config)
+    assert ("orders", 0) not in r.group.offsets
+    expired = [h for h in r.outputs.offset_history if h["change"] == "EXPIRED"]
+    assert [h["event_time"] for h in expired] == [T0 + 20_000]
+
+
+def test_nothing_expires_while_the_group_rebalances_even_with_an_explicit_timestamp() -> None:
+    # ClassicGroup.offsetExpirationCondition is empty in PreparingRebalance and
+    # CompletingRebalance, so cleanupExpiredOffsets expires nothing, explicit timestamp or not.
+    config = CoordinatorConfig(offsets_retention_check_interval_ms=1000)
+    log = Log().stable_group("a-1", "b-2")
+    log.commit("legacy", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
+    log.at(12_000).join("a-1")  # PreparingRebalance until b-2 rejoins or the timeout
+    for t in range(14_000, 30_000, 5_000):
+        log.at(t).heartbeat("b-2", 1)  # REBALANCE_IN_PROGRESS, but b-2's session stays alive
+    r = log.replay(config)
+    assert r.group.state == "PreparingRebalance"
+    assert ("legacy", 0) in r.group.offsets
+
+
+def test_offset_metadata_max_bytes_counts_utf16_code_units_not_utf8_bytes() -> None:
+    # OffsetMetadataManager.isMetadataInvalid: metadata.length() > offsetMetadataMaxSize,
+    # Java's String.length(): 3,000 x "é" is 3,000 chars (6,000 UTF-8 bytes) and is accepted;
+    # 2,049 x U+1F600 is 4,098 UTF-16 code units (surrogate pairs) and is refused.
+    log = Log().stable_group("a-1")
+    log.commit("orders", 0, 1, member="a-1", generation=1, metadata="é" * 3000)
+    log.commit("orders", 1, 1, member="a-1", generation=1, metadata="\U0001F600" * 2049)
+    log.commit("orders", 2, 1, member="a-1", generation=1, metadata="x" * 4096)
+    r = log.replay()
+    assert reasons(r) == ["OFFSET_METADATA_TOO_LARGE"]
+    assert committed(log) == {("orders", 0): 1, ("orders", 2): 1}
 
 
 def test_empty_group_without_offsets_dies_at_the_next_expiration_sweep() -> None:

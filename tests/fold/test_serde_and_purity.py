@@ -77,3 +77,11 @@ def test_the_generated_evolve_copies_every_field_like_dataclasses_replace() -> N
     assert g.evolve() == g and g.evolve() is not g
     assert all(getattr(evolved, f.name) is getattr(g, f.name)
                for f in dataclasses.fields(g) if f.name not in changes)
+
+
+def test_a_format_2_state_upgrades_to_the_smallest_members_table_that_holds_its_members() -> None:
+    doc = json.loads(dumps(busy_group()))
+    del doc["member_capacity"]
+    doc["v"] = 2
+    g = loads(json.dumps(doc).encode())
+    assert g == busy_group() and g.member_capacity == 16

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.fold.records import T0, Log, reasons, states
+from tests.fold.scenarios import slow_leader, slow_leader_syncs
 
 
 def test_stable_only_after_the_leaders_sync_and_followers_get_the_leaders_assignment() -> None:
@@ -147,3 +148,56 @@ def test_heartbeat_during_a_rebalance_keeps_the_session_alive() -> None:
     assert reasons(r) == []
     assert r.group.state == "CompletingRebalance"
     assert r.group.generation_id == 2
+
+
+def test_propagate_assignment_gives_a_follower_parked_in_sync_a_fresh_session() -> None:
+    # GroupMetadataManager.propagateAssignment -> rescheduleClassicGroupMemberHeartbeat for
+    # every member whose SyncGroup it answers (the old coordinator: propagateAssignment ->
+    # completeAndScheduleNextHeartbeatExpiration). b-2 waited 13 s > its 10 s session for the
+    # leader; its session restarts at the leader's sync, so its heartbeat, commit and leave
+    # are accepted.
+    log = slow_leader_syncs(Log())
+    r = log.replay()
+    assert reasons(r) == []
+    assert [c for _, _, c in states(r)][-2:] == ["LEADER_SYNC", "MEMBER_LEFT"]
+    assert all(t["cause"] != "SESSION_TIMEOUT" for t in r.outputs.transitions)
+    assert r.group.offsets[("orders", 1)].committed_offset == 5
+
+
+def test_pending_sync_timeout_error_gives_a_parked_follower_a_fresh_session() -> None:
+    # expirePendingSync removes the leader that never synced, then prepareRebalance ->
+    # resetAndPropagateAssignmentWithError(REBALANCE_IN_PROGRESS) -> propagateAssignment
+    # reschedules b-2's heartbeat: b-2 is not expired and the group does not go Empty.
+    log = slow_leader(Log())
+    log.at(20_000).heartbeat("a-1", 1)
+    log.at(28_000).heartbeat("a-1", 1)  # a-1 never syncs: removed at 6 s + 30 s
+    log.at(40_000).join("b-2")
+    r = log.replay()
+    assert reasons(r) == []
+    assert states(r)[-2:] == [
+        ("CompletingRebalance", "PreparingRebalance", "PENDING_SYNC_TIMEOUT"),
+        ("PreparingRebalance", "CompletingRebalance", "ALL_MEMBERS_JOINED"),
+    ]
+    assert r.group.generation_id == 2 and r.group.leader_id == "b-2"
+    assert r.group.member_ids == ("b-2",)
+
+
+def test_applied_requests_answered_with_an_error_are_error_responses_not_refusals() -> None:
+    # classicGroupJoinToClassicGroup: a new dynamic member (JoinGroup v4+) is recorded as
+    # pending and answered MEMBER_ID_REQUIRED; classicGroupHeartbeat in PreparingRebalance
+    # reschedules the heartbeat and answers REBALANCE_IN_PROGRESS. Both change the group.
+    log = Log().stable_group("a-1", "b-2")
+    log.at(12_000).join("a-1")  # PreparingRebalance
+    log.heartbeat("b-2", 1)
+    log.at(13_000).join("c-3", new=True)
+    r = log.replay()
+    assert reasons(r) == []
+    answered = [(a["event_type"], a["member_id"], a["response"], a["group_state"])
+                for a in r.outputs.answered]
+    assert answered == [
+        ("JOIN", "a-1", "MEMBER_ID_REQUIRED", "Empty"),
+        ("JOIN", "b-2", "MEMBER_ID_REQUIRED", "PreparingRebalance"),
+        ("HEARTBEAT", "b-2", "REBALANCE_IN_PROGRESS", "PreparingRebalance"),
+        ("JOIN", "c-3", "MEMBER_ID_REQUIRED", "PreparingRebalance"),
+    ]
+    assert r.group.pending("c-3") is not None
