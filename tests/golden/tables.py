@@ -34,8 +34,6 @@ from pipeline.fold import (
 from pipeline.fold.context import Row, offset_columns
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
 
-APPENDED = ("group_transitions", "rebalances", "offset_history", "rejected_events", "group_history")
-
 
 @dataclass
 class Replayed:
@@ -94,7 +92,7 @@ def _keep(out: Replayed, current: dict[str, dict[tuple[Any, ...], Row]], result:
     out.groups[g.group_id] = g
     for table, rows in (("group_transitions", o.transitions), ("rebalances", o.rebalances),
                         ("offset_history", o.offset_history), ("rejected_events", o.rejected),
-                        ("group_history", o.history)):
+                        ("error_responses", o.answered), ("group_history", o.history)):
         out.tables[table] += rows
     current["group_state"][(g.group_id,)] = group_state_row(g, cfg)
     for tp in sorted({(h["topic"], h["partition"]) for h in o.offset_history}):
@@ -205,6 +203,7 @@ SORT_KEYS = {
     "group_transitions": ("group_id", "event_time", "log_partition", "log_offset", "seq"),
     "rebalances": ("group_id", "completed_at", "generation_id", "log_partition", "log_offset"),
     "rejected_events": ("group_id", "log_partition", "log_offset", "event_time", "reason"),
+    "error_responses": ("group_id", "log_partition", "log_offset", "event_time", "response"),
     "group_history": ("group_id", "event_time", "log_partition", "log_offset", "seq"),
 }
 
