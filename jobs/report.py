@@ -23,6 +23,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.report import render
+from pipeline.spark import paths
 
 from _common import job_session, setup_logging
 
@@ -81,7 +82,7 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
     """`group_id`'s rows of each output table under `warehouse`, as pandas frames."""
     frames = {}
     for table, columns in COLUMNS.items():
-        path = str(Path(warehouse).resolve() / table)
+        path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
         df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))

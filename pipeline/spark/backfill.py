@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark import StorageLevel
@@ -25,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig
+from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
@@ -50,9 +50,9 @@ class BackfillOptions:
     config: CoordinatorConfig | None = None
 
     def __post_init__(self) -> None:
-        self.warehouse = str(Path(self.warehouse).resolve())
+        self.warehouse = paths.qualify(self.warehouse)
         if is_path(self.events):
-            self.events = str(Path(self.events).resolve())
+            self.events = paths.qualify(self.events)
         delay_ms(self.watermark_delay)
         if self.until_ms is not None and self.version is not None:
             raise ValueError("give --until or --version, not both")
@@ -102,7 +102,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
         kept = wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False)))  # offsets gone by the end
-        run_all([partial(_replace, spark, str(Path(opts.warehouse) / table),
+        run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
                          table_rows(kept if table == "committed_offsets" else wire, table),
                          table in APPEND_TABLES)
                  for table in OUTPUT_TABLES])
@@ -121,8 +121,8 @@ def _check_replaceable(spark: SparkSession, opts: BackfillOptions) -> None:
     if opts.replace:
         return
     filled = [t for t in OUTPUT_TABLES
-              if DeltaTable.isDeltaTable(spark, str(Path(opts.warehouse) / t))
-              and spark.read.format("delta").load(str(Path(opts.warehouse) / t)).limit(1).count()]
+              if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
+              and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()]
     if filled:
         raise ValueError(
             f"{opts.warehouse} already holds rows in {', '.join(filled)}: pass --replace to "

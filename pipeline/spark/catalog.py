@@ -17,12 +17,12 @@ and filter group ids with Column expressions.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.spark import paths
 from schemas import OUTPUT_TABLES
 
 
@@ -48,7 +48,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     """Make every output table under `warehouse` queryable by its name; returns the names."""
     names = []
     for table in OUTPUT_TABLES:
-        path = str(Path(warehouse).resolve() / table)
+        path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
             spark.read.format("delta").load(path).createOrReplaceTempView(table)
             names.append(table)

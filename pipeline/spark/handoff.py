@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.spark import paths
 from pipeline.spark.tables import SEED, SEED_TABLE, event_schema
 
 
@@ -48,7 +48,7 @@ class Manifest:
 
 
 def seed_path(warehouse: str) -> str:
-    return str(Path(warehouse) / SEED_TABLE)
+    return paths.join(warehouse, SEED_TABLE)
 
 
 def read_manifest(spark: SparkSession, warehouse: str) -> Manifest | None:

@@ -23,7 +23,6 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -36,6 +35,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipeline.spark import paths
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.tables import event_schema
 from pipeline.times import PANDAS_MS_RANGE
@@ -96,9 +96,9 @@ class IngestOptions:
             raise ValueError(
                 f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
         if _is_path(self.events):
-            self.events = str(Path(self.events).resolve())
+            self.events = paths.qualify(self.events)
         if self.checkpoint:
-            self.checkpoint = str(Path(self.checkpoint).resolve())
+            self.checkpoint = paths.qualify(self.checkpoint)
         self.kafka_options = kafka_source_options(self.kafka_options)
 
 

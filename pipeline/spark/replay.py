@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,6 +25,7 @@ from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.fold import CoordinatorConfig
+from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
@@ -57,10 +57,10 @@ class ReplayOptions:
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
-        self.warehouse = str(Path(self.warehouse).resolve())
-        self.checkpoint = str(Path(self.checkpoint).resolve())
+        self.warehouse = paths.qualify(self.warehouse)
+        self.checkpoint = paths.qualify(self.checkpoint)
         if is_path(self.events):
-            self.events = str(Path(self.events).resolve())
+            self.events = paths.qualify(self.events)
         if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
             raise ValueError(
                 f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
@@ -87,7 +87,7 @@ def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
     if opts.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", opts.max_files_per_trigger)
     if manifest is not None:
-        if _fresh(opts.checkpoint):
+        if paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
             _check_handoff(manifest, opts)
             log.info("continuing from the backfill of %s at version %d (%d groups)",
                      manifest.events, manifest.version, manifest.groups)
@@ -95,11 +95,6 @@ def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
     source = reader.load(opts.events) if is_path(opts.events) else reader.table(opts.events)
     events = select_events(source).withColumn(SEED, F.lit(None).cast("binary"))
     return events.unionByName(seed_rows(spark, opts.warehouse, manifest))
-
-
-def _fresh(checkpoint: str) -> bool:
-    offsets = Path(checkpoint) / "offsets"
-    return not offsets.is_dir() or not any(offsets.iterdir())
 
 
 def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
@@ -157,7 +152,7 @@ def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
 
 def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     ensure_tables(spark, opts.warehouse, opts.database)
-    app_id = opts.app_id or f"replay:{Path(opts.checkpoint).resolve()}"
+    app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
     stream = (folded_stream(read_events(spark, opts), opts).writeStream
               .outputMode("append").foreachBatch(writer)

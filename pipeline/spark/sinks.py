@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.spark import paths
 from pipeline.spark.parallel import run_all
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
 from schemas import OUTPUT_TABLES, TABLE_KEYS
@@ -39,7 +39,7 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> 
     """Create every output table (empty) if missing, and register it in the catalog."""
     if database:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-    run_all([partial(_ensure_table, spark, str(Path(warehouse) / table), table, database)
+    run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
              for table in OUTPUT_TABLES])
 
 
@@ -62,7 +62,7 @@ class BatchWriter:
     progress: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def path(self, table: str) -> str:
-        return str(Path(self.warehouse) / table)
+        return paths.join(self.warehouse, table)
 
     def __call__(self, wire: DataFrame, batch_id: int) -> None:
         start = time.monotonic()
