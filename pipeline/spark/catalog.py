@@ -8,6 +8,7 @@
   rebalance_storms(window_minutes, min_rebalances)
                                    every rebalance closing a window with >= N of them
   member_sessions()                each member's stays: joined, left, why
+and the view group_members (group_state's members, one row each).
 Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
 bound in this session (the Delta extension's analyzer sees the unbound marker first), so
 jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
@@ -23,7 +24,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from schemas import OUTPUT_TABLES
+from pipeline.spark.topics import topic_names, with_topic_names
+from schemas import METADATA_TABLES, OUTPUT_TABLES
 
 
 def timestamp_sql(ms: int) -> str:
@@ -45,24 +47,42 @@ def as_of(spark: SparkSession, function: str, at_ms: int, group: str | None = No
 
 
 def register_views(spark: SparkSession, warehouse: str) -> list[str]:
-    """Make every output table under `warehouse` queryable by its name; returns the names."""
+    """Make every table under `warehouse` queryable by its name; returns the names.
+
+    With a `topics` table, group_state and group_history name KIP-848 members' partitions
+    (`members[].assignment`) through it: group_state by the newest name, group_history by
+    the name seen at the row's time (`pipeline.spark.topics`). `group_members` is a view of
+    group_state's members, one row each, with group_members_as_of's columns."""
     names = []
-    for table in OUTPUT_TABLES:
+    topics = topic_names(spark, warehouse)
+    for table in (*OUTPUT_TABLES, *METADATA_TABLES):
         path = str(Path(warehouse).resolve() / table)
         if DeltaTable.isDeltaTable(spark, path):
-            spark.read.format("delta").load(path).createOrReplaceTempView(table)
+            df = spark.read.format("delta").load(path)
+            with_topic_names(df, topics, table).createOrReplaceTempView(table)
             names.append(table)
-    if not names:
+    if not set(names) & set(OUTPUT_TABLES):
         raise FileNotFoundError(f"no output tables under {warehouse!r}: run jobs/replay.py first")
     if {"group_history", "offset_history", "rebalances", "group_transitions"} <= set(names):
         for sql in FUNCTIONS.values():
             spark.sql(sql)
+    if "group_state" in names:
+        spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
     return names
 
 
 _MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
            "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
-           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP")
+           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP, "
+           "assigned_partitions ARRAY<STRUCT<topic_id: STRING, partitions: ARRAY<INT>>>")
+_MEMBER_COLUMNS = ("m.member_id, m.group_instance_id, m.client_id, m.client_host, "
+                   "m.session_timeout_ms, m.rebalance_timeout_ms, m.subscription, "
+                   "m.assignment, m.joined_at, m.assigned_partitions")
+
+# group_state's members, one row each: what group_members_as_of answers, now.
+MEMBERS_NOW = f"""
+    SELECT group_id, generation_id, {_MEMBER_COLUMNS}
+    FROM group_state LATERAL VIEW explode(members) AS m WHERE state <> 'Dead'"""
 
 FUNCTIONS: dict[str, str] = {
     "group_state_as_of": """
@@ -81,9 +101,7 @@ FUNCTIONS: dict[str, str] = {
     "group_members_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
-        RETURN SELECT group_id, generation_id, m.member_id, m.group_instance_id, m.client_id,
-                      m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
-                      m.subscription, m.assignment, m.joined_at
+        RETURN SELECT group_id, generation_id, {_MEMBER_COLUMNS}
         FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
                         log_partition DESC, log_offset DESC, seq DESC) AS newest
               FROM group_history WHERE event_time <= at)
