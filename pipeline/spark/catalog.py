@@ -8,7 +8,8 @@
   rebalance_storms(window_minutes, min_rebalances)
                                    every rebalance closing a window with >= N of them
   member_sessions()                each member's stays: joined, left, why
-and the view group_members (group_state's members, one row each).
+and the view group_members (group_state's members, one row each). `bind_as_of` rebinds the
+names to the tables as they were at a moment, for `jobs/query.py --as-of T "SQL"`.
 Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
 bound in this session (the Delta extension's analyzer sees the unbound marker first), so
 jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
@@ -70,6 +71,49 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
         spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
     return names
 
+
+# A table with no as-of form, kept to what was known at T by its time column. (topics is
+# not filtered: a name learnt later still names an id logged before.)
+HISTORY_TIME = {"group_history": "event_time", "offset_history": "event_time",
+                "group_transitions": "event_time", "rejected_events": "event_time",
+                "rebalances": "completed_at"}
+
+
+def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
+    """Rebind the registered views to the tables as they were at `at_ms`, for the statements
+    that follow: group_state, committed_offsets and group_members to their as-of forms, the
+    append-only tables to their rows up to then. Returns what each name now means.
+
+    The as-of group_state is group_history's newest shape (Dead groups omitted), so it has
+    the columns the shape has; counters, positions and deadlines of group_state are not kept
+    per moment and are absent."""
+    at = timestamp_sql(at_ms)
+    tables = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    if not {"group_history", "offset_history"} <= tables:
+        raise ValueError("--as-of needs group_history and offset_history: replay the log "
+                         "again with this version")
+    bound = {"group_state": spark.sql(STATE_AS_OF.format(at=at)),
+             "committed_offsets": spark.sql(f"SELECT * FROM committed_offsets_as_of({at})"),
+             "group_members": spark.sql(f"SELECT * FROM group_members_as_of({at})")}
+    said = {t: f"as of {at}" for t in bound}
+    for table, column in HISTORY_TIME.items():
+        if table in tables:
+            bound[table] = spark.table(table).where(F.col(column) <= F.expr(at))
+            said[table] = f"rows with {column} <= {at}"
+    for table, df in bound.items():  # every frame is built before any name changes
+        df.createOrReplaceTempView(table)
+    return said
+
+
+# The shape in group_history newest at `at`, with group_state's column names.
+STATE_AS_OF = """
+    SELECT group_id, state, generation_id, protocol_type, protocol, leader_id, members,
+           member_count, state_since, rebalance_count, log_partition, group_type, group_epoch,
+           assignment_epoch, event_time AS since
+    FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
+                    log_partition DESC, log_offset DESC, seq DESC) AS newest
+          FROM group_history WHERE event_time <= {at})
+    WHERE newest = 1 AND state <> 'Dead'"""
 
 _MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
            "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
