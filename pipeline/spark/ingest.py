@@ -14,6 +14,10 @@ written before the event schema grew a column takes the new column on its next w
 The live source reads with `isolation.level=read_committed`: commits of aborted transactions
 and transaction markers never arrive, and committed transactional commits arrive as plain
 commits (contract §1, TXN_MARKER).
+
+Given a warehouse, the live path also records the cluster's topic ids and names in its `topics`
+table at the start and after every batch, and the dump path those of a map file
+(`pipeline.spark.topics`): Kafka 4.1+ logs KIP-848 groups' topics by id only.
 """
 
 from __future__ import annotations
