@@ -1,10 +1,11 @@
 """Decode real `__consumer_offsets` records into the Delta event log.
 
     spark-submit jobs/ingest.py --bootstrap-servers broker1:9092 --events /data/events \
-        --checkpoint /data/ingest-ckpt --trigger processing-time:30 \
+        --warehouse /data/wh --checkpoint /data/ingest-ckpt --trigger processing-time:30 \
         --kafka-option security.protocol=SASL_SSL --kafka-option sasl.mechanism=PLAIN \
         --kafka-option 'sasl.jaas.config=...'
-    spark-submit jobs/ingest.py --raw /archive/consumer-offsets-dump --events /data/events
+    spark-submit jobs/ingest.py --raw /archive/consumer-offsets-dump --events /data/events \
+        --warehouse /data/wh --topic-map /archive/topic-ids.csv
 
 With --bootstrap-servers it streams the cluster's `__consumer_offsets` through Spark's Kafka
 source (read_committed, checkpointed at --checkpoint); with --raw it reads a dump of raw records
@@ -12,7 +13,10 @@ source (read_committed, checkpointed at --checkpoint); with --raw it reads a dum
 is decoded and merged into the event log at --events, inserted only if its
 (log_partition, log_offset) is not there yet, so repeats are harmless. Undecodable records are
 kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. Option values whose
-key names a password, secret, JAAS config or key are never logged.
+key names a password, secret, JAAS config or key are never logged. With --warehouse (the one
+jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
+--topic-map) go to its `topics` table, through which queries and reports name the partitions
+of KIP-848 members: Kafka 4.1+ logs their topics by id only.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trigger", default="available-now",
                    help="available-now, or processing-time:SECONDS")
     p.add_argument("--topic", default="__consumer_offsets", help="the topic to read")
+    p.add_argument("--warehouse", help="the replay's warehouse: topic ids -> names go to its "
+                                       "`topics` table")
+    p.add_argument("--topic-map", help="with --raw: a CSV (topic_id,topic_name header) or JSON "
+                                       "file of the dumped cluster's topic ids and names")
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
                         "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
@@ -47,6 +55,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(str(e))
     if args.bootstrap_servers and not args.checkpoint:
         p.error("--bootstrap-servers needs --checkpoint")
+    if args.topic_map and not (args.raw and args.warehouse):
+        p.error("--topic-map goes with --raw and needs --warehouse")
     return args
 
 
@@ -57,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         events=args.events, bootstrap_servers=args.bootstrap_servers, raw=args.raw,
         checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,
         trigger=args.trigger, kafka_options=args.kafka_options, topic=args.topic,
+        warehouse=args.warehouse, topic_map=args.topic_map,
     )
     with job_session("ingest", args.profile) as spark:
         run_ingest(spark, opts)

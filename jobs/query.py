@@ -2,16 +2,21 @@
 
     spark-submit jobs/query.py --warehouse /data/wh "SELECT * FROM group_state"
     spark-submit jobs/query.py --warehouse /data/wh --as-of 2026-11-17T03:12:00 --group orders
+    spark-submit jobs/query.py --warehouse /data/wh --as-of 2026-11-17T03:12:00 \
+        "SELECT * FROM group_members WHERE group_id = 'orders'"
     spark-submit jobs/query.py --warehouse /data/wh --demo
 
 Every output table under --warehouse is a SQL name (group_state, committed_offsets,
 offset_history, group_transitions, rebalances, rejected_events, error_responses,
-group_history), with the
+group_history, and topics where the ingest recorded it), with the view group_members and the
 table functions group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
 rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions().
-`--as-of` (without SQL) prints state, members and offsets as of that time, for one --group
-or all; the time is parsed first and reaches SQL as a timestamp literal built from the
-parsed value, the group id only as a Column value. Reads the tables; writes nothing.
+`--as-of` without SQL prints state, members and offsets as of that time, for one --group
+or all. With SQL, the statement sees the tables as they were then: group_state,
+committed_offsets and group_members are their as-of forms, the append-only tables hold only
+their rows up to that time (rebalances: completed by then). The time is parsed first and
+reaches SQL as a timestamp literal built from the parsed value, the group id only as a Column
+value. Reads the tables; writes nothing.
 """
 
 from __future__ import annotations
@@ -19,9 +24,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
 
-from pipeline.spark.catalog import AS_OF, DEMO_QUERIES, as_of, register_views, timestamp_sql
+from pipeline.spark.catalog import (
+    AS_OF,
+    DEMO_QUERIES,
+    as_of,
+    bind_as_of,
+    register_views,
+    timestamp_sql,
+)
 
 from _common import event_time_arg, job_session, setup_logging
 
@@ -31,15 +44,38 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warehouse", required=True)
     p.add_argument("--demo", action="store_true", help="run the example questions")
     p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
-                   help="state, members and offsets as of this event time (ISO; UTC)")
-    p.add_argument("--group", help="with --as-of: only this group")
+                   help="the tables as of this event time (ISO; UTC); alone: state, members "
+                        "and offsets then")
+    p.add_argument("--group", help="with --as-of and no SQL: only this group")
     p.add_argument("--limit", type=int, default=50, help="rows to show")
     p.add_argument("--profile", default="local")
     p.add_argument("sql", nargs="?", help="one SQL statement")
     args = p.parse_args(argv)
     if not args.demo and not args.sql and args.as_of is None:
         p.error("give a SQL statement, --as-of TIMESTAMP, or --demo")
+    if args.demo and args.as_of is not None:
+        p.error("--demo asks about now; give --as-of with a SQL statement instead")
+    if args.group is not None and args.sql:
+        p.error("--group goes with --as-of alone; filter the group in the SQL statement")
     return args
+
+
+def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFrame]:
+    """Each answer the arguments ask for, by title, over views already registered."""
+    if args.as_of is not None and not args.sql:
+        return {f"{function}({timestamp_sql(args.as_of)})":
+                as_of(session, function, args.as_of, args.group) for function in AS_OF}
+    if args.as_of is None:
+        queries = DEMO_QUERIES if args.demo else {"result": args.sql}
+        return {title: session.sql(sql) for title, sql in queries.items()}
+    bound = bind_as_of(session, args.as_of)
+    try:
+        return {f"result as of {timestamp_sql(args.as_of)}": session.sql(args.sql)}
+    except AnalysisException as exc:
+        raise SystemExit(f"{exc}\nWith --as-of, the statement's tables are: "
+                         + "; ".join(f"{t}: {how}" for t, how in bound.items())
+                         + ". group_state then has the columns "
+                         + ", ".join(session.table("group_state").columns)) from None
 
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -49,15 +85,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     args = parse(argv)
     with job_session("query", args.profile, spark) as session:
         register_views(session, args.warehouse)
-        if args.as_of is not None and not args.sql:
-            for function in AS_OF:
-                print(f"\n== {function}({timestamp_sql(args.as_of)})")
-                as_of(session, function, args.as_of, args.group).show(args.limit, truncate=False)
-            return 0
-        queries = DEMO_QUERIES if args.demo else {"result": args.sql}
-        for title, sql in queries.items():
+        for title, df in answers(session, args).items():
             print(f"\n== {title}")
-            session.sql(sql).show(args.limit, truncate=False)
+            df.show(args.limit, truncate=False)
         return 0
 
 

@@ -7,7 +7,8 @@ group_history, group_transitions and rebalances whole; offset_history and reject
 between --from and --to) and draws them with `pipeline.report.render`: member lanes (from
 group_history) with what each member owned, generations and rebalances, state, assignment
 changes, committed offsets, refused rows. An --output ending in .html gets a page with the
-picture and tables of the rebalances and refused rows. Writes only --output.
+picture and tables of the rebalances and refused rows. KIP-848 members' partitions are named
+through the warehouse's `topics` table where the ingest recorded one. Writes only --output.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F
 
 from pipeline.report import render
 from pipeline.spark import paths
+from pipeline.spark.topics import topic_names, with_topic_names
 
 from _common import job_session, setup_logging
 
@@ -81,11 +83,13 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
                ) -> dict[str, pd.DataFrame]:
     """`group_id`'s rows of each output table under `warehouse`, as pandas frames."""
     frames = {}
+    names = topic_names(spark, warehouse)
     for table, columns in COLUMNS.items():
         path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
         df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))
+        df = with_topic_names(df, names, table)  # KIP-848 members' partitions by name
         if table in WINDOWED:
             df = df.filter(_within(start, end))
         if columns is not None:

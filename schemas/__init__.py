@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from schemas.columns import Column, ddl
 from schemas.events import EVENT_COLUMNS, EVENT_TYPES, KIP848_EVENT_TYPES
-from schemas.tables import OUTPUT_TABLES, TABLE_KEYS
+from schemas.tables import METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
 
 __all__ = [
     "Column",
@@ -17,6 +17,7 @@ __all__ = [
     "EVENT_COLUMNS",
     "EVENT_TYPES",
     "KIP848_EVENT_TYPES",
+    "METADATA_TABLES",
     "OUTPUT_TABLES",
     "TABLE_KEYS",
 ]

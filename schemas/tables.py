@@ -9,8 +9,9 @@ from __future__ import annotations
 from schemas.columns import TP, Column
 from schemas.events import EVENT_COLUMNS, TOPIC_ID_PARTITIONS
 
-# The fields after joined_at are a KIP-848 member's (null for classic members); its
-# `assignment` lists only partitions whose topic id the subscription metadata names.
+# The fields after joined_at are a KIP-848 member's (null for classic members); as stored, its
+# `assignment` lists only partitions whose topic id the log's subscription metadata names (Kafka
+# 4.0; 4.1+ writes none). The SQL views and the report add the rest through TOPICS.
 STATE_MEMBER = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
     "session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,"
@@ -145,6 +146,19 @@ ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("group_generation_id", "int"),
 )
 
+# Not written by the fold (it cannot know names: Kafka 4.1+ writes no subscription metadata
+# record, so the log names topics of KIP-848 groups by id only). `jobs/ingest.py` records it
+# from the cluster's metadata, or from a map file beside a raw dump; the SQL views and the
+# report name KIP-848 members' partitions through it at query time.
+TOPICS: tuple[Column, ...] = (
+    Column("topic_id", "string", False, "Kafka's topic id (Uuid.toString(), URL-safe base64)"),
+    Column("topic_name", "string", False),
+    Column("seen_at", "timestamp", False,
+           "when the ingest first saw this id with this name (wall clock); ids are never "
+           "reused, a deleted and recreated topic gets a new id and a new row"),
+    Column("source", "string", False, "cluster (the live ingest's admin call) or the map file"),
+)
+
 OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "group_state": GROUP_STATE,
     "committed_offsets": COMMITTED_OFFSETS,
@@ -155,6 +169,9 @@ OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "error_responses": ERROR_RESPONSES,
     "group_history": GROUP_HISTORY,
 }
+
+# Tables under the warehouse that the replay does not write.
+METADATA_TABLES: dict[str, tuple[Column, ...]] = {"topics": TOPICS}
 
 TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "group_state": ("group_id",),

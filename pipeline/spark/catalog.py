@@ -8,6 +8,8 @@
   rebalance_storms(window_minutes, min_rebalances)
                                    every rebalance closing a window with >= N of them
   member_sessions()                each member's stays: joined, left, why
+and the view group_members (group_state's members, one row each). `bind_as_of` rebinds the
+names to the tables as they were at a moment, for `jobs/query.py --as-of T "SQL"`.
 Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
 bound in this session (the Delta extension's analyzer sees the unbound marker first), so
 jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
@@ -23,7 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
-from schemas import OUTPUT_TABLES
+from pipeline.spark.topics import topic_names, with_topic_names
+from schemas import METADATA_TABLES, OUTPUT_TABLES
 
 
 def timestamp_sql(ms: int) -> str:
@@ -45,24 +48,85 @@ def as_of(spark: SparkSession, function: str, at_ms: int, group: str | None = No
 
 
 def register_views(spark: SparkSession, warehouse: str) -> list[str]:
-    """Make every output table under `warehouse` queryable by its name; returns the names."""
+    """Make every table under `warehouse` queryable by its name; returns the names.
+
+    With a `topics` table, group_state and group_history name KIP-848 members' partitions
+    (`members[].assignment`) through it: group_state by the newest name, group_history by
+    the name seen at the row's time (`pipeline.spark.topics`). `group_members` is a view of
+    group_state's members, one row each, with group_members_as_of's columns."""
     names = []
-    for table in OUTPUT_TABLES:
+    topics = topic_names(spark, warehouse)
+    for table in (*OUTPUT_TABLES, *METADATA_TABLES):
         path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
-            spark.read.format("delta").load(path).createOrReplaceTempView(table)
+            df = spark.read.format("delta").load(path)
+            with_topic_names(df, topics, table).createOrReplaceTempView(table)
             names.append(table)
-    if not names:
+    if not set(names) & set(OUTPUT_TABLES):
         raise FileNotFoundError(f"no output tables under {warehouse!r}: run jobs/replay.py first")
     if {"group_history", "offset_history", "rebalances", "group_transitions"} <= set(names):
         for sql in FUNCTIONS.values():
             spark.sql(sql)
+    if "group_state" in names:
+        spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
     return names
 
 
+# A table with no as-of form, kept to what was known at T by its time column. (topics is
+# not filtered: a name learnt later still names an id logged before.)
+HISTORY_TIME = {"group_history": "event_time", "offset_history": "event_time",
+                "group_transitions": "event_time", "rejected_events": "event_time",
+                "rebalances": "completed_at"}
+
+
+def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
+    """Rebind the registered views to the tables as they were at `at_ms`, for the statements
+    that follow: group_state, committed_offsets and group_members to their as-of forms, the
+    append-only tables to their rows up to then. Returns what each name now means.
+
+    The as-of group_state is group_history's newest shape (Dead groups omitted), so it has
+    the columns the shape has; counters, positions and deadlines of group_state are not kept
+    per moment and are absent."""
+    at = timestamp_sql(at_ms)
+    tables = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    if not {"group_history", "offset_history"} <= tables:
+        raise ValueError("--as-of needs group_history and offset_history: replay the log "
+                         "again with this version")
+    bound = {"group_state": spark.sql(STATE_AS_OF.format(at=at)),
+             "committed_offsets": spark.sql(f"SELECT * FROM committed_offsets_as_of({at})"),
+             "group_members": spark.sql(f"SELECT * FROM group_members_as_of({at})")}
+    said = {t: f"as of {at}" for t in bound}
+    for table, column in HISTORY_TIME.items():
+        if table in tables:
+            bound[table] = spark.table(table).where(F.col(column) <= F.expr(at))
+            said[table] = f"rows with {column} <= {at}"
+    for table, df in bound.items():  # every frame is built before any name changes
+        df.createOrReplaceTempView(table)
+    return said
+
+
+# The shape in group_history newest at `at`, with group_state's column names.
+STATE_AS_OF = """
+    SELECT group_id, state, generation_id, protocol_type, protocol, leader_id, members,
+           member_count, state_since, rebalance_count, log_partition, group_type, group_epoch,
+           assignment_epoch, event_time AS since
+    FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
+                    log_partition DESC, log_offset DESC, seq DESC) AS newest
+          FROM group_history WHERE event_time <= {at})
+    WHERE newest = 1 AND state <> 'Dead'"""
+
 _MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
            "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
-           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP")
+           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP, "
+           "assigned_partitions ARRAY<STRUCT<topic_id: STRING, partitions: ARRAY<INT>>>")
+_MEMBER_COLUMNS = ("m.member_id, m.group_instance_id, m.client_id, m.client_host, "
+                   "m.session_timeout_ms, m.rebalance_timeout_ms, m.subscription, "
+                   "m.assignment, m.joined_at, m.assigned_partitions")
+
+# group_state's members, one row each: what group_members_as_of answers, now.
+MEMBERS_NOW = f"""
+    SELECT group_id, generation_id, {_MEMBER_COLUMNS}
+    FROM group_state LATERAL VIEW explode(members) AS m WHERE state <> 'Dead'"""
 
 FUNCTIONS: dict[str, str] = {
     "group_state_as_of": """
@@ -81,9 +145,7 @@ FUNCTIONS: dict[str, str] = {
     "group_members_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
-        RETURN SELECT group_id, generation_id, m.member_id, m.group_instance_id, m.client_id,
-                      m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
-                      m.subscription, m.assignment, m.joined_at
+        RETURN SELECT group_id, generation_id, {_MEMBER_COLUMNS}
         FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
                         log_partition DESC, log_offset DESC, seq DESC) AS newest
               FROM group_history WHERE event_time <= at)

@@ -14,6 +14,10 @@ written before the event schema grew a column takes the new column on its next w
 The live source reads with `isolation.level=read_committed`: commits of aborted transactions
 and transaction markers never arrive, and committed transactional commits arrive as plain
 commits (contract §1, TXN_MARKER).
+
+Given a warehouse, the live path also records the cluster's topic ids and names in its `topics`
+table at the start and after every batch, and the dump path those of a map file
+(`pipeline.spark.topics`): Kafka 4.1+ logs KIP-848 groups' topics by id only.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pyspark.sql.types import (
 from pipeline.spark import paths
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.tables import event_schema
+from pipeline.spark.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
 from pipeline.times import PANDAS_MS_RANGE
 
 log = logging.getLogger("ingest")
@@ -86,6 +91,8 @@ class IngestOptions:
     trigger: str = "available-now"
     kafka_options: dict[str, str] = field(default_factory=dict)
     topic: str = OFFSETS_TOPIC
+    warehouse: str | None = None  # where the `topics` table (topic id -> name) goes
+    topic_map: str | None = None  # a raw dump's map file (CSV or JSON) of topic ids to names
 
     def __post_init__(self) -> None:
         if (self.bootstrap_servers is None) == (self.raw is None):
@@ -99,6 +106,10 @@ class IngestOptions:
             self.events = paths.qualify(self.events)
         if self.checkpoint:
             self.checkpoint = paths.qualify(self.checkpoint)
+        if self.topic_map is not None and (self.raw is None or self.warehouse is None):
+            raise ValueError("a topic map goes with a raw dump and a warehouse to record it in")
+        if self.warehouse:
+            self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
 
 
@@ -172,10 +183,30 @@ def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
     assert opts.raw is not None
     n = merge_into_log(spark, opts.events, decode_records(read_raw(spark, opts.raw)))
     log.info("ingested %d records from %s into %s", n, opts.raw, opts.events)
+    if opts.topic_map is not None and opts.warehouse is not None:
+        record_topics(spark, opts.warehouse, read_topic_map(opts.topic_map), opts.topic_map)
     return n
 
 
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
+def consumer_properties(opts: IngestOptions) -> dict[str, str]:
+    """The user's consumer properties (security, SASL, SSL), without the source's prefix."""
+    return {k.removeprefix("kafka."): v for k, v in opts.kafka_options.items()
+            if k.startswith("kafka.")}
+
+
+def record_cluster_topics(spark: SparkSession, opts: IngestOptions) -> None:
+    """The cluster's topic ids and names into the warehouse's `topics` table, if it has one.
+
+    Asked at the start and after every micro-batch, so a topic created while the stream runs
+    is named by the batch that first carries its id; a topic deleted before the ingest ever
+    saw it stays unnamed (a map file can name it: `--topic-map`)."""
+    if opts.warehouse is not None and opts.bootstrap_servers is not None:
+        record_topics(spark, opts.warehouse,
+                      cluster_topics(spark, opts.bootstrap_servers, consumer_properties(opts)),
+                      CLUSTER)
 
 
 def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
@@ -190,9 +221,8 @@ def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
     jvm: Any = spark._jvm
     props = jvm.java.util.Properties()
     props.put("bootstrap.servers", opts.bootstrap_servers)
-    for key, value in opts.kafka_options.items():
-        if key.startswith("kafka."):
-            props.put(key.removeprefix("kafka."), value)
+    for key, value in consumer_properties(opts).items():
+        props.put(key, value)
     admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
     try:
         topics = admin.describeTopics(jvm.java.util.List.of(opts.topic)).allTopicNames().get(
@@ -228,10 +258,15 @@ def start_ingest(spark: SparkSession, opts: IngestOptions) -> StreamingQuery:
              opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
              redacted(opts.kafka_options))
     ensure_event_log(spark, opts.events)
+    if opts.warehouse is None:
+        log.warning("no warehouse given: topic ids are not recorded, so KIP-848 members' "
+                    "partitions will be named only where the log names them")
+    record_cluster_topics(spark, opts)
 
     def write(batch: DataFrame, batch_id: int) -> None:
         n = merge_into_log(batch.sparkSession, opts.events, decode_records(batch))
         log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
+        record_cluster_topics(batch.sparkSession, opts)
 
     stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
               .option("checkpointLocation", opts.checkpoint).queryName("consumer-offsets-ingest"))

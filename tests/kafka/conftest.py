@@ -64,12 +64,14 @@ def replay(spark: SparkSession, events: str, root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: Path) -> Replayed:
-    """The broker's truth first, then its topic ingested (available-now) and replayed."""
+    """The broker's truth first, then its topic ingested (available-now, the cluster's topic
+    ids and names recorded in the warehouse's `topics` table) and replayed."""
     bootstrap = broker.bootstrap_servers
     offsets = {g: broker_offsets(bootstrap, g) for g in workload.groups + workload.kip848_groups}
     groups = {g: broker_group(bootstrap, g) for g in workload.groups + workload.kip848_groups}
     root = session_dir / "live"
     events = str(root / "events")
     run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt")))
+                                    checkpoint=str(root / "ingest-ckpt"),
+                                    warehouse=str(root / "warehouse")))
     return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap))

@@ -18,10 +18,12 @@ from pyspark.sql import functions as F
 
 from pipeline.decode import DecodeError, decode_record
 from pipeline.kafka.broker import Broker
+from pipeline.spark.catalog import register_views
 from pipeline.spark.ingest import IngestOptions, read_topic, run_ingest
 from schemas import OUTPUT_TABLES
 from schemas.events import MALFORMED_RECORD
 from tests.kafka.conftest import Replayed, replay
+from tests.kafka.test_real_broker import KIP848
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,12 +49,17 @@ def test_a_raw_dump_through_the_job_gives_the_same_log_and_tables(
         spark: SparkSession, live: Replayed, dump: Path, session_dir: Path) -> None:
     root = session_dir / "raw"
     events = str(root / "events")
+    topic_map = session_dir / "topic-ids.csv"  # the dumped cluster's topic ids, as a map file
+    topic_map.write_text("topic_id,topic_name\n"
+                         + "".join(f"{i},{n}\n" for i, n in live.topics.items()))
     cmd = [sys.executable, str(ROOT / "jobs" / "ingest.py"), "--raw", str(dump),
-           "--events", events, "--profile", "test"]
+           "--events", events, "--warehouse", str(root / "warehouse"),
+           "--topic-map", str(topic_map), "--profile", "test"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     # Again, in this process: every position is present already, so nothing is added.
-    run_ingest(spark, IngestOptions(events=events, raw=str(dump)))
+    run_ingest(spark, IngestOptions(events=events, raw=str(dump), warehouse=str(root / "warehouse"),
+                                    topic_map=str(topic_map)))
     live_log = spark.read.format("delta").load(live.events)
     raw_log = spark.read.format("delta").load(events)
     assert_df_equality(_sorted(raw_log), _sorted(live_log), ignore_nullable=True)
@@ -61,6 +68,15 @@ def test_a_raw_dump_through_the_job_gives_the_same_log_and_tables(
         expected = live.table(spark, table)
         actual = spark.read.format("delta").load(str(warehouse / table))
         assert_df_equality(_sorted(actual), _sorted(expected), ignore_nullable=True)
+    topics = spark.read.format("delta").load(str(warehouse / "topics")).collect()
+    assert {r["topic_id"]: (r["topic_name"], r["source"]) for r in topics} == \
+        {i: (n, str(topic_map)) for i, n in live.topics.items()}
+    # The map names the KIP-848 group's partitions as DescribeGroups does.
+    register_views(spark, str(warehouse))
+    for group in KIP848:
+        members = spark.table("group_members").where(F.col("group_id") == group).collect()
+        assert {m["member_id"]: tuple(sorted((a["topic"], a["partition"]) for a in m["assignment"]))
+                for m in members} == {m.member_id: m.assignment for m in live.groups[group][1]}
 
 
 def _mutants(real: list[tuple[bytes, bytes | None]], n: int, seed: int

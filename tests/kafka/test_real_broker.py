@@ -13,10 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import Broker
+from pipeline.spark.catalog import as_of, register_views
 from pipeline.spark.ingest import IngestOptions, read_topic, start_ingest
 from pipeline.spark.records import MALFORMED_RECORD
 from tests.kafka.clients import BrokerMember, Scenarios
 from tests.kafka.conftest import Replayed
+from tests.spark.test_readme_examples import load_job
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -120,3 +122,59 @@ def test_a_second_ingest_from_the_start_adds_nothing_and_logs_no_secret(
     assert spark.read.format("delta").load(live.events).count() == before
     assert "ssl.key.password" in caplog.text
     assert SECRET not in caplog.text
+
+
+def test_the_ingest_records_the_clusters_topic_ids_and_names(
+        spark: SparkSession, live: Replayed) -> None:
+    topics = live.table(spark, "topics")
+    recorded = {r["topic_id"]: r["topic_name"] for r in topics.collect()}
+    assert live.topics.items() <= recorded.items()
+    assert "__consumer_offsets" in recorded.values()
+    assert topics.where((F.col("source") != "cluster") | F.col("seen_at").isNull()).count() == 0
+    assert topics.count() == len(recorded), "a topic recorded twice"
+
+
+def _by_name(rows: list[Any]) -> dict[str, tuple[tuple[str, int], ...]]:
+    return {r["member_id"]: tuple(sorted((a["topic"], a["partition"]) for a in r["assignment"]))
+            for r in rows}
+
+
+def _brokers(live: Replayed, group: str) -> dict[str, tuple[tuple[str, int], ...]]:
+    return {m.member_id: m.assignment for m in live.groups[group][1]}
+
+
+@pytest.mark.parametrize("group", KIP848)
+def test_kip848_members_are_named_through_the_topics_table_as_describe_groups_names_them(
+        spark: SparkSession, live: Replayed, group: str) -> None:
+    """Kafka 4.1+ logs no subscription metadata: the log names the group's topics by id only,
+    and the SQL names them through `topics`, now and as of a time."""
+    raw = live.table(spark, "group_state").where(F.col("group_id") == group).first()
+    assert raw is not None and all(not m["assignment"] for m in raw["members"]), \
+        "the log named the topics itself: this broker wrote subscription metadata"
+    register_views(spark, str(live.warehouse))
+    want = _brokers(live, group)
+    assert all(want.values())
+    now = spark.table("group_state").where(F.col("group_id") == group).first()
+    assert now is not None and _by_name(now["members"]) == want
+    at = spark.table("group_history").agg(F.max("event_time")).first()
+    assert at is not None
+    then = as_of(spark, "group_members_as_of", int(at[0].timestamp() * 1000), group).collect()
+    assert _by_name(then) == want
+    by_id = {r["member_id"]: tuple(sorted((live.topics[a["topic_id"]], p)
+                                          for a in r["assigned_partitions"]
+                                          for p in a["partitions"])) for r in then}
+    assert by_id == want
+    view = spark.table("group_members").where(F.col("group_id") == group).collect()
+    assert _by_name(view) == want
+
+
+@pytest.mark.parametrize("group", KIP848)
+def test_the_report_names_kip848_partitions_through_the_topics_table(
+        spark: SparkSession, live: Replayed, group: str) -> None:
+    frames = load_job("report").load_group(spark, str(live.warehouse), group)
+    for table in ("group_state", "group_history"):
+        last = frames[table].sort_values("event_time" if table == "group_history"
+                                         else "group_id").iloc[-1]
+        assert {m["member_id"]: tuple(sorted((a["topic"], a["partition"])
+                                             for a in m["assignment"]))
+                for m in last["members"]} == _brokers(live, group), table

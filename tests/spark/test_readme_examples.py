@@ -6,6 +6,9 @@ the job's own `main(argv, spark)`, against one warehouse built as the demo build
 generator's and the replay's flags are read from jobs/demo.sh), with `out/demo/` pointing
 at a temporary folder. Each must exit 0, and every table a query prints must hold a row:
 an example that silently matches nothing (a group or a time not in the log) fails.
+
+Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/backfill.py
+--until T` builds from the same log, and must answer the same.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ import importlib.util
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, generate
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.catalog import register_views
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.replay import ReplayOptions, run_replay
 
@@ -168,3 +175,85 @@ def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo:
         if job == "export_offsets.py":
             lines = output.read_text().splitlines()
             assert lines and all(re.fullmatch(r"[^,]+,\d+,\d+", line) for line in lines), lines
+
+
+AS_OF_EXAMPLES = [(job, argv) for job, argv in EXAMPLES if job == "query.py" and "--as-of" in argv]
+
+
+@pytest.fixture(scope="module")
+def backfilled(spark: SparkSession, demo: Path) -> Callable[[int], str]:
+    """The demo's log backfilled `--until T` into a warehouse of its own, once per T."""
+    built: dict[int, str] = {}
+
+    def until(at_ms: int) -> str:
+        if at_ms not in built:
+            warehouse = demo / f"backfill-{at_ms}"
+            run_backfill(spark, BackfillOptions(events=str(demo / "events"), until_ms=at_ms,
+                                                warehouse=str(warehouse), database=None))
+            built[at_ms] = str(warehouse)
+        return built[at_ms]
+    return until
+
+
+def _answers(spark: SparkSession, argv: list[str]) -> list[list[dict[str, Any]]]:
+    """What jobs/query.py would print for `argv`, each answer's rows as sorted dicts."""
+    query = load_job("query")
+    args = query.parse(argv)
+    register_views(spark, args.warehouse)
+    return [sorted((r.asDict(recursive=True) for r in df.collect()), key=repr)
+            for df in query.answers(spark, args).values()]
+
+
+def _common(rows: list[dict[str, Any]], columns: set[str]) -> list[dict[str, Any]]:
+    return sorted(({k: v for k, v in r.items() if k in columns} for r in rows), key=repr)
+
+
+def test_the_readme_asks_about_the_past_in_both_forms() -> None:
+    forms = {"sql" if any(" " in a for a in argv) else "group" for _, argv in AS_OF_EXAMPLES}
+    assert forms == {"sql", "group"}, AS_OF_EXAMPLES
+
+
+@pytest.mark.parametrize("example", AS_OF_EXAMPLES, ids=example_id)
+def test_a_readme_as_of_example_answers_as_a_backfill_until_that_time(
+        example: tuple[str, list[str]], demo: Path, spark: SparkSession,
+        backfilled: Callable[[int], str]) -> None:
+    """`--as-of T` over the whole log's warehouse answers what the same question answers now
+    over a warehouse backfilled `--until T`: the SQL form the same statement, the --group
+    form the group's group_state, group_members and committed_offsets rows."""
+    argv = in_demo(example[1], demo)
+    args = load_job("query").parse(argv)
+    then = _answers(spark, argv)
+    warehouse = backfilled(args.as_of)
+    if args.sql:
+        now = _answers(spark, ["--warehouse", warehouse, args.sql])
+    else:
+        now = [_answers(spark, ["--warehouse", warehouse,
+                                f"SELECT * FROM {table} WHERE group_id = '{args.group}'"])[0]
+               for table in ("group_state", "group_members", "committed_offsets")]
+    assert len(then) == len(now)
+    for asked, known in zip(then, now, strict=True):
+        assert asked, f"{argv}: an empty answer"
+        columns = set(asked[0]) & set(known[0] if known else asked[0])
+        assert _common(asked, columns) == _common(known, columns)
+
+
+def test_as_of_sql_naming_a_column_not_kept_per_moment_is_refused_with_the_columns_it_has(
+        demo: Path, spark: SparkSession) -> None:
+    argv = ["--warehouse", str(demo / "warehouse"), "--as-of", "2023-11-14T22:16:00",
+            "SELECT group_id, rejected_count FROM group_state"]
+    with pytest.raises(SystemExit, match=r"(?s)rejected_count.*group_state: as of "
+                                         r"TIMESTAMP'2023-11-14 22:16:00.*columns group_id, state"):
+        load_job("query").main(argv, spark=spark)
+
+
+def test_the_readme_as_of_sql_examples_do_not_answer_with_the_current_state(
+        demo: Path, spark: SparkSession) -> None:
+    """The comparison above means something only if time changes some answer: ignoring
+    --as-of (the old behaviour) must be caught."""
+    differ = []
+    for _, argv in AS_OF_EXAMPLES:
+        args = load_job("query").parse(in_demo(argv, demo))
+        if args.sql:
+            now = _answers(spark, ["--warehouse", args.warehouse, args.sql])
+            differ.append(_answers(spark, in_demo(argv, demo)) != now)
+    assert any(differ), "every as-of SQL example answers as now"
