@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
+from pipeline.spark.tables import APPEND_TABLES
 from pipeline.spark.topics import topic_names, with_topic_names
 from schemas import METADATA_TABLES, OUTPUT_TABLES
 
@@ -74,9 +75,8 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
 
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)
-HISTORY_TIME = {"group_history": "event_time", "offset_history": "event_time",
-                "group_transitions": "event_time", "rejected_events": "event_time",
-                "rebalances": "completed_at"}
+HISTORY_TIME = {table: "completed_at" if table == "rebalances" else "event_time"
+                for table in APPEND_TABLES}
 
 
 def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
