@@ -7,4 +7,7 @@ cd "$root"
 bash jobs/bootstrap.sh
 .venv/bin/ruff check pipeline schemas jobs tests
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# Two workers: a Spark test waits on its JVM and on Delta's commits more than it computes,
+# so two sessions side by side finish sooner on two cores (tests/conftest.py keeps a file's
+# tests, and all of tests/kafka, on one worker).
+.venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
