@@ -21,33 +21,39 @@ import sys
 from pyspark.sql import SparkSession
 
 from pipeline.spark.catalog import AS_OF, DEMO_QUERIES, as_of, register_views, timestamp_sql
+from pipeline.spark.errors import user_sql
+from pipeline.spark.validate import check_group, warehouse_tables
 
-from _common import event_time_arg, job_session, setup_logging
+from _common import JobParser, add_profile_arg, cli, event_time_arg, job_session, positive_int, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", required=True)
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
     p.add_argument("--demo", action="store_true", help="run the example questions")
     p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
                    help="state, members and offsets as of this event time (ISO; UTC)")
     p.add_argument("--group", help="with --as-of: only this group")
-    p.add_argument("--limit", type=int, default=50, help="rows to show")
-    p.add_argument("--profile", default="local")
-    p.add_argument("sql", nargs="?", help="one SQL statement")
+    p.add_argument("--limit", type=positive_int, default=50, help="rows to show")
+    add_profile_arg(p)
+    p.add_argument("sql", nargs="?", help="one SQL statement over the tables' names")
     args = p.parse_args(argv)
     if not args.demo and not args.sql and args.as_of is None:
         p.error("give a SQL statement, --as-of TIMESTAMP, or --demo")
     return args
 
 
+@cli
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     """Prints the answers; returns the exit status. A session passed in is used and left
     running (the README's examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
     with job_session("query", args.profile, spark) as session:
+        warehouse_tables(session, args.warehouse)
         register_views(session, args.warehouse)
+        if args.group is not None:
+            check_group(session, args.warehouse, args.group)
         if args.as_of is not None and not args.sql:
             for function in AS_OF:
                 print(f"\n== {function}({timestamp_sql(args.as_of)})")
@@ -56,7 +62,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         queries = DEMO_QUERIES if args.demo else {"result": args.sql}
         for title, sql in queries.items():
             print(f"\n== {title}")
-            session.sql(sql).show(args.limit, truncate=False)
+            with user_sql("SQL" if args.sql else title):
+                session.sql(sql).show(args.limit, truncate=False)
         return 0
 
 
