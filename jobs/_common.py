@@ -182,6 +182,10 @@ def setup_logging() -> None:
                         datefmt="%H:%M:%S", stream=sys.stdout)
     # py4j logs every gateway call and callback at INFO: nothing a user acts on.
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # PySpark logs each SQL error it converts, with the JVM's stack, before raising it: the
+    # error itself still reaches the job (one line, or its traceback with --debug).
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def coordinator_config(path: str | None) -> CoordinatorConfig:

@@ -11,10 +11,11 @@ so any URI Spark reads (file:, s3a:, abfss:) is checked the same way.
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -167,10 +168,10 @@ def check_group(spark: SparkSession, warehouse: str, group: str, flag: str = "--
     """`group` has a row in one of the warehouse's tables (a group known only from refused
     rows counts: it was asked about)."""
     root = warehouse.rstrip("/")
-    for table in GROUP_TABLES:
-        path = f"{root}/{table}"
-        if DeltaTable.isDeltaTable(spark, path) and spark.read.format("delta").load(path) \
-                .filter(F.col("group_id") == F.lit(group)).limit(1).count():
-            return
+    rows = [spark.read.format("delta").load(f"{root}/{t}").select("group_id")
+            for t in GROUP_TABLES if DeltaTable.isDeltaTable(spark, f"{root}/{t}")]
+    if rows and reduce(DataFrame.unionAll, rows).filter(F.col("group_id") == F.lit(group)) \
+            .limit(1).count():  # one job over every table
+        return
     raise UsageError(f"{flag} {group}: no such group in {warehouse} (no row of it in "
                      f"{', '.join(GROUP_TABLES)}); group ids are matched exactly")
