@@ -18,6 +18,7 @@ import argparse
 from pyspark.sql import SparkSession
 
 from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.progress import Progress
 from pipeline.spark.validate import check_event_log
 
 from _common import (
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         replace=args.replace, config=coordinator_config(args.coordinator_conf))
     with job_session("backfill", args.profile, spark) as session:
         check_event_log(session, opts.events)
-        manifest = run_backfill(session, opts)
+        with Progress(session, "backfill"):
+            manifest = run_backfill(session, opts)
     print(f"backfilled {manifest.groups} groups from version {manifest.version} of "
           f"{manifest.events} into {opts.warehouse}")
 

@@ -16,6 +16,7 @@ import argparse
 
 from pyspark.sql import SparkSession
 
+from pipeline.spark.progress import Progress
 from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.validate import check_event_log
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
     )
     with job_session("replay", args.profile, spark) as session:
         check_event_log(session, opts.events)
-        run_replay(session, opts)
+        with Progress(session, "replay"):
+            run_replay(session, opts)
 
 
 if __name__ == "__main__":
