@@ -37,6 +37,7 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
     "group_transitions": None,
     "rebalances": None,
     "offset_history": None,
+    "committed_offsets": None,  # the page's offsets-now table
     "rejected_events": ("group_id", "event_time", "log_partition", "log_offset", "event_type",
                         "member_id", "group_instance_id", "generation_id", "topic",
                         "partition", "reason", "group_state"),
