@@ -76,9 +76,9 @@ def line(label: str, now: Sample, busy_s: float, rows_then: tuple[float, int] | 
          at: float) -> str:
     """The progress line: `rows_then` is (time, rows) of the previous line, for the rate."""
     parts = [f"{label}: {now.tasks_done}/{now.tasks} tasks"]
-    if now.rows is not None:
+    if now.rows:  # executors report rows as tasks finish: none yet says nothing
         parts.append(f"{now.rows:,} rows read")
-        if rows_then is not None and at > rows_then[0] and now.rows >= rows_then[1]:
+        if rows_then is not None and at > rows_then[0] and now.rows > rows_then[1]:
             parts.append(f"{(now.rows - rows_then[1]) / (at - rows_then[0]):,.0f} rows/s")
     if now.tasks_done:
         parts.append(f"ETA {duration(busy_s * (now.tasks - now.tasks_done) / now.tasks_done)}")
