@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     args = parse(argv)
     with job_session("query", args.profile, spark) as session:
         warehouse_tables(session, args.warehouse)
-        register_views(session, args.warehouse)
         if args.group is not None:
             check_group(session, args.warehouse, args.group)
+        register_views(session, args.warehouse)
         if args.as_of is not None and not args.sql:
             for function in AS_OF:
                 print(f"\n== {function}({timestamp_sql(args.as_of)})")

@@ -78,8 +78,10 @@ def line(label: str, now: Sample, busy_s: float, rows_then: tuple[float, int] | 
     parts = [f"{label}: {now.tasks_done}/{now.tasks} tasks"]
     if now.rows:  # executors report rows as tasks finish: none yet says nothing
         parts.append(f"{now.rows:,} rows read")
-        if rows_then is not None and at > rows_then[0] and now.rows > rows_then[1]:
-            parts.append(f"{(now.rows - rows_then[1]) / (at - rows_then[0]):,.0f} rows/s")
+        rate = 0.0 if rows_then is None or at <= rows_then[0] else (
+            (now.rows - rows_then[1]) / (at - rows_then[0]))
+        if rate >= 1:
+            parts.append(f"{rate:,.0f} rows/s")
     if now.tasks_done:
         parts.append(f"ETA {duration(busy_s * (now.tasks - now.tasks_done) / now.tasks_done)}")
     else:
