@@ -19,18 +19,21 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipeline.errors import UsageError
 from pipeline.spark.catalog import as_of, register_views
+from pipeline.spark.validate import check_group, warehouse_tables
 
-from _common import event_time_arg, job_session, setup_logging
+from _common import JobParser, add_profile_arg, cli, event_time_arg, job_session, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--as-of", type=event_time_arg, required=True, metavar="TIMESTAMP")
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--group", required=True, help="the group id, taken literally")
+    p.add_argument("--as-of", type=event_time_arg, required=True, metavar="TIMESTAMP",
+                   help="the event time whose offsets to export (ISO; UTC unless an offset)")
     p.add_argument("--output", required=True, help="CSV file to write ('-' for stdout)")
-    p.add_argument("--profile", default="local")
+    add_profile_arg(p)
     return p.parse_args(argv)
 
 
@@ -40,18 +43,21 @@ def offsets_csv(rows: list[tuple[str, int, int]], out: object) -> None:
         writer.writerow([topic, partition, offset])
 
 
+@cli
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     """Returns the exit status. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
     with job_session("export-offsets", args.profile, spark) as session:
+        warehouse_tables(session, args.warehouse)
+        check_group(session, args.warehouse, args.group)
         register_views(session, args.warehouse)
         rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
                 as_of(session, "committed_offsets_as_of", args.as_of, args.group)
                 .select("topic", "partition", "committed_offset").collect()]
     if not rows:
-        print(f"group {args.group!r} had no committed offset at that time", file=sys.stderr)
-        return 2
+        raise UsageError(f"--group {args.group}: no committed offset at --as-of; expected a "
+                         "time after the group's first commit")
     if args.output == "-":
         offsets_csv(rows, sys.stdout)
     else:

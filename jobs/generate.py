@@ -19,26 +19,40 @@ from pipeline.generator import LogSpec, generate
 from pipeline.generator.log import LOG_KINDS
 from pipeline.spark.eventlog import write_event_log
 
-from _common import add_common_args, coordinator_config, job_session, setup_logging
+from _common import (
+    JobParser,
+    add_common_args,
+    cli,
+    coordinator_config,
+    fraction,
+    job_session,
+    positive_int,
+    setup_logging,
+)
 
 log = logging.getLogger("generate")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = JobParser(__file__, __doc__)
     p.add_argument("--output", required=True, help="Delta table path for the event log")
-    p.add_argument("--groups", type=int, default=50)
-    p.add_argument("--events", type=int, default=20_000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--log-kind", choices=LOG_KINDS, default="journal")
-    p.add_argument("--bad-rows", type=float, default=0.0, help="fraction of bad rows, 0..1")
-    p.add_argument("--out-of-order", type=float, default=0.0,
+    p.add_argument("--groups", type=positive_int, default=50, help="consumer groups")
+    p.add_argument("--events", type=positive_int, default=20_000, help="rows in the log")
+    p.add_argument("--seed", type=int, default=1, help="the same seed gives the same log")
+    p.add_argument("--log-kind", choices=LOG_KINDS, default="journal",
+                   help="journal: requests and records; offsets-topic: only what a real "
+                        "__consumer_offsets holds")
+    p.add_argument("--bad-rows", type=fraction, default=0.0,
+                   help="fraction of malformed and duplicated rows, 0..1")
+    p.add_argument("--out-of-order", type=fraction, default=0.0,
                    help="fraction of rows delivered at the end of the log, positions kept")
-    p.add_argument("--commits", type=int, default=1, help="Delta commits (one file each)")
+    p.add_argument("--commits", type=positive_int, default=1,
+                   help="Delta commits (one file each)")
     add_common_args(p)
     return p.parse_args(argv)
 
 
+@cli
 def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)

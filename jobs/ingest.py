@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import argparse
 
+from pipeline.errors import UsageError
 from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
+from pipeline.spark.validate import path_exists
 
-from _common import add_common_args, job_session, setup_logging
+from _common import JobParser, add_common_args, cli, job_session, setup_logging, trigger_arg
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = JobParser(__file__, __doc__)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--bootstrap-servers", help="a live cluster: host:port[,host:port...]")
     source.add_argument("--raw", help="a dump of raw records: Delta or Parquet path")
@@ -37,7 +39,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint", help="the stream's checkpoint folder (live cluster only)")
     p.add_argument("--starting-offsets", default="earliest",
                    help="earliest, latest, or Spark's per-partition JSON (first run only)")
-    p.add_argument("--trigger", default="available-now",
+    p.add_argument("--trigger", default="available-now", type=trigger_arg,
                    help="available-now, or processing-time:SECONDS")
     p.add_argument("--topic", default="__consumer_offsets", help="the topic to read")
     p.add_argument("--warehouse", help="the replay's warehouse: topic ids -> names go to its "
@@ -60,6 +62,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+@cli
 def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)
@@ -70,6 +73,9 @@ def main(argv: list[str] | None = None) -> None:
         warehouse=args.warehouse, topic_map=args.topic_map,
     )
     with job_session("ingest", args.profile) as spark:
+        if opts.raw is not None and not path_exists(spark, opts.raw):
+            raise UsageError(f"--raw {opts.raw}: no such path; expected a Delta or Parquet "
+                             "dump of raw records (key, value, partition, offset, timestamp)")
         run_ingest(spark, opts)
 
 

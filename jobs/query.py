@@ -24,9 +24,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 
+from pipeline.errors import UsageError
 from pipeline.spark.catalog import (
     AS_OF,
     DEMO_QUERIES,
@@ -35,21 +36,23 @@ from pipeline.spark.catalog import (
     register_views,
     timestamp_sql,
 )
+from pipeline.spark.errors import first_line, user_sql
+from pipeline.spark.validate import check_group, warehouse_tables
 
-from _common import event_time_arg, job_session, setup_logging
+from _common import JobParser, add_profile_arg, cli, event_time_arg, job_session, positive_int, setup_logging
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--warehouse", required=True)
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
     p.add_argument("--demo", action="store_true", help="run the example questions")
     p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
                    help="the tables as of this event time (ISO; UTC); alone: state, members "
                         "and offsets then")
     p.add_argument("--group", help="with --as-of and no SQL: only this group")
-    p.add_argument("--limit", type=int, default=50, help="rows to show")
-    p.add_argument("--profile", default="local")
-    p.add_argument("sql", nargs="?", help="one SQL statement")
+    p.add_argument("--limit", type=positive_int, default=50, help="rows to show")
+    add_profile_arg(p)
+    p.add_argument("sql", nargs="?", help="one SQL statement over the tables' names")
     args = p.parse_args(argv)
     if not args.demo and not args.sql and args.as_of is None:
         p.error("give a SQL statement, --as-of TIMESTAMP, or --demo")
@@ -71,23 +74,32 @@ def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFr
     bound = bind_as_of(session, args.as_of)
     try:
         return {f"result as of {timestamp_sql(args.as_of)}": session.sql(args.sql)}
+    except ParseException:
+        raise  # the statement itself is wrong, as/of or not: user_sql says so
     except AnalysisException as exc:
-        raise SystemExit(f"{exc}\nWith --as-of, the statement's tables are: "
+        raise UsageError(f"SQL: {first_line(exc)} With --as-of, the statement's tables are: "
                          + "; ".join(f"{t}: {how}" for t, how in bound.items())
                          + ". group_state then has the columns "
-                         + ", ".join(session.table("group_state").columns)) from None
+                         + ", ".join(session.table("group_state").columns)) from exc
 
 
+@cli
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     """Prints the answers; returns the exit status. A session passed in is used and left
     running (the README's examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
     with job_session("query", args.profile, spark) as session:
+        warehouse_tables(session, args.warehouse)
+        if args.group is not None:
+            check_group(session, args.warehouse, args.group)
         register_views(session, args.warehouse)
-        for title, df in answers(session, args).items():
+        with user_sql():
+            results = answers(session, args)
+        for title, df in results.items():
             print(f"\n== {title}")
-            df.show(args.limit, truncate=False)
+            with user_sql("SQL" if args.sql else title):
+                df.show(args.limit, truncate=False)
         return 0
 
 

@@ -15,27 +15,45 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pyspark.sql import SparkSession
 
-from _common import add_common_args, coordinator_config, job_session, setup_logging
+from pipeline.spark.progress import Progress
+from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.validate import check_event_log
+
+from _common import (
+    JobParser,
+    add_common_args,
+    cli,
+    coordinator_config,
+    interval_arg,
+    job_session,
+    positive_int,
+    setup_logging,
+    trigger_arg,
+)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = JobParser(__file__, __doc__)
     p.add_argument("--events", required=True, help="event log: Delta path or table name")
     p.add_argument("--warehouse", required=True, help="where the output tables live")
     p.add_argument("--checkpoint", required=True, help="the stream's checkpoint folder")
-    p.add_argument("--trigger", default="available-now",
-                   help="available-now, or processing-time:SECONDS")
+    p.add_argument("--trigger", default="available-now", type=trigger_arg,
+                   help="available-now (what is there, then stop), or processing-time:SECONDS")
     p.add_argument("--database", default="consumer_groups",
                    help="catalog database to register the tables in ('' for none)")
-    p.add_argument("--watermark-delay", default="10 minutes")
-    p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
+                   help="how far event time may run back before timers fire")
+    p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
+                   help="read at most N files of the log per micro-batch (default: all)")
     add_common_args(p)
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+@cli
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+    """A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
     opts = ReplayOptions(
@@ -44,8 +62,10 @@ def main(argv: list[str] | None = None) -> None:
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf),
     )
-    with job_session("replay", args.profile) as spark:
-        run_replay(spark, opts)
+    with job_session("replay", args.profile, spark) as session:
+        check_event_log(session, opts.events)
+        with Progress(session, "replay"):
+            run_replay(session, opts)
 
 
 if __name__ == "__main__":

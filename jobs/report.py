@@ -23,11 +23,13 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.errors import UsageError
 from pipeline.report import render
 from pipeline.spark import paths
 from pipeline.spark.topics import topic_names, with_topic_names
+from pipeline.spark.validate import warehouse_tables
 
-from _common import job_session, setup_logging
+from _common import JobParser, add_profile_arg, cli, job_session, setup_logging
 
 log = logging.getLogger("report")
 
@@ -38,6 +40,7 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
     "group_transitions": None,
     "rebalances": None,
     "offset_history": None,
+    "committed_offsets": None,  # the page's offsets-now table
     "rejected_events": ("group_id", "event_time", "log_partition", "log_offset", "event_type",
                         "member_id", "group_instance_id", "generation_id", "topic",
                         "partition", "reason", "group_state"),
@@ -55,13 +58,13 @@ def utc_time(text: str) -> datetime:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = JobParser(__file__, __doc__)
     p.add_argument("--warehouse", required=True, help="where the output tables live")
     p.add_argument("--group", required=True, help="the group id, taken literally")
     p.add_argument("--output", required=True, help="FILE.png, or FILE.html for a page")
     p.add_argument("--from", dest="start", type=utc_time, help="draw from this event time")
     p.add_argument("--to", dest="end", type=utc_time, help="draw up to this event time")
-    p.add_argument("--profile", default="local", help="conf/profiles/<name>.conf")
+    add_profile_arg(p)
     args = p.parse_args(argv)
     if args.start and args.end and args.end <= args.start:
         p.error(f"--to ({args.end}) must be after --from ({args.start})")
@@ -96,19 +99,22 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
             df = df.select(*columns)
         frames[table] = df.toPandas()
     if not frames:
-        raise SystemExit(f"no output tables under {warehouse!r}: run jobs/replay.py first")
+        raise UsageError(f"--warehouse {warehouse}: no output tables; run jobs/replay.py first")
     return frames
 
 
+@cli
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Path:
     """Returns the file written. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
     with job_session("report", args.profile, spark) as session:
+        warehouse_tables(session, args.warehouse)
         frames = load_group(session, args.warehouse, args.group, args.start, args.end)
     if not any(len(frames.get(t, ())) for t in ("group_state", "group_transitions", "rebalances")):
-        raise SystemExit(f"group {args.group!r} not found in {args.warehouse!r}: "
-                         "no group_state, group_transitions or rebalances rows")
+        raise UsageError(f"--group {args.group}: no such group in {args.warehouse} (no "
+                         "group_state, group_transitions or rebalances rows); group ids are "
+                         "matched exactly")
     bounds = [None if t is None else pd.Timestamp(t).tz_convert("UTC").tz_localize(None)
               for t in (args.start, args.end)]
     picture = render(frames, args.group, bounds[0], bounds[1], path=args.output)

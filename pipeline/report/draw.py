@@ -28,16 +28,18 @@ from pipeline.report.style import (
     CAUSE_COLORS,
     STATE_COLORS,
     STATES,
-    Color,
     cause_color,
     duration_text,
     plain,
+    reason_label,
     short,
-    topic_colors,
+    tick_format,
+    topic_cmaps,
 )
 
 WIDTH_IN, DPI = 16.0, 100
 LANE_IN, MAX_LANES = 0.24, 60
+PARTITION_IN, MAX_PARTITIONS = 0.16, 80
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
@@ -54,14 +56,15 @@ class Window:
         return self.span * fraction
 
 
-def panel_heights(n_lanes: int, n_reasons: int) -> dict[str, float]:
-    """Inches per panel; the member panel grows with its lanes, up to MAX_LANES of them."""
+def panel_heights(n_lanes: int, n_reasons: int, n_partitions: int = 12) -> dict[str, float]:
+    """Inches per panel; the member panel grows with its lanes (up to MAX_LANES), the
+    offsets panel with its partitions (up to MAX_PARTITIONS)."""
     heights = {
         "members": max(1.4, LANE_IN * min(n_lanes, MAX_LANES) + 0.5),
         "generations": 1.5,
         "state": 1.5,
         "assignment": 1.3,
-        "commits": 2.8,
+        "commits": max(1.4, PARTITION_IN * min(n_partitions, MAX_PARTITIONS) + 0.5),
     }
     if n_reasons:
         heights["refused"] = 0.4 + 0.22 * n_reasons
@@ -240,51 +243,77 @@ def draw_assignment(ax: Axes, rebalances: pd.DataFrame, w: Window) -> None:
 
 
 def draw_commits(ax: Axes, history: pd.DataFrame, w: Window) -> list[str]:
-    _heading(ax, "Committed offset per topic-partition (one line each, coloured by topic)")
-    partitions: list[str] = []
-    colors = topic_colors(history)
+    """A heat strip: a row per topic-partition, shaded from light (the lowest offset it
+    committed) to dark (its highest), so partitions of any size read alike; a commit below
+    the partition's previous one (a reset, a rewind) is marked, as are deletions."""
+    parts = list(history.groupby(["topic", "partition"], sort=True))
+    shown = parts[:MAX_PARTITIONS]
+    note = f" (first {MAX_PARTITIONS} of {len(parts)} drawn)" if len(parts) > MAX_PARTITIONS else ""
+    _heading(ax, f"Committed offsets{note}: a row per topic-partition, light = its lowest "
+                 "offset, dark = its highest (last offset at the right);  ◆ offset went back")
+    cmaps = topic_cmaps(history)
     marks = {"TOMBSTONE": ("X", "#c1121f", "tombstone"), "EXPIRED": ("v", "#000000", "expired"),
              "TXN_ABORTED": ("o", "#e76f51", "transaction aborted")}
-    for (topic, partition), rows in history.groupby(["topic", "partition"], sort=True):
-        color: Color | str = colors[topic][int(partition)]
-        committed = rows["committed_offset"].where(rows["change"] == "COMMIT")
-        xs = list(rows["event_time"]) + [w.end]
-        ys = list(committed) + [committed.iloc[-1]]
+    seen: set[str] = set()
+    partitions: list[str] = []
+    for y, ((topic, partition), rows) in enumerate(shown):
         name = f"{topic}-{partition}"
-        ax.step(xs, ys, where="post", color=color, linewidth=1.1, gid=f"partition:{name}")
         partitions.append(name)
-    handles: list[Line2D | Patch] = [Patch(color=colors[t][min(colors[t])], label=plain(t))
-                                     for t in sorted(colors)]
-    for change, (marker, mark_color, label) in marks.items():
-        rows = history[history["change"] == change]
-        if rows.empty:
-            continue
-        y = _last_offsets(history, rows)
-        ax.scatter(rows["event_time"], y, marker=marker, s=36, zorder=4, gid=label,
-                   facecolors="none" if marker == "o" else mark_color, edgecolors=mark_color)
-        handles.append(Line2D([], [], marker=marker, linestyle="none", color=mark_color,
-                              label=label))
-    ax.set_ylabel("offset", fontsize=8)
-    ax.tick_params(axis="y", labelsize=8)
-    ax.set_ylim(bottom=0)
+        committed = rows["committed_offset"].where(rows["change"] == "COMMIT")
+        lo, hi = committed.min(), committed.max()
+        ends = list(rows["event_time"].iloc[1:]) + [w.end]
+        spans, colors = [], []
+        for t, end, offset in zip(rows["event_time"], ends, committed, strict=True):
+            if pd.isna(offset):
+                continue  # deleted: no offset until the next commit
+            spans.append((t, max(end - t, w.frac(0.001))))
+            level = 1.0 if hi == lo else (offset - lo) / (hi - lo)
+            colors.append(cmaps[topic](0.15 + 0.8 * level))
+        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=colors, linewidth=0,
+                       gid=f"partition:{name}")
+        back = _regressions(committed)
+        if back.any():
+            ax.scatter(rows.loc[back, "event_time"], [y] * int(back.sum()), marker="D", s=22,
+                       color="#c1121f", edgecolors="white", linewidths=0.5, zorder=4,
+                       gid="regression")
+            seen.add("offset went back")
+        for change, (marker, color, label) in marks.items():
+            hit = rows["change"] == change
+            if hit.any():
+                ax.scatter(rows.loc[hit, "event_time"], [y] * int(hit.sum()), marker=marker,
+                           s=30, zorder=4, gid=label, edgecolors=color,
+                           facecolors="none" if marker == "o" else color)
+                seen.add(label)
+        if committed.notna().any():
+            ax.text(1.005, y, f"{int(committed.dropna().iloc[-1]):,}", va="center", ha="left",
+                    fontsize=6.5, color="#555555", transform=ax.get_yaxis_transform())
+    ax.set_ylim(max(len(shown), 1) - 0.5, -0.5)
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([plain(short(p, 24)) for p in partitions],
+                       fontsize=7 if len(shown) <= 30 else 5.5)
+    ax.tick_params(axis="y", length=0)
+    handles: list[Line2D | Patch] = [Patch(color=cmaps[t](0.7), label=plain(t))
+                                     for t in sorted(cmaps)]
+    if "offset went back" in seen:
+        handles.append(Line2D([], [], marker="D", linestyle="none", color="#c1121f",
+                              label="offset went back"))
+    handles += [Line2D([], [], marker=m, linestyle="none", color=c, label=label)
+                for m, c, label in marks.values() if label in seen]
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5,
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.05, 1.0), fontsize=7.5,
                   frameon=False, title="topics", title_fontsize=8)
     if history.empty:
         ax.text(0.5, 0.5, "no offset changes in this window", transform=ax.transAxes,
                 ha="center", va="center", color="#777777")
+        ax.set_yticks([])
     return partitions
 
 
-def _last_offsets(history: pd.DataFrame, rows: pd.DataFrame) -> list[float]:
-    """Where to put a deletion mark: at the offset the partition had just before it."""
-    out = []
-    for i, r in rows.iterrows():
-        prior = history.loc[:i]
-        prior = prior[(prior["topic"] == r["topic"]) & (prior["partition"] == r["partition"])
-                      & (prior["change"] == "COMMIT")]
-        out.append(float(prior["committed_offset"].iloc[-1]) if len(prior) else 0.0)
-    return out
+def _regressions(committed: pd.Series) -> pd.Series:
+    """Commits below the partition's previous committed offset (deletions in between are
+    skipped: a commit after a tombstone is compared with the one before it)."""
+    previous = committed.ffill().shift(1)
+    return (committed < previous).fillna(False).astype(bool)
 
 
 def draw_refused(ax: Axes, rejected: pd.DataFrame) -> None:
@@ -297,7 +326,8 @@ def draw_refused(ax: Axes, rejected: pd.DataFrame) -> None:
                 markeredgewidth=1.4, color="#c1121f", gid=f"refused:{reason}")
     ax.set_ylim(len(reasons) - 0.5, -0.5)
     ax.set_yticks(range(len(reasons)))
-    ax.set_yticklabels([plain(short(r, 30)) + f" ({counts[r]})" for r in reasons], fontsize=7.5)
+    ax.set_yticklabels([plain(reason_label(r)) + f" ({counts[r]})" for r in reasons],
+                       fontsize=7.5)
     ax.tick_params(axis="y", length=0)
 
 
@@ -325,10 +355,13 @@ def time_axis(ax: Axes, w: Window) -> None:
     ax.set_xlim(w.start - pad, w.end + pad)
     locator = mdates.AutoDateLocator(minticks=6, maxticks=14)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
+    # One format for every tick (matplotlib's concise formatter mixes `40`, `22:14` and a
+    # date offset); the date, when the window lies in one day, goes in the axis label.
     ax.xaxis.set_major_formatter(
-        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+        mdates.DateFormatter(tick_format(w.span)))  # type: ignore[no-untyped-call]
     ax.tick_params(axis="x", labelsize=8)
 
 
-def bottom_label(ax: Axes) -> None:
-    ax.set_xlabel("event time (UTC)", fontsize=8.5)
+def bottom_label(ax: Axes, w: Window) -> None:
+    day = f", {w.start:%Y-%m-%d}" if w.start.date() == w.end.date() else ""
+    ax.set_xlabel(f"event time (UTC{day})", fontsize=8.5)

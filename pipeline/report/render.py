@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from pipeline.report import draw
 from pipeline.report.frames import group_frames, parse_time, time_range
 from pipeline.report.membership import Lane, lanes
-from pipeline.report.style import plain, span_text
+from pipeline.report.style import NULL, is_null, plain, span_text
 
 REFUSED_COLUMNS = ("event_time", "log_partition", "log_offset", "event_type", "member_id",
                    "group_instance_id", "generation_id", "topic", "partition", "reason",
@@ -43,8 +43,8 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
     """Draw `group_id`'s history between `start` and `end` (default: all of it) to `path`.
 
     `tables` maps output table names to frames (other groups' rows are ignored). `path`
-    ending in `.html` gets a page with the picture embedded and tables of the rebalances
-    and refused rows; anything else gets a PNG.
+    ending in `.html` gets a page with the picture embedded and tables of the members and
+    committed offsets now, the rebalances and the refused rows; anything else gets a PNG.
     """
     out = Path(path)
     t = group_frames(tables, group_id)
@@ -55,7 +55,8 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
     shown = _windowed(t, w)
     member_lanes = [lane for lane in lanes(t, full[1]) if _overlaps(lane, w)]
     reasons = shown["rejected_events"]["reason"].nunique()
-    fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons))
+    n_parts = len(shown["offset_history"].groupby(["topic", "partition"]))
+    fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons, n_parts))
     draw.draw_members(axes["members"], member_lanes, w, history=not t["group_history"].empty)
     draw.draw_generations(axes["generations"], shown["rebalances"], shown["group_transitions"], w)
     draw.cause_legend(axes["generations"], shown["rebalances"])
@@ -66,13 +67,13 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
         draw.draw_refused(axes["refused"], shown["rejected_events"])
     draw.shade_rebalances(axes, shown["rebalances"], w)
     draw.time_axis(axes["members"], w)
-    draw.bottom_label(list(axes.values())[-1])
+    draw.bottom_label(list(axes.values())[-1], w)
     _title(fig, group_id, t, shown, w, len(member_lanes), len(partitions))
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=draw.DPI)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() in (".html", ".htm"):
-        out.write_text(_page(group_id, png.getvalue(), shown, w), encoding="utf-8")
+        out.write_text(_page(group_id, png.getvalue(), t, shown, w), encoding="utf-8")
     else:
         out.write_bytes(png.getvalue())
     width, height = (round(v * draw.DPI) for v in fig.get_size_inches())
@@ -132,14 +133,69 @@ def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
              linespacing=1.5)
 
 
+MEMBER_COLUMNS = ("member_id", "group_instance_id", "client_id", "client_host",
+                  "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
+                  "joined_at", "last_heartbeat")
+OFFSET_COLUMNS = ("topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
+                  "commit_timestamp", "expire_timestamp", "member_id", "generation_id")
+
+
+def cell(value: object) -> str:
+    """A value as the page shows it: a null is always NULL, times to the millisecond, a
+    partition list as `topic:0,1`, lists comma-separated."""
+    if isinstance(value, list | tuple):
+        if value and all(isinstance(v, dict) and "partition" in v for v in value):
+            return _partitions(value)
+        return ", ".join(cell(v) for v in value)
+    tolist = getattr(value, "tolist", None)  # a numpy array, as Spark's toPandas gives
+    if tolist is not None and not isinstance(value, str | pd.Timestamp):
+        return cell(tolist())
+    if is_null(value):
+        return NULL
+    if isinstance(value, pd.Timestamp):
+        return str(value.strftime("%Y-%m-%d %H:%M:%S.%f"))[:-3]
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # an int column pandas made float to hold a null
+    return str(value)
+
+
+def _partitions(tps: list | tuple) -> str:  # type: ignore[type-arg]
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(str(tp["topic"]), []).append(int(tp["partition"]))
+    return "; ".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
+
+
 def _table(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p>none</p>"
-    return str(df.convert_dtypes().to_html(index=False, escape=True, na_rep="", border=0, classes="rows"))
+    shown = df.astype(object).map(cell)
+    return str(shown.to_html(index=False, escape=True, border=0, classes="rows"))
 
 
-def _page(group_id: str, png: bytes, shown: dict[str, pd.DataFrame], w: draw.Window) -> str:
+def members_now(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The members of the group's current state (group_state), one row each."""
+    state = t["group_state"]
+    members = state["members"].iloc[-1] if len(state) else []
+    return pd.DataFrame([{c: m.get(c) for c in MEMBER_COLUMNS} for m in members],
+                        columns=list(MEMBER_COLUMNS))
+
+
+def offsets_now(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The group's committed offsets now: the committed_offsets table, or where it was not
+    read, each partition's last offset_history change, if that was a commit."""
+    current = t["committed_offsets"]
+    if current.empty and not t["offset_history"].empty:
+        last = t["offset_history"].groupby(["topic", "partition"], sort=False).tail(1)
+        current = last[last["change"] == "COMMIT"]
+    return current.sort_values(["topic", "partition"])[list(OFFSET_COLUMNS)]
+
+
+def _page(group_id: str, png: bytes, t: dict[str, pd.DataFrame],
+          shown: dict[str, pd.DataFrame], w: draw.Window) -> str:
     gid = html.escape(group_id)
+    members, offsets = members_now(t), offsets_now(t)
+    fmt = draw.TIME_FORMAT
     rebalances = shown["rebalances"].drop(columns=["group_id"])
     refused = shown["rejected_events"][list(REFUSED_COLUMNS)]
     data = base64.b64encode(png).decode("ascii")
@@ -149,8 +205,12 @@ def _page(group_id: str, png: bytes, shown: dict[str, pd.DataFrame], w: draw.Win
 font-size:12px}} table.rows td,table.rows th{{padding:2px 8px;border-bottom:1px solid #ddd;
 text-align:left}} img{{max-width:100%}}</style></head><body>
 <h1>Consumer group {gid}</h1>
-<p>{w.start} → {w.end} UTC</p>
+<p>{w.start:{fmt}} → {w.end:{fmt}} UTC; nulls are shown as {NULL}</p>
 <img alt="history of consumer group {gid}" src="data:image/png;base64,{data}">
+<h2>Members now ({len(members)})</h2>
+{_table(members)}
+<h2>Committed offsets now ({len(offsets)})</h2>
+{_table(offsets)}
 <h2>Rebalances ({len(rebalances)})</h2>
 {_table(rebalances)}
 <h2>Refused rows ({len(refused)})</h2>

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 from matplotlib import colormaps
+from matplotlib.colors import Colormap
 
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 STATE_COLORS = {
@@ -42,6 +43,37 @@ def short(text: str, limit: int = 28) -> str:
     return text[:head] + "…" + text[-(limit - 1 - head):]
 
 
+NULL = "—"  # how a missing value reads, in the picture and in the page's tables
+
+
+def is_null(value: object) -> bool:
+    """None, NaN, NaT and pd.NA; a list or array is a value, even empty."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and value != value
+
+
+def reason_label(text: str, limit: int = 34) -> str:
+    """A refusal reason in at most `limit` characters, cut after a whole word (the reason's
+    head names the rule, its tail the values): `MALFORMED: partition must not be…`."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    cut = max(head.rfind(" "), head.rfind(","), head.rfind(":"))
+    return (head[:cut] if cut > 0 else head).rstrip(" ,:") + "…"
+
+
+def tick_format(span: pd.Timedelta) -> str:
+    """One strftime format for every tick of an axis spanning `span`: clock time within a
+    day (seconds only when the span is short), the date as well beyond it."""
+    if span <= pd.Timedelta(hours=1):
+        return "%H:%M:%S"
+    if span <= pd.Timedelta(days=1):
+        return "%H:%M"
+    return "%m-%d %H:%M"
+
+
 def duration_text(ms: object) -> str:
     if ms is None or pd.isna(ms):
         return "duration unknown"
@@ -55,6 +87,12 @@ def duration_text(ms: object) -> str:
 
 def span_text(delta: pd.Timedelta) -> str:
     return duration_text(delta.total_seconds() * 1000)
+
+
+def topic_cmaps(history: pd.DataFrame) -> dict[str, Colormap]:
+    """A colour family per topic (its partitions are shades of it)."""
+    topics = sorted({str(t) for t in history["topic"]})
+    return {t: colormaps[TOPIC_MAPS[i % len(TOPIC_MAPS)]] for i, t in enumerate(topics)}
 
 
 def topic_colors(history: pd.DataFrame) -> dict[str, dict[int, Color]]:

@@ -23,6 +23,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
@@ -124,7 +125,7 @@ def _check_replaceable(spark: SparkSession, opts: BackfillOptions) -> None:
               if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
               and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()]
     if filled:
-        raise ValueError(
+        raise UsageError(
             f"{opts.warehouse} already holds rows in {', '.join(filled)}: pass --replace to "
             "replace every table (one Delta commit each; older versions stay readable by "
             "time travel), or give a new --warehouse")

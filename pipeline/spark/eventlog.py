@@ -13,6 +13,7 @@ from pyspark.sql.types import TimestampType
 
 from pipeline.fold import Event
 from pipeline.spark.tables import event_schema
+from pipeline.spark.validate import check_event_schema
 from pipeline.times import PANDAS_MS_RANGE
 
 
@@ -29,19 +30,15 @@ def events_to_arrow(events: Sequence[Event]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
 
 
-REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
-
-
 def select_events(df: DataFrame) -> DataFrame:
     """The event log's columns, cast to the contract's types. A log written by other tools may
     carry more columns or narrower types, or lack optional columns (read as null; older logs
     lack the KIP-848 ones). A timestamp outside 1677-2262 is read as null and the row gets a
     `decode_error`, so it is rejected as MALFORMED instead of failing the stream's pandas
-    conversion; both backends see the same rows."""
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise ValueError(f"the event log has no column {', '.join(missing)}; "
-                         f"required: {', '.join(REQUIRED)}")
+    conversion; both backends see the same rows. A log lacking a required column, or with
+    a column no lossless cast turns into the contract's type, is refused here, on its schema,
+    before any row is read (`validate.check_event_schema`)."""
+    check_event_schema(df.schema)
     columns: dict[str, Column] = {}
     problems: list[Column] = []
     for f in event_schema().fields:

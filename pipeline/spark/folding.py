@@ -39,6 +39,7 @@ from pipeline.spark.convert import (
     wire_frame,
     wire_table,
 )
+from pipeline.spark.quiet import quiet_padded_concat
 from pipeline.spark.tables import SEED, SEED_TABLE, event_schema, wire_schema
 
 
@@ -72,6 +73,7 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
 
     def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
                    state: Any) -> Iterator[pd.DataFrame]:
+        quiet_padded_concat()  # in the worker, where PySpark pads this call's output
         group_id = key[0]
         watermark = state.getCurrentWatermarkMs()
         if state.hasTimedOut:

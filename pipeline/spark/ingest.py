@@ -39,6 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.tables import event_schema
@@ -69,7 +70,7 @@ def kafka_source_options(pairs: Mapping[str, str]) -> dict[str, str]:
     for key, value in pairs.items():
         name = key if key.startswith("kafka.") or _SOURCE_OPTION.match(key) else f"kafka.{key}"
         if name in _FIXED:
-            raise ValueError(f"--kafka-option {key} is set by the ingest job itself")
+            raise UsageError(f"--kafka-option {key} is set by the ingest job itself")
         out[name] = value
     return out
 
@@ -77,7 +78,7 @@ def kafka_source_options(pairs: Mapping[str, str]) -> dict[str, str]:
 def parse_option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ValueError(f"--kafka-option must look like key=value, got {text.split('=')[0]!r}")
+        raise UsageError(f"--kafka-option must look like key=value, got {text.split('=')[0]!r}")
     return key.strip(), value
 
 
@@ -96,18 +97,18 @@ class IngestOptions:
 
     def __post_init__(self) -> None:
         if (self.bootstrap_servers is None) == (self.raw is None):
-            raise ValueError("give exactly one of bootstrap_servers (a live cluster) or raw (a dump)")
+            raise UsageError("give exactly one of bootstrap_servers (a live cluster) or raw (a dump)")
         if self.bootstrap_servers is not None and not self.checkpoint:
-            raise ValueError("reading a live cluster needs a checkpoint folder")
+            raise UsageError("reading a live cluster needs a checkpoint folder")
         if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
-            raise ValueError(
+            raise UsageError(
                 f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
         if _is_path(self.events):
             self.events = paths.qualify(self.events)
         if self.checkpoint:
             self.checkpoint = paths.qualify(self.checkpoint)
         if self.topic_map is not None and (self.raw is None or self.warehouse is None):
-            raise ValueError("a topic map goes with a raw dump and a warehouse to record it in")
+            raise UsageError("--topic-map goes with --raw (a dump) and --warehouse (where to record it)")
         if self.warehouse:
             self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
@@ -129,7 +130,7 @@ def normalized(raw: DataFrame) -> DataFrame:
     as epoch milliseconds and the partition and offset as any integer type."""
     missing = [c for c in RAW_COLUMNS if c not in raw.columns]
     if missing:
-        raise ValueError(f"raw records need columns {', '.join(RAW_COLUMNS)}; "
+        raise UsageError(f"raw records need columns {', '.join(RAW_COLUMNS)}; "
                          f"missing {', '.join(missing)} (have {', '.join(raw.columns)})")
     ts = raw.schema["timestamp"].dataType
     millis = (F.col("timestamp") if isinstance(ts, IntegralType)

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
@@ -99,12 +100,12 @@ def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
 
 def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
     if not manifest.streamable:
-        raise ValueError(
+        raise UsageError(
             f"{opts.warehouse} was backfilled up to an event time ({manifest.until_ms} ms), "
             "which no stream can continue from without re-reading rows; backfill without "
             "--until (or with --version) to hand off to a stream, or use a new --warehouse")
     if manifest.events != opts.events:
-        raise ValueError(f"{opts.warehouse} was backfilled from {manifest.events}, "
+        raise UsageError(f"{opts.warehouse} was backfilled from {manifest.events}, "
                          f"not from {opts.events}")
 
 

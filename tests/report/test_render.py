@@ -127,5 +127,12 @@ def test_the_html_page_embeds_the_picture_and_lists_rebalances_and_refused_rows(
     t = group_frames(tables, group)
     assert f"<h2>Rebalances ({len(t['rebalances'])})</h2>" in page
     assert f"<h2>Refused rows ({len(t['rejected_events'])})</h2>" in page
-    assert page.count("<tr") == 2 + len(t["rebalances"]) + len(t["rejected_events"])
+    members = t["group_state"]["members"].iloc[-1]
+    offsets = t["offset_history"].groupby(["topic", "partition"]).tail(1)
+    offsets = offsets[offsets["change"] == "COMMIT"]
+    assert f"<h2>Members now ({len(members)})</h2>" in page
+    assert f"<h2>Committed offsets now ({len(offsets)})</h2>" in page
+    assert page.count("<tr") == 4 + len(members) + len(offsets) + len(t["rebalances"]) + len(
+        t["rejected_events"])
+    assert all(f"<td>{m['member_id']}</td>" in page for m in members)
     assert np.all([c in page for c in t["rebalances"]["cause"]])

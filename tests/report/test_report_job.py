@@ -55,7 +55,7 @@ def assert_lanes_are_the_members_sql_lists(spark: SparkSession, warehouse: str,
 
 
 def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
-        spark: SparkSession, tmp_path: Path) -> None:
+        spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = generate(LogSpec(groups=3, events=700, seed=4, bad_rows=0.02))
     busy = max({e.group_id for e in events if e.group_id},  # the one with most members
                key=lambda g: sum(e.group_id == g and e.event_type == "JOIN" for e in events))
@@ -81,9 +81,12 @@ def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
     assert len(windowed["offset_history"]) < len(frames["offset_history"])
     assert windowed["offset_history"]["event_time"].min() >= start
 
-    with pytest.raises(SystemExit, match="not found"):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
         job.main(["--warehouse", warehouse, "--group", "' OR '1'='1", "--output",
                   str(tmp_path / "none.png")], spark=spark)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith("report.py: error: --group ' OR '1'='1: no such group")
     assert not (tmp_path / "none.png").exists()
     groups = {e.group_id for e in events if e.group_id is not None}
     assert spark.read.format("delta").load(f"{warehouse}/group_state").count() == len(groups)

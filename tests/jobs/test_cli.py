@@ -1,0 +1,126 @@
+"""The jobs' command lines without Spark: every flag explained with its default, --version,
+and a user's mistake in a flag answered in one line on stderr with exit status 2 (a
+traceback only with --debug; a bug keeps its traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import UsageError
+from tests.jobs.jobs import JOBS, load_job
+
+load_job("generate")  # puts jobs/ on sys.path
+_common = importlib.import_module("_common")  # the module the jobs import
+
+
+def job_parser(name: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
+    """The parser a job builds, caught as it is asked to parse."""
+    caught: list[argparse.ArgumentParser] = []
+
+    def catch(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        caught.append(self)
+        raise LookupError("caught")
+
+    monkeypatch.setattr(_common.JobParser, "parse_args", catch)
+    with pytest.raises(LookupError):
+        load_job(name).parse([])
+    return caught[0]
+
+
+def fails(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a job prints on stderr as it exits with status 2."""
+    with pytest.raises(SystemExit) as exit_:
+        load_job(name).main(argv)
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_every_flag_of_every_job_has_a_help_text_and_shows_its_default(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = job_parser(name, monkeypatch)
+    unexplained = [a.option_strings or a.dest for a in parser._actions if not a.help]
+    assert unexplained == []
+    text = parser.format_help()
+    for action in parser._actions:
+        if action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings:
+            assert f"(default: {action.default})" in " ".join(text.split()), action.dest
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_every_job_prints_its_version(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        load_job(name).parse(["--version"])
+    assert exit_.value.code == 0
+    assert f"{name}.py (consumer-group-replay " in capsys.readouterr().out
+
+
+def test_backfill_still_takes_a_log_version_after_version() -> None:
+    job = load_job("backfill")
+    assert job.parse(["--events", "e", "--warehouse", "w", "--version", "41"]).version == 41
+    assert job.parse(["--events", "e", "--warehouse", "w", "--log-version", "7"]).version == 7
+
+
+@pytest.mark.parametrize(("name", "argv", "expected"), [
+    ("replay", ["--events", "e", "--warehouse", "w", "--checkpoint", "c", "--trigger", "once"],
+     "replay.py: error: argument --trigger: 'once': expected available-now or "
+     "processing-time:SECONDS (e.g. processing-time:30) (see --help)"),
+    ("replay", ["--events", "e", "--warehouse", "w", "--checkpoint", "c",
+                "--watermark-delay", "ten minutes"],
+     "replay.py: error: argument --watermark-delay: 'ten minutes': expected a whole number "
+     "and a unit, e.g. '10 minutes', '30 s', '2 hours' (see --help)"),
+    ("replay", ["--events", "e", "--warehouse", "w"],
+     "replay.py: error: the following arguments are required: --checkpoint (see --help)"),
+    ("generate", ["--output", "o", "--groups", "many"],
+     "generate.py: error: argument --groups: 'many': expected a whole number of at least 1 "
+     "(see --help)"),
+    ("generate", ["--output", "o", "--bad-rows", "5"],
+     "generate.py: error: argument --bad-rows: '5': expected a fraction from 0 to 1 "
+     "(see --help)"),
+    ("backfill", ["--events", "e", "--warehouse", "w", "--until", "yesterday"],
+     "backfill.py: error: argument --until: "),
+    ("backfill", ["--events", "e", "--warehouse", "w", "--until", "2026-01-01", "--version", "3"],
+     "backfill.py: error: give --until or --log-version, not both (see --help)"),
+    ("query", ["--warehouse", "w", "--profile", "laptop", "SELECT 1"],
+     "query.py: error: argument --profile: unknown Spark profile 'laptop'; known: "),
+    ("query", ["--warehouse", "w"],
+     "query.py: error: give a SQL statement, --as-of TIMESTAMP, or --demo (see --help)"),
+    ("report", ["--warehouse", "w", "--group", "g", "--output", "g.png",
+                "--from", "2026-01-02", "--to", "2026-01-01"],
+     "report.py: error: --to (2026-01-01 00:00:00+00:00) must be after --from"),
+    ("ingest", ["--raw", "r", "--events", "e", "--kafka-option", "novalue"],
+     "ingest.py: error: --kafka-option must look like key=value, got 'novalue' (see --help)"),
+])
+def test_a_bad_flag_value_is_one_line_naming_the_flag_and_what_was_expected(
+        name: str, argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert fails(name, argv, capsys).startswith(expected)
+
+
+def test_a_missing_coordinator_conf_is_one_line(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    line = fails("replay", ["--events", "e", "--warehouse", "w", "--checkpoint", "c",
+                            "--coordinator-conf", str(tmp_path / "none.properties")], capsys)
+    assert line.startswith(f"replay.py: error: --coordinator-conf {tmp_path}/none.properties: ")
+    assert line.endswith("expected a Kafka-style .properties file (see conf/coordinator.properties)")
+
+
+def test_debug_shows_the_traceback_of_a_users_mistake(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--coordinator-conf"):
+        load_job("replay").main(["--events", "e", "--warehouse", "w", "--checkpoint", "c",
+                                 "--coordinator-conf", str(tmp_path / "none"), "--debug"])
+
+
+def test_a_bug_keeps_its_traceback() -> None:
+    @_common.cli
+    def main(argv: list[str] | None = None) -> None:
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError, match="a bug"):
+        main([])

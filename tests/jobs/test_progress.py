@@ -1,0 +1,42 @@
+"""The progress line: silent for short work, then one line per interval with tasks, rows,
+rate and ETA (a fake clock and fake samples; the sampling of a real session is Spark's)."""
+
+from __future__ import annotations
+
+from pipeline.spark.progress import Progress, Sample, duration
+
+
+def run(samples: list[tuple[float, Sample | None]], interval_s: float = 10) -> list[str]:
+    lines: list[str] = []
+    feed = iter(samples)
+    current: list[tuple[float, Sample | None]] = []
+
+    def sample() -> Sample | None:
+        current[:] = [next(feed)]
+        return current[0][1]
+
+    progress = Progress(None, "backfill", interval_s, sample=sample,
+                        clock=lambda: current[0][0], emit=lines.append)
+    for _ in samples:
+        progress.tick()
+    return lines
+
+
+def test_work_shorter_than_the_interval_says_nothing() -> None:
+    assert run([(0, Sample(0, 8, 0)), (5, Sample(4, 8, 500)), (9, Sample(8, 8, 1000)),
+                (12, None)]) == []
+
+
+def test_long_work_gets_a_line_per_interval_with_rows_rate_and_eta() -> None:
+    lines = run([(0, Sample(0, 200, 0)), (4, Sample(0, 200, 0)), (10, Sample(50, 200, 100_000)),
+                 (15, Sample(60, 200, 120_000)), (20, Sample(100, 200, 300_000)),
+                 (25, None), (30, Sample(0, 4, None)), (40, Sample(0, 4, None))])
+    assert lines == [
+        "backfill: 50/200 tasks, 100,000 rows read, 10,000 rows/s, ETA 30s",
+        "backfill: 100/200 tasks, 300,000 rows read, 20,000 rows/s, ETA 20s",
+        "backfill: 0/4 tasks, running 10s",  # busy again from 30 s; rows unknown
+    ]
+
+
+def test_durations_read_as_a_person_would_say_them() -> None:
+    assert [duration(s) for s in (4.4, 61, 3599, 7322)] == ["4s", "1m 01s", "59m 59s", "2h 02m"]

@@ -1,0 +1,164 @@
+"""A user's mistake, as the jobs answer it: one line on stderr naming the input and what was
+expected, exit status 2, no traceback. The event log's schema is refused before a stream or
+a backfill starts. Tiny inputs, the suite's one session, each job's own `main(argv, spark)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pipeline.errors import UsageError
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.sinks import ensure_tables
+from pipeline.spark.validate import check_event_log, mismatch
+from tests.jobs.jobs import load_job
+
+KEYS = [("log_partition", IntegerType()), ("log_offset", LongType()),
+        ("event_time", TimestampType()), ("group_id", StringType()), ("event_type", StringType())]
+
+
+def fails(job: str, argv: list[str], spark: SparkSession,
+          capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        load_job(job).main(argv, spark=spark)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def write(spark: SparkSession, path: Path, columns: list[tuple[str, object]],
+          row: tuple[object, ...]) -> str:
+    schema = StructType([StructField(n, t) for n, t in columns])  # type: ignore[arg-type]
+    spark.createDataFrame([row], schema).write.format("delta").save(str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def logs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("logs")
+    from datetime import datetime
+    at = datetime(2026, 1, 1)
+    (root / "plain").mkdir()
+    (root / "plain" / "events.csv").write_text("log_partition,log_offset\n")
+    good = str(root / "good")
+    write_event_log(spark, generate(LogSpec(groups=1, events=20, seed=1)), good)
+    return {
+        "good": good,
+        "plain": str(root / "plain"),
+        "missing": str(root / "nowhere"),
+        "typed": write(spark, root / "typed",
+                       [*KEYS[:1], ("log_offset", StringType()), *KEYS[2:],
+                        ("partition", LongType())],
+                       (0, "12x", at, "g", "JOIN", 3)),
+        "keyless": write(spark, root / "keyless", [k for k in KEYS if k[0] != "group_id"],
+                         (0, 1, at, "JOIN")),
+    }
+
+
+@pytest.fixture(scope="module")
+def warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Every output table, empty: enough to be a warehouse, holding no group."""
+    path = str(tmp_path_factory.mktemp("errors") / "warehouse")
+    ensure_tables(spark, path, None)
+    return path
+
+
+def test_a_lossless_type_is_taken_and_a_lossy_one_is_named_where_it_is() -> None:
+    assert mismatch(IntegerType(), LongType(), "log_offset") is None
+    assert mismatch(LongType(), IntegerType(), "partition") == (
+        "partition", LongType(), IntegerType())
+    member = StructType([StructField("member_id", StringType()),
+                         StructField("session_timeout_ms", IntegerType())])
+    wide = StructType([StructField("member_id", StringType()),
+                       StructField("session_timeout_ms", StringType())])
+    assert mismatch(ArrayType(wide), ArrayType(member), "members") == (
+        "members[].session_timeout_ms", StringType(), IntegerType())
+    swapped = StructType(list(reversed(member.fields)))  # Spark casts structs by position
+    assert mismatch(swapped, member, "m") == ("m", swapped, member)
+
+
+def test_a_log_of_the_contracts_types_passes(spark: SparkSession, logs: dict[str, str]) -> None:
+    check_event_log(spark, logs["good"])
+
+
+@pytest.mark.parametrize("job", ["replay", "backfill"])
+def test_an_event_log_of_the_wrong_shape_is_refused_before_the_job_starts(
+        job: str, spark: SparkSession, logs: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = ["--warehouse", str(tmp_path / "wh")] + (
+        ["--checkpoint", str(tmp_path / "ck")] if job == "replay" else [])
+    run = f"{job}.py: error: --events"
+    assert fails(job, ["--events", logs["typed"], *out], spark, capsys) == (
+        f"{run} {logs['typed']}: column log_offset is string, expected bigint; column "
+        "partition is bigint, expected int (a type that casts to it without loss also does; "
+        "see schemas/events.py)")
+    assert fails(job, ["--events", logs["keyless"], *out], spark, capsys) == (
+        f"{run} {logs['keyless']}: no column group_id; an event log needs log_partition, "
+        "log_offset, event_time, group_id, event_type (see schemas/events.py)")
+    assert fails(job, ["--events", logs["missing"], *out], spark, capsys) == (
+        f"{run} {logs['missing']}: no such path; expected the event log, a Delta table "
+        "written by jobs/generate.py or jobs/ingest.py")
+    assert fails(job, ["--events", logs["plain"], *out], spark, capsys) == (
+        f"{run} {logs['plain']}: not a Delta table (no _delta_log); expected the event log "
+        "written by jobs/generate.py or jobs/ingest.py")
+    assert fails(job, ["--events", "no_such_table", *out], spark, capsys).startswith(
+        f"{run} no_such_table: no such table in the catalog")
+    assert not (tmp_path / "wh").exists(), "refused before any table was made"
+
+
+def test_the_schema_check_guards_the_stream_itself(spark: SparkSession,
+                                                   logs: dict[str, str]) -> None:
+    """Called without the job (a notebook), the replay still refuses the log on its schema."""
+    from pipeline.spark.eventlog import select_events
+    with pytest.raises(UsageError, match="column log_offset is string, expected bigint"):
+        select_events(spark.readStream.format("delta").load(logs["typed"]))
+
+
+def test_a_folder_that_is_not_a_warehouse_is_named(
+        spark: SparkSession, logs: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert fails("query", ["--warehouse", logs["plain"], "SELECT 1"], spark, capsys) == (
+        f"query.py: error: --warehouse {logs['plain']}: not a warehouse (no Delta table "
+        "group_state, group_transitions, ... in it); expected the --warehouse given to "
+        "jobs/replay.py or jobs/backfill.py")
+    assert fails("report", ["--warehouse", logs["missing"], "--group", "g", "--output",
+                            "g.png"], spark, capsys) == (
+        f"report.py: error: --warehouse {logs['missing']}: no such folder; expected a "
+        "warehouse written by jobs/replay.py or jobs/backfill.py")
+
+
+def test_sql_the_session_cannot_parse_or_resolve_is_one_line(
+        spark: SparkSession, warehouse: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = fails("query", ["--warehouse", warehouse, "SELEC * FROM group_state"], spark, capsys)
+    assert line.startswith("query.py: error: SQL: syntax error: [PARSE_SYNTAX_ERROR] Syntax "
+                           "error at or near 'SELEC'"), line
+    line = fails("query", ["--warehouse", warehouse, "SELECT nope FROM group_state"],
+                 spark, capsys)
+    assert line.startswith("query.py: error: SQL: [UNRESOLVED_COLUMN"), line
+    assert "`nope`" in line
+
+
+@pytest.mark.parametrize(("job", "argv"), [
+    ("query", ["--as-of", "2026-01-01T00:00:00"]),
+    ("export_offsets", ["--as-of", "2026-01-01T00:00:00", "--output", "-"]),
+    ("report", ["--output", "nope.png"]),
+])
+def test_a_group_that_does_not_exist_is_said_so(
+        job: str, argv: list[str], spark: SparkSession, warehouse: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = fails(job, ["--warehouse", warehouse, "--group", "nope", *argv], spark, capsys)
+    assert line.startswith(f"{job}.py: error: --group nope: no such group in {warehouse}"), line
