@@ -79,7 +79,8 @@ _PER_MS = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}  # seconds never occur:
 
 
 def _millis(s: pd.Series) -> list[int | None]:
-    ms = s.to_numpy(dtype="datetime64[ns]").astype("datetime64[ms]").astype(np.int64)
+    # Integer division of the nanoseconds: numpy's ns -> ms cast overflows near 1677.
+    ms = s.to_numpy(dtype="datetime64[ns]").view(np.int64) // 1_000_000
     nulls = s.isna().to_numpy()
     return [None if null else int(v) for v, null in zip(ms.tolist(), nulls.tolist(), strict=True)]
 
@@ -168,16 +169,17 @@ def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
             _check_fits(f.name, kind, data[f.name])
         if isinstance(f.dataType, TimestampType):
             data[f.name] = _datetimes(data[f.name])
-        elif isinstance(f.dataType, IntegerType | LongType):
-            # Left to pandas, [2**63 - 1, None] becomes float64 and 2**63.
-            data[f.name] = pd.Series(data[f.name], dtype=object)
+
     data["state_members"] = [
         None if ms is None else [
             {**m, "last_heartbeat": _ts(m["last_heartbeat"]), "joined_at": _ts(m["joined_at"])}
             for m in ms]
         for ms in data["state_members"]
     ]
-    return pd.DataFrame(data, columns=[f.name for f in schema.fields])
+    # Every other column an object column: left to pandas, [2**63 - 1, None] becomes float64
+    # and 2**63, and a column of nulls float64, which Arrow cannot make a list or struct of.
+    return pd.DataFrame({f.name: data[f.name] if isinstance(f.dataType, TimestampType)
+                         else pd.Series(data[f.name], dtype=object) for f in schema.fields})
 
 
 def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
