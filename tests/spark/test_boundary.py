@@ -143,5 +143,8 @@ def test_a_small_stream_of_extreme_rows_equals_the_backfill_and_the_pure_fold(
     log = str(tmp_path / "events")
     write_event_log(spark, events, log, commits=3)
     pure = pure_tables(spark, events)
-    assert_same_tables(streaming_tables(spark, log, tmp_path / "stream", max_files=1), pure)
+    # One micro-batch: with times from 1677 to 2262 in one log nearly every row of a later
+    # batch is behind the watermark, and a late row meets timers fired up to the watermark
+    # (README: late rows are applied and counted, not replayed as if on time).
+    assert_same_tables(streaming_tables(spark, log, tmp_path / "stream"), pure)
     assert_same_tables(backfill_tables(spark, log, tmp_path / "backfill"), pure)
