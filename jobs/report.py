@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +28,7 @@ from pipeline.report import render
 from pipeline.spark import paths
 from pipeline.spark.topics import topic_names, with_topic_names
 from pipeline.spark.validate import warehouse_tables
+from pipeline.times import clamp_ms, event_time_ms, utc_datetime
 
 from _common import JobParser, add_profile_arg, cli, job_session, setup_logging
 
@@ -49,12 +50,14 @@ WINDOWED = ("offset_history", "rejected_events")  # long tables: only the asked 
 
 
 def utc_time(text: str) -> datetime:
-    """An ISO time (`2024-05-01T12:00`, `2024-05-01 12:00:00+02:00`); naive means UTC."""
+    """An ISO time (`2024-05-01T12:00`, `2024-05-01 12:00:00+02:00`); naive means UTC.
+    A time before 1677 or after 2262 is taken as that end of the range: the tables hold no
+    time outside it, and the picture's pandas times cannot."""
     try:
-        t = datetime.fromisoformat(text)
+        ms = event_time_ms(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not an ISO time: {text!r}") from e
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return utc_datetime(clamp_ms(ms))
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

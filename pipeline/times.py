@@ -3,11 +3,13 @@ of times the replay can hold."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 # The stream hands rows to the fold as pandas frames, whose timestamps are int64 nanoseconds:
 # epoch milliseconds outside this range (the years 1677-2262) cannot reach the fold.
 PANDAS_MS_RANGE = (-(2**63) // 1_000_000 + 1, (2**63 - 1) // 1_000_000)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 def event_time_ms(text: str) -> int:
@@ -18,4 +20,15 @@ def event_time_ms(text: str) -> int:
         raise ValueError(f"not an ISO-8601 time: {text!r} (e.g. 2026-11-17T03:12:00)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    return (moment - EPOCH) // _MS  # exact: a float of seconds loses milliseconds far out
+
+
+def utc_datetime(ms: int) -> datetime:
+    """Epoch milliseconds as an aware UTC datetime, exactly, for any year 1-9999."""
+    return EPOCH + ms * _MS
+
+
+def clamp_ms(ms: int) -> int:
+    """`ms` moved into the times the replay can hold (`PANDAS_MS_RANGE`): no row lies outside
+    it, so a bound beyond it selects the same rows as the range's end."""
+    return min(max(ms, PANDAS_MS_RANGE[0]), PANDAS_MS_RANGE[1])

@@ -54,6 +54,8 @@ class CoordinatorConfig:
             raise ValueError("group.min.session.timeout.ms exceeds group.max.session.timeout.ms")
         if self.offsets_retention_check_interval_ms == 0:
             raise ValueError("offsets.retention.check.interval.ms must be positive")
+        if self.offsets_topic_num_partitions == 0:
+            raise ValueError("offsets.topic.num.partitions must be positive")
 
 
 # Kafka property name -> (field, multiplier to milliseconds or 1).

@@ -21,6 +21,7 @@ from pipeline.fold.history import record_shape
 from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
+from pipeline.fold.partitioning import partition_for
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import advance as advance_timers
 from pipeline.fold.validation import position_defect, row_defect
@@ -71,13 +72,14 @@ def fold(group: Group | str, events: Iterable[Event],
     """
     g = Group(group_id=group) if isinstance(group, str) else group
     out = Outputs()
+    home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     events = sorted(events, key=_order)
     if watermark is not None:
         late = sum(1 for e in events if e.event_time is not None and e.event_time < watermark)
         if late:
             g = g.evolve(late_count=g.late_count + late)
     for e in events:
-        g = _apply(g, e, config, out)
+        g = _apply(g, e, config, out, home)
     return FoldResult(g, out)
 
 
@@ -103,8 +105,8 @@ def _order(e: Event) -> tuple[int, int, int]:
     return (1, e.log_partition, e.log_offset)
 
 
-def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
-    problem = position_defect(e)
+def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) -> Group:
+    problem = position_defect(e) or _foreign(e, home, cfg)
     if problem is not None:
         out.rejected.append(rejected_row(e, errors.malformed(problem), g))
         return g.evolve(rejected_count=g.rejected_count + 1)
@@ -136,6 +138,18 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs) -> Group:
             return after
     out.rejected.append(rejected_row(e, reason, g))
     return g.evolve(rejected_count=g.rejected_count + 1)
+
+
+def _foreign(e: Event, home: int, cfg: CoordinatorConfig) -> str | None:
+    """A group's records all live in the one partition Kafka maps it to (partitionFor: the
+    group id's hash modulo offsets.topic.num.partitions): a row elsewhere is no record of
+    this group's coordinator. Decided by the id alone, never by which row came first, so
+    it is the same under any batching, and the row does not move the group's position."""
+    if e.log_partition == home:
+        return None
+    return (f"group {e.group_id} belongs to partition {home} "
+            f"(offsets.topic.num.partitions={cfg.offsets_topic_num_partitions}), "
+            f"not {e.log_partition}")
 
 
 def _reason_not_applied(e: Event, g: Group) -> str | None:

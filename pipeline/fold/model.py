@@ -19,6 +19,16 @@ from pipeline.fold.partitioning import JavaHashOrder, java_string_hash
 from pipeline.fold.states import DEAD, MEMBER_STABLE
 
 CLASSIC, CONSUMER = "classic", "consumer"  # Kafka's group types
+_INT32 = 2**32
+
+
+def next_generation(generation: int) -> int:
+    """Kafka's `generationId++` on a Java int: past 2147483647 it wraps to -2147483648.
+
+    Kafka's coordinator does this (ClassicGroup.initNextGeneration), and then writes the
+    wrapped value in its next GroupMetadata record, so the fold follows it rather than
+    refusing the rebalance; a generation_id column (int) holds every value it yields."""
+    return (generation + 1 + 2**31) % _INT32 - 2**31
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import replace
 
 from pipeline.fold.context import Step
-from pipeline.fold.model import Group, Member, Rebalance
+from pipeline.fold.model import Group, Member, Rebalance, next_generation
 from pipeline.fold.partitioning import java_hashmap_order
 from pipeline.fold.states import (
     CAN_REBALANCE,
@@ -109,7 +109,7 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
     if g.member(g.leader_id) is None:
         g = g.evolve(leader_id=g.first_member_id())  # ClassicGroup.remove of the leader
     if not kept:
-        g = g.evolve(generation_id=g.generation_id + 1, protocol=None, leader_id=None)
+        g = g.evolve(generation_id=next_generation(g.generation_id), protocol=None, leader_id=None)
         g = transition(g, step, EMPTY, cause)
         step.snapshot_record(g)
         return finish_rebalance(g, step, EMPTIED)
@@ -126,7 +126,7 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
         g = g.evolve(leader_id=joined)
     members = tuple(
         replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
-    g = g.evolve(members=members, generation_id=g.generation_id + 1,
+    g = g.evolve(members=members, generation_id=next_generation(g.generation_id),
         pending_sync=frozenset(m.member_id for m in members),
         sync_deadline=step.now + g.rebalance_timeout_ms,
     )

@@ -96,6 +96,11 @@ def _metadata(e: Event) -> str | None:
         return problem
     if any(not m.member_id for m in e.members or ()):
         return "GROUP_METADATA member without a member_id"
+    ids = [m.member_id for m in e.members or ()]
+    if len(set(ids)) != len(ids):
+        # Kafka writes this record from its members map, keyed by id: it never lists an id twice.
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        return f"GROUP_METADATA lists member {', '.join(twice)} more than once"
     return None
 
 

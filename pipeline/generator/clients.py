@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pipeline.fold import CoordinatorConfig, Event, Group, Protocol, advance, apply
 from pipeline.fold.assignors import Subscription, assign
 from pipeline.fold.context import Outputs
+from pipeline.fold.partitioning import partition_for
 from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE
 
 EAGER = frozenset({"range", "roundrobin", "sticky"})
@@ -69,7 +70,7 @@ class GroupSim:
         t = max(t, self.last_time)  # a group's log never goes back in time
         self.last_time = t
         e = Event(None, None, t, self.group_id, event_type, **values)  # type: ignore[arg-type]
-        positioned = _positioned(self.group, e)
+        positioned = _positioned(self.group, e, self.config.offsets_topic_num_partitions)
         r = apply(self.group, positioned, self.config)
         self.group = r.group
         self.log.append(("request", e))
@@ -213,12 +214,13 @@ class GroupSim:
             self.send("TXN_MARKER", t + 1, producer_id=c.producer_id, txn_result=result)
 
 
-def _positioned(g: Group, e: Event) -> Event:
-    """Give a simulated request the next position of its group; real ones come later."""
+def _positioned(g: Group, e: Event, partitions: int) -> Event:
+    """Give a simulated request the next position of its group, in the partition the fold
+    expects it in; real positions come later."""
     from dataclasses import replace
 
     last = g.position[1] if g.position is not None else -1
-    return replace(e, log_partition=0, log_offset=last + 1)
+    return replace(e, log_partition=partition_for(g.group_id, partitions), log_offset=last + 1)
 
 
 def _later(r: Event) -> Event:

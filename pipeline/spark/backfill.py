@@ -27,11 +27,11 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
-from pipeline.spark.folding import batch_fold
+from pipeline.spark.folding import FAILED, batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
 from pipeline.spark.parallel import run_all
 from pipeline.spark.replay import delay_ms, is_path
-from pipeline.spark.sinks import ensure_tables, table_rows
+from pipeline.spark.sinks import ensure_tables, log_failed_groups, table_rows
 from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
 from schemas import OUTPUT_TABLES
 
@@ -99,6 +99,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
         log.info("folded %s groups from version %d of %s: %s", counts.get("group_state", 0),
                  version, opts.events, counts)
+        log_failed_groups(wire, counts.get(FAILED, 0), "backfill")
         manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))

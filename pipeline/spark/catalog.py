@@ -18,8 +18,6 @@ and filter group ids with Column expressions.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,14 +25,18 @@ from pyspark.sql import functions as F
 from pipeline.spark import paths
 from pipeline.spark.tables import APPEND_TABLES
 from pipeline.spark.topics import topic_names, with_topic_names
+from pipeline.times import utc_datetime
 from schemas import METADATA_TABLES, OUTPUT_TABLES
 
 
 def timestamp_sql(ms: int) -> str:
     """A SQL timestamp literal for epoch milliseconds: digits and separators only, so no
-    input can reach SQL through it."""
-    moment = datetime.fromtimestamp(ms / 1000, UTC)
-    return f"TIMESTAMP'{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+    input can reach SQL through it. The year always has four digits (strftime's `%Y` writes
+    year 1 as `1`, which Spark refuses)."""
+    moment = utc_datetime(ms)
+    return (f"TIMESTAMP'{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
+            f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}."
+            f"{moment.microsecond:06d}'")
 
 
 AS_OF = ("group_state_as_of", "group_members_as_of", "committed_offsets_as_of")

@@ -1,8 +1,14 @@
 """pandas at the edge of the fold: Spark's rows in as Events, the fold's rows out as wire rows.
 
-Spark hands a group's rows over as pandas frames, where a null int is a float NaN, a null
-timestamp is NaT and an array is a numpy array; the fold wants plain Python values and
-integer milliseconds. Times are UTC (the session time zone is pinned to UTC).
+Spark hands a group's rows over as pandas frames, where a null timestamp is NaT and an array
+is a numpy array; the fold wants plain Python values and integer milliseconds. Times are UTC
+(the session time zone is pinned to UTC).
+
+Integers never pass through float: a float64 holds integers exactly only up to 2^53, and
+pandas turns an int64 column with a null into float64. The stream asks Spark for nullable
+integer columns (`PREFER_INT_EXTENSION`, set by `replay.py`), and a float column that
+reaches `_ints` anyway is refused unless every value is exact; going out, integer wire
+columns are object columns of Python ints, which Arrow converts exactly.
 """
 
 from __future__ import annotations
@@ -20,8 +26,12 @@ from pyspark.sql.types import ArrayType, IntegerType, LongType, StructType, Time
 from pipeline.fold import Event
 from pipeline.fold.context import Row
 from pipeline.spark.tables import wire_name
+from pipeline.times import PANDAS_MS_RANGE
 
 Tagged = tuple[str, Row]  # (table, row)
+# Spark 4.2's switch for Int64/Int32 pandas columns in place of int64-or-float64 ones.
+PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+_EXACT = 2**53  # beyond this a float64 no longer holds every integer
 
 
 def events_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> list[Event]:
@@ -69,12 +79,16 @@ _PER_MS = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}  # seconds never occur:
 
 
 def _millis(s: pd.Series) -> list[int | None]:
-    ms = s.to_numpy(dtype="datetime64[ns]").astype("datetime64[ms]").astype(np.int64)
+    # Integer division of the nanoseconds: numpy's ns -> ms cast overflows near 1677.
+    ms = s.to_numpy(dtype="datetime64[ns]").view(np.int64) // 1_000_000
     nulls = s.isna().to_numpy()
     return [None if null else int(v) for v, null in zip(ms.tolist(), nulls.tolist(), strict=True)]
 
 
 def _ints(s: pd.Series) -> list[int | None]:
+    if s.dtype.kind == "f" and s.abs().max() > _EXACT:
+        raise ValueError(f"column {s.name} came as float64 with values past 2^53, which no "
+                         f"longer are exact: set {PREFER_INT_EXTENSION}=true")
     nulls = s.isna().to_numpy().tolist()
     return [None if null else int(v) for v, null in zip(s.tolist(), nulls, strict=True)]
 
@@ -116,19 +130,56 @@ def _wire_columns(tagged: list[Tagged], names: list[str]) -> dict[str, list[Any]
     return data
 
 
+_BOUNDS = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1),
+           "timestamp": PANDAS_MS_RANGE}
+
+
+def _check_fits(name: str, kind: str, values: list[Any]) -> None:
+    """Raise if a value cannot be stored as `kind`, naming the column, in both backends alike
+    (pandas would wrap a time past 2262 silently, Arrow would refuse an int out of range)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return
+    low, high = min(present), max(present)
+    bounds = _BOUNDS[kind]
+    if low < bounds[0] or high > bounds[1]:
+        bad = low if low < bounds[0] else high
+        raise ValueError(f"{name} = {bad} does not fit the column's type ({kind})")
+
+
+def _kind(data_type: Any) -> str | None:
+    """"timestamp", "int" or "bigint" for a Spark or an Arrow type of those; else None."""
+    if isinstance(data_type, pa.DataType):
+        if pa.types.is_timestamp(data_type):
+            return "timestamp"
+        return {pa.int32(): "int", pa.int64(): "bigint"}.get(data_type)
+    if isinstance(data_type, TimestampType):
+        return "timestamp"
+    if isinstance(data_type, IntegerType):
+        return "int"
+    return "bigint" if isinstance(data_type, LongType) else None
+
+
 def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
     """One wide frame holding rows of every table, typed for `schema` (`wire_schema()`)."""
     data = _wire_columns(tagged, [f.name for f in schema.fields])
     for f in schema.fields:
+        kind = _kind(f.dataType)
+        if kind is not None:
+            _check_fits(f.name, kind, data[f.name])
         if isinstance(f.dataType, TimestampType):
             data[f.name] = _datetimes(data[f.name])
+
     data["state_members"] = [
         None if ms is None else [
             {**m, "last_heartbeat": _ts(m["last_heartbeat"]), "joined_at": _ts(m["joined_at"])}
             for m in ms]
         for ms in data["state_members"]
     ]
-    return pd.DataFrame(data, columns=[f.name for f in schema.fields])
+    # Every other column an object column: left to pandas, [2**63 - 1, None] becomes float64
+    # and 2**63, and a column of nulls float64, which Arrow cannot make a list or struct of.
+    return pd.DataFrame({f.name: data[f.name] if isinstance(f.dataType, TimestampType)
+                         else pd.Series(data[f.name], dtype=object) for f in schema.fields})
 
 
 def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
@@ -138,6 +189,9 @@ def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
     arrays = []
     for f in schema:
         values = data[f.name]
+        kind = _kind(f.type)
+        if kind is not None:
+            _check_fits(f.name, kind, values)
         if pa.types.is_timestamp(f.type):
             values = [None if v is None else v * 1000 for v in values]
         elif f.name == "state_members":

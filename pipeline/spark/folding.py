@@ -12,7 +12,9 @@ event column null): the group starts from the seeded state instead of from nothi
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -21,6 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.fold import (
     CoordinatorConfig,
+    Event,
     FoldResult,
     Group,
     advance,
@@ -32,6 +35,7 @@ from pipeline.fold import (
     reject_unkeyed,
 )
 from pipeline.fold.context import offset_columns
+from pipeline.fold.fold import rejected_row
 from pipeline.spark.convert import (
     Tagged,
     events_from_arrow,
@@ -41,6 +45,12 @@ from pipeline.spark.convert import (
 )
 from pipeline.spark.quiet import quiet_padded_concat
 from pipeline.spark.tables import SEED, SEED_TABLE, event_schema, wire_schema
+
+# The last line of defence: a group whose fold raises anything keeps the state it had before
+# the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one FAILED wire
+# row carries the traceback for the driver to count and log (sinks.py, backfill.py).
+FAILED = "_group_failed"
+INTERNAL = "INTERNAL"
 
 
 def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
@@ -52,7 +62,9 @@ def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
     rows += [("rejected_events", r) for r in out.rejected]
     rows += [("error_responses", r) for r in out.answered]
     rows += [("group_history", r) for r in out.history]
-    rows.append(("group_state", group_state_row(g, cfg)))
+    if g.exists or g.state_since is not None:
+        # A group that never existed (every row refused) has no row: Kafka has no such group.
+        rows.append(("group_state", group_state_row(g, cfg)))
     for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}):
         o = g.offsets.get(tp)
         if o is None:
@@ -63,9 +75,29 @@ def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
     return rows
 
 
+def failed_rows(group_id: Any, events: list[Event], before: Group | None,
+                exc: BaseException) -> list[Tagged]:
+    """The rows of a group whose fold raised: each event rejected as INTERNAL, and the
+    FAILED row with the traceback."""
+    text = f"{type(exc).__name__}: {exc}"
+    reason = f"{INTERNAL}: {text if len(text) <= 1000 else text[:997] + '...'}"
+    rows: list[Tagged] = [("rejected_events", rejected_row(e, reason, before)) for e in events]
+    rows.append((FAILED, {"group_id": None if group_id is None else str(group_id),
+                          "reason": "".join(traceback.format_exception(exc))}))
+    return rows
+
+
 def _merged(first: FoldResult, second: FoldResult) -> FoldResult:
     first.outputs.extend(second.outputs)
     return FoldResult(second.group, first.outputs)
+
+
+@dataclass
+class _Seen:
+    """What a call learnt before it failed: the group's state before it, the rows it got."""
+
+    before: Group | None = None
+    events: list[Event] = field(default_factory=list)
 
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
@@ -74,31 +106,49 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
     def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
                    state: Any) -> Iterator[pd.DataFrame]:
         quiet_padded_concat()  # in the worker, where PySpark pads this call's output
-        group_id = key[0]
-        watermark = state.getCurrentWatermarkMs()
+        group_id, watermark, seen = key[0], state.getCurrentWatermarkMs(), _Seen()
+        try:
+            wire, after = fold_call(group_id, frames, state, watermark, seen)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
+            if seen.before is not None:  # as it was (a seed the call brought is kept too)
+                store(state, dumps(seen.before), next_deadline(seen.before, cfg), watermark)
+            yield wire_frame(failed_rows(group_id, seen.events, seen.before, exc), wire_type)
+            return
+        if after is not None:
+            store(state, *after, watermark)
+        yield wire
+
+    def fold_call(group_id: Any, frames: Iterator[pd.DataFrame], state: Any, watermark: int,
+                  seen: _Seen) -> tuple[pd.DataFrame, tuple[bytes, int | None] | None]:
+        """The call's wire frame, and the state and deadline to store (None: none)."""
         if state.hasTimedOut:
-            result = advance(loads(state.get[0]), watermark, cfg)
+            seen.before = loads(state.get[0])
+            result = advance(seen.before, watermark, cfg)
         else:
             seed, event_frames = split_seed(frames)
-            events = events_from_frames(event_frames, events_type)
+            seen.events = events_from_frames(event_frames, events_type)
             if group_id is None:
-                yield wire_frame([("rejected_events", r) for r in reject_unkeyed(events)],
-                                 wire_type)
-                return
+                rows = [("rejected_events", r) for r in reject_unkeyed(seen.events)]
+                return wire_frame(rows, wire_type), None
             if state.exists:
-                start: Group | str = loads(state.get[0])
-            else:
-                start = loads(seed) if seed is not None else str(group_id)
-            result = fold(start, events, cfg, watermark if watermark > 0 else None)
+                seen.before = loads(state.get[0])
+            elif seed is not None:
+                seen.before = loads(seed)
+            result = fold(seen.before or str(group_id), seen.events, cfg,
+                          watermark if watermark > 0 else None)
             if watermark > 0:
                 result = _merged(result, advance(result.group, watermark, cfg))
-        state.update((dumps(result.group),))
-        deadline = next_deadline(result.group, cfg)
-        if deadline is not None:
-            state.setTimeoutTimestamp(max(deadline, watermark))
-        yield wire_frame(tagged_rows(result, cfg), wire_type)
+        wire = wire_frame(tagged_rows(result, cfg), wire_type)
+        return wire, (dumps(result.group), next_deadline(result.group, cfg))
 
     return fold_group
+
+
+def store(state: Any, stored: bytes, deadline: int | None, watermark: int) -> None:
+    """Keep the group's state; its next deadline becomes its event-time timeout."""
+    state.update((stored,))
+    if deadline is not None:
+        state.setTimeoutTimestamp(max(deadline, watermark))
 
 
 def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.DataFrame]]:
@@ -123,17 +173,22 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
     wire_type = to_arrow_schema(wire_schema(), timezone="UTC")
 
     def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        events = events_from_arrow(table)
         group_id = key[0].as_py()
-        if group_id is None:
-            return wire_table([("rejected_events", r) for r in reject_unkeyed(events)], wire_type)
-        result = fold(str(group_id), events, cfg)
-        if until_ms is not None:
-            result = _merged(result, advance(result.group, until_ms, cfg))
-        rows = tagged_rows(result, cfg)
-        if seed:
-            rows.append((SEED_TABLE, {"group_id": result.group.group_id,
-                                      "_state": dumps(result.group)}))
-        return wire_table(rows, wire_type)
+        events: list[Event] = []
+        try:
+            events = events_from_arrow(table)
+            if group_id is None:
+                return wire_table([("rejected_events", r) for r in reject_unkeyed(events)],
+                                  wire_type)
+            result = fold(str(group_id), events, cfg)
+            if until_ms is not None:
+                result = _merged(result, advance(result.group, until_ms, cfg))
+            rows = tagged_rows(result, cfg)
+            if seed:
+                rows.append((SEED_TABLE, {"group_id": result.group.group_id,
+                                          "_state": dumps(result.group)}))
+            return wire_table(rows, wire_type)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
+            return wire_table(failed_rows(group_id, events, None, exc), wire_type)
 
     return fold_history

@@ -27,6 +27,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
+from pipeline.spark.convert import PREFER_INT_EXTENSION
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
@@ -152,6 +153,9 @@ def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
 
 
 def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
+    # Nullable integer columns in the fold's pandas frames: without it an int64 column with
+    # a null arrives as float64, and an offset past 2^53 is no longer itself.
+    spark.conf.set(PREFER_INT_EXTENSION, "true")
     ensure_tables(spark, opts.warehouse, opts.database)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
@@ -173,7 +177,8 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
 
 
 class ProgressLine(StreamingQueryListener):
-    """One log line per micro-batch: rows in, groups touched, rows rejected, time, watermark."""
+    """One log line per micro-batch: rows in, groups touched, rows rejected, groups whose
+    fold failed (their rows rejected as INTERNAL), time, watermark."""
 
     def __init__(self, writer: BatchWriter) -> None:
         self.writer = writer
@@ -191,7 +196,8 @@ class ProgressLine(StreamingQueryListener):
         p = event.progress  # type: ignore[attr-defined]
         written = self.writer.progress.pop(p.batchId, {})
         log.info(
-            "batch %d: %d rows in, %d groups touched, %d rows rejected, %.2f s, watermark %s",
+            "batch %d: %d rows in, %d groups touched, %d rows rejected, %d groups failed, "
+            "%.2f s, watermark %s",
             p.batchId, p.numInputRows, written.get("groups", 0), written.get("rejected", 0),
-            p.batchDuration / 1000, p.eventTime.get("watermark", "-"),
+            written.get("failed", 0), p.batchDuration / 1000, p.eventTime.get("watermark", "-"),
         )

@@ -8,6 +8,7 @@ The batch's tables are written side by side (`pipeline.spark.parallel`), each it
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,12 +19,24 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
+from pipeline.spark.folding import FAILED
 from pipeline.spark.parallel import run_all
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+log = logging.getLogger("replay")
+
+
+def log_failed_groups(wire: DataFrame, failed: int, where: str) -> None:
+    """Log each group whose fold raised, once, with its traceback (the FAILED wire rows)."""
+    if not failed:
+        return
+    for row in wire.filter(F.col("_table") == FAILED).select("group_id", "reason").collect():
+        log.error("%s: group %s could not be folded; its rows went to rejected_events as "
+                  "INTERNAL and its state stays as it was:\n%s", where, row["group_id"],
+                  row["reason"])
 
 
 def table_rows(wire: DataFrame, table: str) -> DataFrame:
@@ -69,6 +82,7 @@ class BatchWriter:
         wire = wire.persist()
         try:
             counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
+            log_failed_groups(wire, counts.get(FAILED, 0), f"batch {batch_id}")
             spark = wire.sparkSession
             writes: list[Callable[[], None]] = [
                 partial(self._append, wire, table, batch_id)
@@ -90,6 +104,7 @@ class BatchWriter:
         self.progress[batch_id] = {
             "groups": counts.get("group_state", 0),
             "rejected": counts.get("rejected_events", 0),
+            "failed": counts.get(FAILED, 0),
             "write_s": time.monotonic() - start,
         }
 

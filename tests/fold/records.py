@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.fold import CoordinatorConfig, Event, FoldResult, Protocol, SnapshotMember, fold
+from pipeline.fold.partitioning import partition_for
 
 T0 = 1_700_000_000_000
 RANGE = (("range", ("orders",)),)
@@ -15,10 +16,14 @@ RANGE = (("range", ("orders",)),)
 @dataclass
 class Log:
     group: str = "g"
-    partition: int = 12
+    partition: int = -1  # -1: the partition Kafka maps the group to, as the fold expects
     now: int = T0
     next_offset: int = 0
     events: list[Event] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.partition == -1:
+            self.partition = partition_for(self.group)
 
     def at(self, ms: int) -> Log:
         """Move the clock to T0 + ms."""

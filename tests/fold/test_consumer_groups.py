@@ -328,7 +328,7 @@ def test_a_malformed_kip848_row_is_rejected_and_changes_nothing(values: dict[str
     log = ConsumerLog()
     log.stable_with("a-1")
     before = log.replay().group
-    row = {"log_partition": 12, "log_offset": 99, "event_time": T0 + 1, "group_id": "cg",
+    row = {"log_partition": 22, "log_offset": 99, "event_time": T0 + 1, "group_id": "cg",
            **values}
     r = fold(before, [Event.from_row(row)], CONFIG)
     (reason,) = reasons(r)

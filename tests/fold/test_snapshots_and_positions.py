@@ -139,11 +139,11 @@ def test_same_position_again_is_duplicate_and_behind_it_is_out_of_order() -> Non
 )
 def test_malformed_rows_are_rejected_with_what_is_wrong(values: dict[str, object],
                                                         reason: str) -> None:
-    e = Event(**{"log_partition": 0, "log_offset": 5, "event_time": T0, "group_id": "g",
+    e = Event(**{"log_partition": 3, "log_offset": 5, "event_time": T0, "group_id": "g",
                  "event_type": None, **values})  # type: ignore[arg-type]
     r = fold("g", [e])
     assert reasons(r) == [reason]
-    assert r.group.position == (0, 5)  # the position is used up: a re-delivery is a duplicate
+    assert r.group.position == (3, 5)  # the position is used up: a re-delivery is a duplicate
 
 
 def test_rows_without_a_position_are_malformed_and_touch_nothing() -> None:
@@ -171,7 +171,7 @@ def test_rows_without_a_group_are_rejected_outside_any_group() -> None:
 
 
 def test_nested_values_that_cannot_be_read_make_a_malformed_row_not_a_crash() -> None:
-    e = Event.from_row({"log_partition": 0, "log_offset": 1, "event_time": T0, "group_id": "g",
+    e = Event.from_row({"log_partition": 3, "log_offset": 1, "event_time": T0, "group_id": "g",
                         "event_type": "JOIN", "protocols": [{"name": None, "topics": []}]})
     assert e.defect is not None
     assert reasons(fold("g", [e]))[0].startswith("MALFORMED: protocols cannot be read")

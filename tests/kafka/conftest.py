@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from pipeline.kafka.broker import Broker, kafka_broker
+from pipeline.fold import CoordinatorConfig
+from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
 from pipeline.spark.ingest import IngestOptions, run_ingest
 from pipeline.spark.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
@@ -57,8 +58,13 @@ class Replayed:
 
 
 def replay(spark: SparkSession, events: str, root: Path) -> Path:
+    # The fold checks each group's rows are in the partition Kafka maps it to: it must know
+    # the broker's partition count.
+    config = CoordinatorConfig(offsets_topic_num_partitions=int(
+        DEFAULT_CONFIG["offsets.topic.num.partitions"]))
     run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
-                                    checkpoint=str(root / "replay-ckpt"), database=None))
+                                    checkpoint=str(root / "replay-ckpt"), database=None,
+                                    config=config))
     return root / "warehouse"
 
 

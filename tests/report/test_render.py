@@ -136,3 +136,20 @@ def test_the_html_page_embeds_the_picture_and_lists_rebalances_and_refused_rows(
         t["rejected_events"])
     assert all(f"<td>{m['member_id']}</td>" in page for m in members)
     assert np.all([c in page for c in t["rebalances"]["cause"]])
+
+
+def test_the_widest_window_the_flags_accept_draws(journal: Log, tmp_path: Path) -> None:
+    """`--from 0001-01-01T00:00 --to 9999-12-31T23:59` (issue 12): the job takes them as the
+    ends of the times the tables can hold, and the picture is drawn, not an OutOfBounds."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jobs"))
+    from report import parse
+
+    args = parse(["--warehouse", "w", "--group", "g", "--output", "x.png",
+                  "--from", "0001-01-01T00:00", "--to", "9999-12-31T23:59"])
+    start, end = (pd.Timestamp(t).tz_convert("UTC").tz_localize(None)
+                  for t in (args.start, args.end))
+    _, tables = journal
+    picture = render(tables, busiest(tables), start, end, path=tmp_path / "wide.png")
+    assert picture.path.exists()

@@ -1,0 +1,180 @@
+"""Poison pills (issue 12): hostile rows appended to a clean log. Neither backend dies, in any
+micro-batching; each row is applied exactly or rejected with a reason, and a restart on the
+same checkpoint passes. A group whose fold raises is rejected as INTERNAL, alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark import cloudpickle
+from pyspark.sql import SparkSession
+
+from pipeline.fold import CoordinatorConfig, Event, SnapshotMember
+from pipeline.fold.partitioning import partition_for
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.replay import ReplayOptions, run_replay
+from tests.fold.records import Log
+from tests.spark.backends import (
+    DELAY,
+    assert_same_tables,
+    backfill_tables,
+    pure_tables,
+    read_tables,
+    streaming_tables,
+)
+
+pytestmark = pytest.mark.spark
+INT64_MAX, INT32_MAX, EXACT_PLUS_ONE = 2**63 - 1, 2**31 - 1, 2**53 + 1
+FAR = 10**6  # hostile groups' offsets, away from the generated ones
+
+
+def _log(group: str) -> Log:
+    log = Log(group=group)
+    log.next_offset = FAR
+    return log
+
+
+def hostile_rows() -> list[list[Event]]:
+    """Three appends: the rows of the issue's table and its silent cases."""
+    first: list[Event] = []
+    second: list[Event] = []
+    third: list[Event] = []
+
+    big = _log("h-offsets")  # committed_offset 2^63-1 and 2^53+1; log_offset 2^53+1, 2^63-1
+    first.append(big.commit("orders", 0, INT64_MAX))
+    second.append(big.commit("orders", 1, EXACT_PLUS_ONE))
+    big.next_offset = EXACT_PLUS_ONE
+    second.append(big.commit("orders", 2, 7))
+    big.next_offset = INT64_MAX
+    third.append(big.commit("orders", 3, 8))
+
+    txn = _log("h-producer")  # a transactional commit of producer 2^63-1, then its marker
+    first.append(txn.commit("orders", 0, 11, producer_id=INT64_MAX))
+    second.append(txn.marker(INT64_MAX, "COMMIT"))
+
+    gen = _log("h-generation")  # a snapshot at int32 max, then the leader rejoins
+    first.append(gen.snapshot(INT32_MAX, {"a-1": [("orders", 0)]}))
+    second.append(gen.at(1_000).join("a-1"))
+    third.append(gen.at(2_000).sync("a-1", -(2**31), {"a-1": [("orders", 0)]}))
+
+    foreign = _log("h-foreign")  # a row on a lower and one on a higher foreign partition
+    foreign.stable_group("a-1")
+    first += foreign.events
+    home = foreign.partition
+    stray = Event(home - 1, 0, foreign.now, "h-foreign", "OFFSET_COMMIT", member_id="x",
+                  generation_id=1, topic="orders", partition=0, committed_offset=99)
+    first.append(stray)
+    second.append(foreign.at(9_500).commit("orders", 0, 5, member="a-1", generation=1))
+    second.append(Event(home + 1, 0, foreign.now, "h-foreign", "OFFSET_COMMIT", member_id="x",
+                        generation_id=1, topic="orders", partition=1, committed_offset=99))
+    third.append(foreign.at(9_800).commit("orders", 1, 6, member="a-1", generation=1))
+
+    refused = _log("h-refused")  # only refused rows: no group
+    first.append(refused.heartbeat("ghost", 3))
+
+    dupe = _log("h-dupe")  # one member id twice in a snapshot
+    first.append(dupe.add("GROUP_METADATA", generation_id=3, protocol_type="consumer",
+                          protocol="range", leader_id="a-1", members=tuple(
+                              SnapshotMember("a-1", None, c, "/h", 10_000, 30_000, ("orders",))
+                              for c in ("a", "b"))))
+    return [first, second, third]
+
+
+def test_hostile_rows_neither_kill_nor_bend_the_stream_or_the_backfill(
+        spark: SparkSession, tmp_path: Path) -> None:
+    clean = generate(LogSpec(groups=3, events=300, seed=7))
+    appends = hostile_rows()
+    events = clean + [e for rows in appends for e in rows]
+    log = str(tmp_path / "events")
+    write_event_log(spark, clean, log)
+    for rows in appends:
+        write_event_log(spark, rows, log, mode="append")
+
+    pure = pure_tables(spark, events)
+    one_by_one = streaming_tables(spark, log, tmp_path / "stream", max_files=1)
+    at_once = streaming_tables(spark, log, tmp_path / "at-once")
+    backfilled = backfill_tables(spark, log, tmp_path / "backfill")
+    assert_same_tables(one_by_one, pure)
+    assert_same_tables(at_once, pure)
+    assert_same_tables(backfilled, pure)
+
+    state = {r["group_id"]: r for r in one_by_one["group_state"].collect()}
+    assert state["h-offsets"]["last_log_offset"] == INT64_MAX
+    assert state["h-generation"]["generation_id"] == -(2**31)
+    assert state["h-generation"]["state"] == "Stable"
+    assert "h-refused" not in state and "h-dupe" not in state
+    offsets = {(r["group_id"], r["partition"]): r["committed_offset"]
+               for r in one_by_one["committed_offsets"].collect()}
+    assert offsets[("h-offsets", 0)] == INT64_MAX
+    assert offsets[("h-offsets", 1)] == EXACT_PLUS_ONE
+    assert offsets[("h-producer", 0)] == 11
+    assert offsets[("h-foreign", 0)] == 5 and offsets[("h-foreign", 1)] == 6
+    reasons = {(r["group_id"], r["log_partition"]): r["reason"]
+               for r in one_by_one["rejected_events"].collect()}
+    assert reasons[("h-foreign", partition_for("h-foreign") - 1)].startswith(
+        "MALFORMED: group h-foreign belongs to partition ")
+    assert reasons[("h-dupe", appends[0][-1].log_partition)] == (
+        "MALFORMED: GROUP_METADATA lists member a-1 more than once")
+
+    # A restart on the same checkpoint passes and adds nothing.
+    run_replay(spark, ReplayOptions(
+        events=log, warehouse=str(tmp_path / "stream" / "warehouse"),
+        checkpoint=str(tmp_path / "stream" / "checkpoint"), database=None,
+        watermark_delay=DELAY))
+    assert_same_tables(read_tables(spark, tmp_path / "stream" / "warehouse"), pure)
+
+
+class Tripwire(int):
+    """An offset.metadata.max.bytes that raises when compared with a 13-byte metadata: a test's
+    way to make one group's fold fail deep inside a handler. The jobs build their config
+    from properties files (plain ints), so no input can reach this."""
+
+    def __lt__(self, other: object) -> bool:
+        if other == len(BOOM):
+            raise RuntimeError("tripwire: a bug in the fold")
+        return int(self) < other  # type: ignore[operator]
+
+
+BOOM = "kaboom-kaboom"
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_group_whose_fold_raises_is_rejected_as_internal_and_the_rest_go_on(
+        spark: SparkSession, tmp_path: Path) -> None:
+    clean = generate(LogSpec(groups=3, events=300, seed=7))
+    victim = _log("h-victim")
+    before = [victim.commit("orders", 0, 1)]
+    poison = [victim.commit("orders", 0, 2, metadata=BOOM), victim.commit("orders", 1, 3)]
+    log = str(tmp_path / "events")
+    write_event_log(spark, clean + before, log)
+    write_event_log(spark, poison, log, mode="append")
+    config = CoordinatorConfig(offset_metadata_max_bytes=Tripwire(4096))
+
+    run_replay(spark, ReplayOptions(
+        events=log, warehouse=str(tmp_path / "stream"), checkpoint=str(tmp_path / "ckpt"),
+        database=None, watermark_delay=DELAY, max_files_per_trigger=1, config=config))
+    run_backfill(spark, BackfillOptions(events=log, warehouse=str(tmp_path / "backfill"),
+                                        database=None, watermark_delay=DELAY, config=config))
+    streamed = read_tables(spark, tmp_path / "stream")
+    backfilled = read_tables(spark, tmp_path / "backfill")
+    # The stream: the victim keeps what batch 0 gave it; batch 1's rows are INTERNAL.
+    expected = pure_tables(spark, clean + before)
+    assert_same_tables(
+        {t: df.filter("NOT (reason LIKE 'INTERNAL:%')") if t == "rejected_events" else df
+         for t, df in streamed.items()}, expected)
+    internal = [r for r in streamed["rejected_events"].collect()
+                if r["reason"].startswith("INTERNAL:")]
+    assert sorted(r["log_offset"] for r in internal) == [e.log_offset for e in poison]
+    assert {r["reason"] for r in internal} == {
+        "INTERNAL: RuntimeError: tripwire: a bug in the fold"}
+    # The backfill: the victim's whole history is one call, so all its rows are INTERNAL.
+    others = pure_tables(spark, clean)
+    assert_same_tables(
+        {t: df.filter("group_id <> 'h-victim'") for t, df in backfilled.items()}, others)
+    victim_rows = backfilled["rejected_events"].filter("group_id = 'h-victim'").collect()
+    assert sorted(r["log_offset"] for r in victim_rows) == [e.log_offset for e in before + poison]
+    assert backfilled["group_state"].filter("group_id = 'h-victim'").count() == 0
