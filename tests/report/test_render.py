@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
+from pipeline.fold.partitioning import partition_for
 from pipeline.report import Picture, render
 from pipeline.report.frames import group_frames
 from tests.report.conftest import Log
@@ -107,8 +108,9 @@ def test_an_unknown_group_is_an_error_not_an_empty_picture(journal: Log, tmp_pat
 def test_a_hostile_group_id_is_drawn_as_text(journal: Log, tmp_path: Path) -> None:
     events, tables = journal
     group = busiest(tables)
-    renamed = pure_frames([replace(e, group_id=HOSTILE) if e.group_id == group else e
-                           for e in events])
+    home = partition_for(HOSTILE)  # a renamed group's records move to its own partition
+    renamed = pure_frames([replace(e, group_id=HOSTILE, log_partition=home)
+                           if e.group_id == group else e for e in events])
     picture = render(renamed, HOSTILE, path=tmp_path / "h.html")
     page = picture.path.read_text()
     assert "&#x27;; DROP TABLE x; -- `back` &quot;q&quot; $a$ &lt;b&gt;" in page
