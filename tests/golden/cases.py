@@ -4,7 +4,7 @@ how it is replayed (coordinator settings, watermark delay, micro-batches).
 Four logs come from the generator; two are written record by record with the fold tests'
 factories, for what the generator never produces (offset expiry in its several forms,
 transaction edge cases, tombstones, static-member fencing, snapshot mismatches; KIP-848
-consumer groups). Several groups share one hand-written log, each on its own partition.
+consumer groups). Several groups share one hand-written log, each on the partition Kafka maps it to.
 """
 
 from __future__ import annotations
@@ -49,25 +49,25 @@ def _merged(*logs: Log) -> list[Event]:
 
 
 def classic_by_hand() -> list[Event]:
-    retired = Log("retired", partition=3).stable_group("a-1", "b-2")
+    retired = Log("retired").stable_group("a-1", "b-2")
     retired.commit("orders", 0, 50, member="a-1", generation=1)
     retired.commit("orders", 1, 60, member="b-2", generation=1)
     retired.at(10_000).leave("a-1")
     retired.leave("b-2")  # Empty at T0+10s: offsets expire a week later, then the group dies
 
-    simple = Log("simple", partition=4)
+    simple = Log("simple")
     simple.commit("orders", 0, 5)
     simple.commit("orders", 1, 6, metadata="m" * 5000)  # OFFSET_METADATA_TOO_LARGE
     simple.at(3 * DAY).commit("orders", 1, 7)  # expires from its own commit time
     simple.commit("orders", 2, 8, member="ghost", generation=4)  # generation to a simple group
 
-    explicit = Log("explicit", partition=5).stable_group("a-1")
+    explicit = Log("explicit").stable_group("a-1")
     explicit.commit("orders", 0, 5, member="a-1", generation=1, expire=T0 + 20_000)
     explicit.commit("orders", 1, 5, member="a-1", generation=7)  # ILLEGAL_GENERATION
     for t in range(14_000, 40_000, 5_000):
         explicit.at(t).heartbeat("a-1", 1)  # then silence: the session times out
 
-    txn = Log("txn", partition=6)
+    txn = Log("txn")
     txn.commit("orders", 0, 3)
     txn.commit("orders", 0, 9, producer_id=77)
     txn.marker(77, "ABORT")
@@ -78,7 +78,7 @@ def classic_by_hand() -> list[Event]:
     txn.add("OFFSET_TOMBSTONE", topic="orders", partition=2)  # drops the pending offset too
     txn.commit("orders", 3, 11, producer_id=80)  # never resolved: blocks expiry for good
 
-    records = Log("records", partition=7)
+    records = Log("records")
     records.snapshot(2, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
     records.commit("orders", 0, 5, generation=None)
     records.commit("orders", 1, 6, generation=None)
@@ -87,7 +87,7 @@ def classic_by_hand() -> list[Event]:
     records.add("OFFSET_TOMBSTONE", topic="gone", partition=0)
     records.at(2_000).add("GROUP_TOMBSTONE")  # the offset outlives the group
 
-    static = Log("static", partition=8)
+    static = Log("static")
     static.join("a-1", new=True, instance="inst-a")
     static.join("b-2", new=True, instance="inst-b")
     static.at(9_000).sync("a-1", 1, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
@@ -98,10 +98,10 @@ def classic_by_hand() -> list[Event]:
     static.at(11_000).leave("", instance="inst-a")  # admin removal by instance id
     static.leave("", instance="inst-unknown")
 
-    mismatch = Log("mismatch", partition=9).stable_group("a-1", "b-2")
+    mismatch = Log("mismatch").stable_group("a-1", "b-2")
     mismatch.snapshot(3, {"a-1": [("orders", 0)]})
 
-    clock = Log("clock", partition=10)
+    clock = Log("clock")
     clock.at(9 * DAY).commit("orders", 0, 1)  # moves the watermark past the week
     return _merged(retired, simple, explicit, txn, records, static, mismatch, clock)
 
@@ -120,7 +120,7 @@ def _two_member(log: ConsumerLog) -> ConsumerLog:
 
 
 def kip848_by_hand() -> list[Event]:
-    moving = _two_member(ConsumerLog("cg-moving", partition=20))
+    moving = _two_member(ConsumerLog("cg-moving"))
     moving.record_commit("orders", 0, 42)
     moving.add("OFFSET_COMMIT", member_id="a-1", generation_id=2, topic="orders", partition=1,
                committed_offset=7)
@@ -142,7 +142,7 @@ def kip848_by_hand() -> list[Event]:
     moving.add("CONSUMER_GROUP_METADATA", group_epoch=-3)  # malformed
     moving.tombstone("MEMBER_METADATA", "a-1")  # before its assignment tombstones: malformed
 
-    deleted = ConsumerLog("cg-deleted", partition=21)
+    deleted = ConsumerLog("cg-deleted")
     deleted.stable_with("a-1")
     deleted.add("OFFSET_COMMIT", member_id="a-1", generation_id=1, topic="orders", partition=0,
                 committed_offset=3)
@@ -150,7 +150,7 @@ def kip848_by_hand() -> list[Event]:
     deleted.at(5_000)
     deleted.deleted(("a-1",))
 
-    regex = ConsumerLog("cg-regex", partition=22)
+    regex = ConsumerLog("cg-regex")
     regex.member("a-1", topics=(), regex="pay.*")
     regex.regex("pay.*", ("payments",))
     regex.partition_metadata((PAYMENTS_ID,))
@@ -162,7 +162,7 @@ def kip848_by_hand() -> list[Event]:
     regex.tombstone("REGULAR_EXPRESSION")
     regex.events[-1] = replace(regex.events[-1], regular_expression="pay.*")
 
-    upgraded = ConsumerLog("cg-upgraded", partition=23)
+    upgraded = ConsumerLog("cg-upgraded")
     upgraded.snapshot(3, {"a-1": [("orders", 0)]})
     upgraded.record_commit("orders", 0, 1)
     upgraded.epoch(1)  # a live classic group: malformed
@@ -170,17 +170,17 @@ def kip848_by_hand() -> list[Event]:
     upgraded.stable_with("a-1")
     upgraded.at(2_000).snapshot(5, {"a-1": [("orders", 0)]})  # and back to classic
 
-    emptied = ConsumerLog("cg-emptied", partition=24)
+    emptied = ConsumerLog("cg-emptied")
     emptied.stable_with("a-1")
     emptied.add("OFFSET_COMMIT", member_id="a-1", generation_id=1, topic="orders", partition=0,
                 committed_offset=1)
     emptied.leaves("a-1")  # Empty: its offsets expire, then it dies
 
-    abandoned = ConsumerLog("cg-abandoned", partition=25)
+    abandoned = ConsumerLog("cg-abandoned")
     abandoned.joins("a-1", 1, {"a-1": {ORDERS_ID: [0, 1, 2, 3]}})
     abandoned.add("GROUP_TOMBSTONE")
 
-    clock = Log("clock", partition=26)
+    clock = Log("clock")
     clock.at(9 * DAY).commit("orders", 0, 1)
     return _merged(moving, deleted, regex, upgraded, emptied, abandoned, clock)
 
