@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.progress import Progress
-from pipeline.spark.validate import check_event_log
+from pipeline.spark.validate import check_event_log, check_partition_count
 
 from _common import (
     JobParser,
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         replace=args.replace, config=coordinator_config(args.coordinator_conf))
     with job_session("backfill", args.profile, spark) as session:
         check_event_log(session, opts.events)
+        check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):
             manifest = run_backfill(session, opts)
     print(f"backfilled {manifest.groups} groups from version {manifest.version} of "

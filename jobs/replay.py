@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from pipeline.spark.progress import Progress
 from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.validate import check_event_log
+from pipeline.spark.validate import check_event_log, check_partition_count
 
 from _common import (
     JobParser,
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
     )
     with job_session("replay", args.profile, spark) as session:
         check_event_log(session, opts.events)
+        check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "replay"):
             run_replay(session, opts)
 

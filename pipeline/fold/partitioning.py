@@ -104,3 +104,26 @@ class JavaHashOrder(Generic[_K]):
     def first(self) -> _K:
         mask = self._capacity - 1
         return min(self._spread, key=lambda k: self._spread[k] & mask)
+
+
+def partition_count_misfit(homes: Iterable[tuple[str, int]], num_partitions: int,
+                           search: int = 200) -> str | None:
+    """Why `num_partitions` cannot be the log's offsets.topic.num.partitions, or None.
+
+    `homes`: (group id, the partition most of its rows sit on). Kafka writes a group's
+    records only to `partition_for(group, num_partitions)`, and the fold refuses rows on any
+    other partition, so a wrong count would refuse nearly every row. A few groups off their
+    partition are hostile rows, left to the fold; most groups off it mean the setting is not
+    the cluster's. The answer then names the counts from the largest partition seen up to
+    `search` more that would fit every group, if any does."""
+    pairs = [(kafka_abs(java_string_hash(g)), p) for g, p in homes]
+    off = sum(1 for h, p in pairs if h % num_partitions != p)
+    if not pairs or off * 2 <= len(pairs):
+        return None
+    least = max(p for _, p in pairs) + 1
+    fits = [n for n in range(least, least + search) if all(h % n == p for h, p in pairs)]
+    hint = (f"{fits[0]} fits every group: set offsets.topic.num.partitions={fits[0]}" if fits
+            else "no count fits every group: is this one cluster's __consumer_offsets?")
+    return (f"{off} of {len(pairs)} groups sit on another partition than Kafka's partitionFor "
+            f"gives with offsets.topic.num.partitions={num_partitions}; {hint} "
+            "in the --coordinator-conf file")

@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 )
 
 from pipeline.errors import UsageError
+from pipeline.fold.partitioning import partition_count_misfit
 from pipeline.spark.tables import event_schema
 from schemas import OUTPUT_TABLES
 
@@ -144,6 +145,21 @@ def check_event_log(spark: SparkSession, events: str, flag: str = "--events") ->
                              "name of a Delta table holding the event log")
         schema = spark.read.table(events).schema
     check_event_schema(schema, label)
+
+
+def check_partition_count(spark: SparkSession, events: str, num_partitions: int,
+                          flag: str = "--events", sample: int = 2000) -> None:
+    """The coordinator's offsets.topic.num.partitions fits the log (one scan of two columns,
+    up to `sample` groups): with another count the fold would refuse nearly every row as a
+    foreign-partition MALFORMED, so the job is refused before it starts instead."""
+    df = spark.read.format("delta").load(events) if is_path(events) else spark.read.table(events)
+    counts = (df.where(F.col("group_id").isNotNull() & F.col("log_partition").isNotNull())
+              .groupBy("group_id", "log_partition").count())
+    top = (counts.groupBy("group_id")
+           .agg(F.max_by("log_partition", "count").alias("home")).limit(sample).collect())
+    problem = partition_count_misfit(((r["group_id"], r["home"]) for r in top), num_partitions)
+    if problem is not None:
+        raise UsageError(f"{flag} {events}: {problem}")
 
 
 def warehouse_tables(spark: SparkSession, warehouse: str, flag: str = "--warehouse") -> list[str]:

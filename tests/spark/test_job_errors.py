@@ -4,6 +4,7 @@ a backfill starts. Tiny inputs, the suite's one session, each job's own `main(ar
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,11 @@ from pyspark.sql.types import (
 )
 
 from pipeline.errors import UsageError
+from pipeline.fold import CoordinatorConfig
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.sinks import ensure_tables
-from pipeline.spark.validate import check_event_log, mismatch
+from pipeline.spark.validate import check_event_log, check_partition_count, mismatch
 from tests.jobs.jobs import load_job
 
 KEYS = [("log_partition", IntegerType()), ("log_offset", LongType()),
@@ -57,8 +59,13 @@ def logs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[
     (root / "plain" / "events.csv").write_text("log_partition,log_offset\n")
     good = str(root / "good")
     write_event_log(spark, generate(LogSpec(groups=1, events=20, seed=1)), good)
+    three = str(root / "three")  # a cluster whose __consumer_offsets has 3 partitions
+    write_event_log(spark, generate(LogSpec(
+        groups=6, events=120, seed=1, num_partitions=3,
+        config=CoordinatorConfig(offsets_topic_num_partitions=3))), three)
     return {
         "good": good,
+        "three": three,
         "plain": str(root / "plain"),
         "missing": str(root / "nowhere"),
         "typed": write(spark, root / "typed",
@@ -118,6 +125,25 @@ def test_an_event_log_of_the_wrong_shape_is_refused_before_the_job_starts(
         "written by jobs/generate.py or jobs/ingest.py")
     assert fails(job, ["--events", "no_such_table", *out], spark, capsys).startswith(
         f"{run} no_such_table: no such table in the catalog")
+    assert not (tmp_path / "wh").exists(), "refused before any table was made"
+
+
+@pytest.mark.parametrize("job", ["replay", "backfill"])
+def test_a_partition_count_that_is_not_the_clusters_is_refused_naming_the_one_that_fits(
+        job: str, spark: SparkSession, logs: dict[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With offsets.topic.num.partitions=50 (the default) the fold would refuse every row of
+    a 3-partition cluster's log as a foreign-partition MALFORMED: refused up front instead."""
+    out = ["--warehouse", str(tmp_path / "wh")] + (
+        ["--checkpoint", str(tmp_path / "ck")] if job == "replay" else [])
+    line = fails(job, ["--events", logs["three"], *out], spark, capsys)
+    assert re.fullmatch(rf"{job}\.py: error: --events {re.escape(logs['three'])}: (\d+) of \1 "
+                        r"groups sit on another partition than Kafka's partitionFor gives with "
+                        r"offsets\.topic\.num\.partitions=50; 3 fits every group: set "
+                        r"offsets\.topic\.num\.partitions=3 in the --coordinator-conf file",
+                        line), line
+    check_partition_count(spark, logs["three"], 3)  # the cluster's own count passes
+    check_partition_count(spark, logs["good"], 50)
     assert not (tmp_path / "wh").exists(), "refused before any table was made"
 
 
