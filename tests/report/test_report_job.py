@@ -3,11 +3,8 @@ fold's, and member lanes that hold the members the as-of SQL reads from group_hi
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
@@ -19,6 +16,7 @@ from pipeline.report import lanes, render
 from pipeline.report.frames import group_frames
 from pipeline.spark.catalog import as_of, register_views
 from pipeline.spark.eventlog import write_event_log
+from tests.jobs.jobs import load_job
 from tests.report.frames import pure_frames
 from tests.spark.backends import streaming_tables
 
@@ -26,16 +24,6 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "'; DROP TABLE group_state; -- `x` \"y\""
-
-
-def report_job() -> ModuleType:
-    if str(ROOT / "jobs") not in sys.path:
-        sys.path.insert(0, str(ROOT / "jobs"))
-    spec = importlib.util.spec_from_file_location("report_job", ROOT / "jobs" / "report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def assert_lanes_are_the_members_sql_lists(spark: SparkSession, warehouse: str,
@@ -63,7 +51,7 @@ def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
     write_event_log(spark, events, str(tmp_path / "events"))
     streaming_tables(spark, str(tmp_path / "events"), tmp_path)
     warehouse = str(tmp_path / "warehouse")
-    job = report_job()
+    job = load_job("report")
 
     out = job.main(["--warehouse", warehouse, "--group", HOSTILE, "--output",
                     str(tmp_path / "g.png")], spark=spark)

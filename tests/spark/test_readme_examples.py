@@ -13,13 +13,10 @@ Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/b
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -30,6 +27,7 @@ from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.catalog import register_views
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.replay import ReplayOptions, run_replay
+from tests.jobs.jobs import load_job
 
 pytestmark = pytest.mark.spark
 
@@ -80,16 +78,6 @@ def readme_examples() -> list[tuple[str, list[str]]]:
 
 
 EXAMPLES = readme_examples()
-
-
-def load_job(name: str) -> ModuleType:
-    if str(ROOT / "jobs") not in sys.path:
-        sys.path.insert(0, str(ROOT / "jobs"))
-    spec = importlib.util.spec_from_file_location(f"readme_{name}", ROOT / "jobs" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def demo_argv(job: str, out: Path) -> list[str]:
