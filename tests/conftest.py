@@ -11,6 +11,6 @@ import pytest
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        path = item.path.as_posix()
-        group = "kafka" if "/tests/kafka/" in path else path
+        path = item.nodeid.split("::", 1)[0]
+        group = "kafka" if path.startswith("tests/kafka/") else path
         item.add_marker(pytest.mark.xdist_group(group))
