@@ -107,8 +107,8 @@ def _order(e: Event) -> tuple[int, int, int]:
 
 def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) -> Group:
     problem = position_defect(e) or _foreign(e, home, cfg)
-    if problem is not None:
-        out.rejected.append(rejected_row(e, errors.malformed(problem), g))
+    if problem is not None:  # the decoder's reason first: the row may be no record at all
+        out.rejected.append(rejected_row(e, errors.malformed(e.decode_error or problem), g))
         return g.evolve(rejected_count=g.rejected_count + 1)
     assert e.position is not None and e.event_time is not None
     if g.position is not None and e.position <= g.position:

@@ -11,6 +11,7 @@ import pytest
 from matplotlib import image
 from pyspark.sql import SparkSession
 
+from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
 from pipeline.report import lanes, render
 from pipeline.report.frames import group_frames
@@ -47,7 +48,9 @@ def test_the_report_job_draws_a_group_from_a_replayed_warehouse(
     events = generate(LogSpec(groups=3, events=700, seed=4, bad_rows=0.02))
     busy = max({e.group_id for e in events if e.group_id},  # the one with most members
                key=lambda g: sum(e.group_id == g and e.event_type == "JOIN" for e in events))
-    events = [replace(e, group_id=HOSTILE) if e.group_id == busy else e for e in events]
+    home = partition_for(HOSTILE)  # a renamed group's records move to its own partition
+    events = [replace(e, group_id=HOSTILE, log_partition=home) if e.group_id == busy else e
+              for e in events]
     write_event_log(spark, events, str(tmp_path / "events"))
     streaming_tables(spark, str(tmp_path / "events"), tmp_path)
     warehouse = str(tmp_path / "warehouse")

@@ -78,8 +78,8 @@ def test_issue_11_scenarios_through_the_stream_and_the_backfill(
     """The fold's scenarios for propagateAssignment (a follower parked in SyncGroup gets a fresh
     session) and ClassicGroup.remove (the next leader in HashMap order), one log, one run of
     each backend: identical tables, and each backend shows Kafka's outcome."""
-    slow = slow_leader_syncs(Log(group="g-slow-leader", partition=3))
-    leaves = leader_leaves(Log(group="g-leader-leaves", partition=4))
+    slow = slow_leader_syncs(Log(group="g-slow-leader"))
+    leaves = leader_leaves(Log(group="g-leader-leaves"))
     events = sorted(slow.events + leaves.events, key=lambda e: (e.event_time, e.log_partition))
     log = str(tmp_path / "events")
     write_event_log(spark, events, log)
