@@ -37,7 +37,8 @@ def log(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return path, events
 
 
-@pytest.mark.parametrize("files_per_trigger", [1, 4, None])
+# One batch for the whole log is test_backends.py's stream.
+@pytest.mark.parametrize("files_per_trigger", [1, 4])
 def test_any_cut_into_micro_batches_gives_the_same_tables(
         spark: SparkSession, tmp_path: Path, log: tuple[str, list[Event]],
         files_per_trigger: int | None) -> None:
