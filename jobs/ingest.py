@@ -25,7 +25,7 @@ import argparse
 
 from pipeline.errors import UsageError
 from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
-from pipeline.spark.validate import path_exists
+from pipeline.spark.paths import exists
 
 from _common import JobParser, add_common_args, cli, job_session, setup_logging, trigger_arg
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         warehouse=args.warehouse, topic_map=args.topic_map,
     )
     with job_session("ingest", args.profile) as spark:
-        if opts.raw is not None and not path_exists(spark, opts.raw):
+        if opts.raw is not None and not exists(spark, opts.raw):
             raise UsageError(f"--raw {opts.raw}: no such path; expected a Delta or Parquet "
                              "dump of raw records (key, value, partition, offset, timestamp)")
         run_ingest(spark, opts)

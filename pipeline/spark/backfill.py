@@ -30,7 +30,8 @@ from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import FAILED, batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
 from pipeline.spark.parallel import run_all
-from pipeline.spark.replay import delay_ms, is_path
+from pipeline.spark.paths import is_path
+from pipeline.spark.replay import delay_ms
 from pipeline.spark.sinks import ensure_tables, log_failed_groups, table_rows
 from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
 from schemas import OUTPUT_TABLES

@@ -103,7 +103,7 @@ class IngestOptions:
         if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
             raise UsageError(
                 f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
-        if _is_path(self.events):
+        if paths.is_path(self.events):
             self.events = paths.qualify(self.events)
         if self.checkpoint:
             self.checkpoint = paths.qualify(self.checkpoint)
@@ -112,10 +112,6 @@ class IngestOptions:
         if self.warehouse:
             self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
-
-
-def _is_path(events: str) -> bool:
-    return "/" in events or events.startswith(".")
 
 
 def decode_records(raw: DataFrame) -> DataFrame:
@@ -145,7 +141,7 @@ def normalized(raw: DataFrame) -> DataFrame:
 
 
 def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
-    if not _is_path(events):
+    if not paths.is_path(events):
         return DeltaTable.forName(spark, events)
     if not DeltaTable.isDeltaTable(spark, events):
         spark.createDataFrame([], event_schema()).write.format("delta").mode("ignore").save(events)

@@ -45,6 +45,11 @@ def join(base: str, *names: str) -> str:
     return "/".join([base.rstrip("/"), *(n.strip("/") for n in names)])
 
 
+def is_path(name: str) -> bool:
+    """A path or URI (it has a slash, or starts with a dot), else a catalog table name."""
+    return "/" in name or name.startswith(".")
+
+
 def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
     jvm: Any = spark._jvm
     conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]

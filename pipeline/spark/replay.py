@@ -31,6 +31,7 @@ from pipeline.spark.convert import PREFER_INT_EXTENSION
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
+from pipeline.spark.paths import is_path
 from pipeline.spark.sinks import BatchWriter, ensure_tables
 from pipeline.spark.tables import SEED, STATE_SCHEMA, wire_schema
 
@@ -74,10 +75,6 @@ def delay_ms(text: str) -> int:
     if not match or match.group(2) not in _UNIT_MS:
         raise ValueError(f"watermark delay must look like '10 minutes', got {text!r}")
     return int(match.group(1)) * _UNIT_MS[match.group(2)]
-
-
-def is_path(events: str) -> bool:
-    return "/" in events or events.startswith(".")
 
 
 def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:

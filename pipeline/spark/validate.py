@@ -12,7 +12,6 @@ so any URI Spark reads (file:, s3a:, abfss:) is checked the same way.
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -37,6 +36,7 @@ from pyspark.sql.types import (
 
 from pipeline.errors import UsageError
 from pipeline.fold.partitioning import partition_count_misfit
+from pipeline.spark.paths import exists, is_path
 from pipeline.spark.tables import event_schema
 from schemas import OUTPUT_TABLES
 
@@ -110,29 +110,12 @@ def check_event_schema(schema: StructType, label: str = "the event log") -> None
                          "loss also does; see schemas/events.py)")
 
 
-def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm: Any = spark._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()), hadoop_path  # type: ignore[union-attr]
-
-
-def path_exists(spark: SparkSession, path: str) -> bool:
-    fs, hadoop_path = _filesystem(spark, path)
-    return bool(fs.exists(hadoop_path))
-
-
-def is_path(name: str) -> bool:
-    """A path (it has a slash, or starts with a dot), else a catalog table name: the rule
-    of `replay.is_path`, which imports this module's caller and so cannot be imported here."""
-    return "/" in name or name.startswith(".")
-
-
 def check_event_log(spark: SparkSession, events: str, flag: str = "--events") -> None:
     """`events` is an existing Delta table (a path or a catalog name) with an event log's
     columns."""
     label = f"{flag} {events}"
     if is_path(events):
-        if not path_exists(spark, events):
+        if not exists(spark, events):
             raise UsageError(f"{label}: no such path; expected the event log, a Delta table "
                              f"written by {_WRITERS}")
         if not DeltaTable.isDeltaTable(spark, events):
@@ -165,7 +148,7 @@ def check_partition_count(spark: SparkSession, events: str, num_partitions: int,
 def warehouse_tables(spark: SparkSession, warehouse: str, flag: str = "--warehouse") -> list[str]:
     """The output tables under `warehouse`; a folder that holds none is refused."""
     label = f"{flag} {warehouse}"
-    if not path_exists(spark, warehouse):
+    if not exists(spark, warehouse):
         raise UsageError(f"{label}: no such folder; expected a warehouse written by "
                          "jobs/replay.py or jobs/backfill.py")
     root = warehouse.rstrip("/")
