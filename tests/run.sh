@@ -10,4 +10,4 @@ bash jobs/bootstrap.sh
 # Two workers: a Spark test waits on its JVM and on Delta's commits more than it computes,
 # so two sessions side by side finish sooner on two cores (tests/conftest.py keeps a file's
 # tests, and all of tests/kafka, on one worker).
-.venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 "$@"

@@ -153,6 +153,7 @@ def _java() -> str:
 
 def _jvm(classpath: str, directory: Path, heap: str) -> list[str]:
     return [_java(), f"-Xmx{heap}", "-Xms128m", "-XX:TieredStopAtLevel=1",
+            "-XX:ReservedCodeCacheSize=240m",  # C1-only's 48 MB fills; see conf/profiles/test.conf
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={directory}", "-cp", classpath]

@@ -24,6 +24,7 @@ from schemas import OUTPUT_TABLES
 from schemas.events import MALFORMED_RECORD
 from tests.kafka.conftest import Replayed, replay
 from tests.kafka.test_real_broker import KIP848
+from tests.spark.backends import assert_same_tables, read_tables
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,10 +65,8 @@ def test_a_raw_dump_through_the_job_gives_the_same_log_and_tables(
     raw_log = spark.read.format("delta").load(events)
     assert_df_equality(_sorted(raw_log), _sorted(live_log), ignore_nullable=True)
     warehouse = replay(spark, events, root)
-    for table in OUTPUT_TABLES:
-        expected = live.table(spark, table)
-        actual = spark.read.format("delta").load(str(warehouse / table))
-        assert_df_equality(_sorted(actual), _sorted(expected), ignore_nullable=True)
+    assert_same_tables(read_tables(spark, warehouse),
+                       {table: live.table(spark, table) for table in OUTPUT_TABLES})
     topics = spark.read.format("delta").load(str(warehouse / "topics")).collect()
     assert {r["topic_id"]: (r["topic_name"], r["source"]) for r in topics} == \
         {i: (n, str(topic_map)) for i, n in live.topics.items()}
