@@ -47,9 +47,10 @@ def replay_group(group_id: str | None, start: bytes | Group | None, events: Iter
         return None, {"rejected_events": reject_unkeyed(events)}
     before: Group | None = None
     try:
-        before = loads(start) if isinstance(start, bytes) else start
-        if before is not None and before.group_id != group_id:
-            raise ValueError(f"start is group {before.group_id!r}'s state, not {group_id!r}'s")
+        loaded = loads(start) if isinstance(start, bytes) else start
+        if loaded is not None and loaded.group_id != group_id:  # kept nowhere: not this group's
+            raise ValueError(f"start is group {loaded.group_id!r}'s state, not {group_id!r}'s")
+        before = loaded
         result = fold(group_id if before is None else before, events, cfg, watermark)
         g, out = result.group, result.outputs
         if until is not None:
