@@ -34,8 +34,8 @@ from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 
-Tagged = tuple[str, Row]  # (table, row)
-OUTPUT_TABLES_COLUMNS = {table: tuple(c.name for c in cols) for table, cols in OUTPUT_TABLES.items()}
+Tagged = tuple[str, Row]  # (table, row): the older shape, still taken by the wire converters
+_COLUMNS = {table: tuple(c.name for c in cols) for table, cols in OUTPUT_TABLES.items()}
 # Spark 4.2's switch for Int64/Int32 pandas columns in place of int64-or-float64 ones.
 PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
 _EXACT = 2**53  # beyond this a float64 no longer holds every integer
@@ -165,7 +165,7 @@ def table_arrow(table: str, rows: list[Row], wire: pa.Schema) -> pa.Table:
 def _names(table: str, rows: list[Row]) -> list[str]:
     """A table's columns: its schemas/ columns (plus the wire's extra `_deleted` flag) or,
     for the engine's own tables (FAILED, SEED_TABLE), the first row's."""
-    return list(OUTPUT_TABLES_COLUMNS.get(table) or rows[0]) + list(EXTRA_COLUMNS.get(table, ()))
+    return list(_COLUMNS.get(table) or rows[0]) + list(EXTRA_COLUMNS.get(table, ()))
 
 
 def _columns(rows: list[Row], names: list[str]) -> list[list[Any]]:
