@@ -1,34 +1,41 @@
-"""pandas at the edge of the fold: Spark's rows in as Events, the fold's rows out as wire rows.
+"""Arrow and pandas at the edge of the fold: Spark's rows in as Events, the fold's rows out.
 
-Spark hands a group's rows over as pandas frames, where a null timestamp is NaT and an array
-is a numpy array; the fold wants plain Python values and integer milliseconds. Times are UTC
-(the session time zone is pinned to UTC).
+In, Spark hands a group's rows over as pandas frames (stream), where a null timestamp is NaT
+and an array a numpy array, or as Arrow (backfill); the fold wants plain Python values and
+integer milliseconds. Out, one converter driven by the schemas turns the rows per table
+(`pipeline.fold.tables`) into Arrow, times at any depth included, and the wire union and
+the pandas frame are thin steps on top of it. Times are UTC (the session's time zone).
 
 Integers never pass through float: a float64 holds integers exactly only up to 2^53, and
 pandas turns an int64 column with a null into float64. The stream asks Spark for nullable
 integer columns (`PREFER_INT_EXTENSION`, set by `replay.py`), and a float column that
-reaches `_ints` anyway is refused unless every value is exact; going out, integer wire
-columns are object columns of Python ints, which Arrow converts exactly.
+reaches `_ints` anyway is refused unless every value is exact; going out, Python ints go
+straight into Arrow int64, and the pandas frame's int columns are object columns of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from functools import cache
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StructType, TimestampType
 
 from pipeline.fold import Event
 from pipeline.fold.context import Row
-from pipeline.spark.tables import wire_name
+from pipeline.fold.tables import Tables
+from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
 from pipeline.times import PANDAS_MS_RANGE
+from schemas import OUTPUT_TABLES
 
-Tagged = tuple[str, Row]  # (table, row)
+Tagged = tuple[str, Row]  # (table, row): the older shape, still taken by the wire converters
+_COLUMNS = {table: tuple(c.name for c in cols) for table, cols in OUTPUT_TABLES.items()}
 # Spark 4.2's switch for Int64/Int32 pandas columns in place of int64-or-float64 ones.
 PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
 _EXACT = 2**53  # beyond this a float64 no longer holds every integer
@@ -108,28 +115,161 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _ts(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
+def by_table(rows: Tables | Iterable[Tagged]) -> Tables:
+    """Rows per table, from either shape (tagged rows keep their order within a table)."""
+    if isinstance(rows, dict):
+        return rows
+    tables: Tables = {}
+    for table, row in rows:
+        tables.setdefault(table, []).append(row)
+    return tables
+
+
+def wire_table(rows: Tables | Iterable[Tagged], schema: pa.Schema) -> pa.Table:
+    """The rows as one Arrow table of the wire schema (`schema`: `wire_schema()`'s Arrow
+    form), every column through `arrow_column`."""
+    n, columns = _wire_columns(rows)
+    arrays = [arrow_column(columns[f.name], f.type, f.name) if f.name in columns
+              else pa.nulls(n, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _wire_columns(rows: Tables | Iterable[Tagged]) -> tuple[int, dict[str, list[Any]]]:
+    """The wire union as Python columns: tables one after another, each table's columns
+    under their wire names, null where another table's rows are; no entry for a column no
+    table has."""
+    tables = {table: table_rows for table, table_rows in by_table(rows).items() if table_rows}
+    n = sum(map(len, tables.values()))
+    columns: dict[str, list[Any]] = {"_table": []}
+    at = 0
+    for table, table_rows in tables.items():
+        names = _names(table, table_rows)
+        for name, values in zip(names, _columns(table_rows, names), strict=True):
+            column = columns.setdefault(wire_name(table, name), [None] * n)
+            column[at:at + len(values)] = values
+        columns["_table"] += [table] * len(table_rows)
+        at += len(table_rows)
+    return n, columns
+
+
+def table_arrow(table: str, rows: list[Row], wire: pa.Schema) -> pa.Table:
+    """One table's rows as Arrow, typed by its columns in the wire schema (the shape a later
+    issue writes per table; the wire is the union of these)."""
+    names = _names(table, rows)
+    fields = [wire.field(wire_name(table, name)).with_name(name) for name in names]
+    arrays = [arrow_column(values, f.type, f"{table}.{f.name}")
+              for f, values in zip(fields, _columns(rows, names), strict=True)]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _names(table: str, rows: list[Row]) -> list[str]:
+    """A table's columns: its schemas/ columns (plus the wire's extra `_deleted` flag) or,
+    for the engine's own tables (FAILED, SEED_TABLE), the first row's."""
+    return list(_COLUMNS.get(table) or rows[0]) + list(EXTRA_COLUMNS.get(table, ()))
+
+
+def _columns(rows: list[Row], names: list[str]) -> list[list[Any]]:
+    """The rows' values column by column; a row without a column (a deleted offset's) has null."""
+    if len(names) < 2:  # itemgetter of one name gives values, not tuples
+        return [[r.get(name) for r in rows] for name in names]
+    try:
+        return [list(c) for c in zip(*map(itemgetter(*names), rows), strict=True)]
+    except KeyError:
+        return [[r.get(name) for r in rows] for name in names]
+
+
+def arrow_column(values: list[Any], target: pa.DataType, name: str) -> pa.Array:
+    """Fold values (times in ms, ints as Python ints) as an Arrow array of `target`, at any
+    depth: times are built in milliseconds, checked against what pandas can hold (so both
+    backends refuse alike) and cast to the target's unit by Arrow; every other value goes
+    straight in, Arrow refusing an int out of its type's range."""
+    wide = _in_ms(target)
+    try:
+        array = pa.array(values, type=target if wide is None else wide)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if target.id in _KIND:
+            _check_fits(name, _KIND[target.id], values)  # names the value that does not fit
+        raise ValueError(f"{name}: {exc}") from exc
+    if wide is None:
+        return array
+    _check_times(array, target, name)
+    return array.cast(target)
+
+
+@cache
+def _in_ms(t: pa.DataType) -> pa.DataType | None:
+    """`t` with its times, at any depth, in milliseconds; None if it holds no time."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("ms", t.tz)
+    if pa.types.is_list(t):
+        inner = _in_ms(t.value_type)
+        return None if inner is None else pa.list_(t.value_field.with_type(inner))
+    if pa.types.is_struct(t):
+        fields = [(f, _in_ms(f.type)) for f in t]
+        if all(inner is None for _, inner in fields):
+            return None
+        return pa.struct([f if inner is None else f.with_type(inner) for f, inner in fields])
+    return None
+
+
+def _check_times(array: pa.Array, target: pa.DataType, name: str) -> None:
+    """Raise if a time (at any depth) is out of pandas' range, naming the column."""
+    if pa.types.is_list(target):
+        _check_times(array.flatten(), target.value_type, name)
+    elif pa.types.is_struct(target):
+        for child, f in zip(array.flatten(), target, strict=True):
+            _check_times(child, f.type, f"{name}.{f.name}")
+    elif pa.types.is_timestamp(target) and array.null_count < len(array):
+        low, high = pc.min_max(array).values()
+        _check_fits(name, "timestamp", [low.value, high.value])
+
+
+def wire_frame(rows: Tables | Iterable[Tagged], schema: StructType | pa.Schema) -> pd.DataFrame:
+    """The wire rows as the pandas frame applyInPandasWithState returns: top-level times as
+    naive UTC datetime64[ns], every other column an object column of Python values (nested
+    times naive UTC datetimes). Times and top-level ints are range-checked as in
+    `wire_table`; Spark refuses any other value that does not fit as it converts."""
+    if isinstance(schema, StructType):
+        schema = to_arrow_schema(schema, timezone="UTC")
+    n, columns = _wire_columns(rows)
+    nulls = np.full(n, None, dtype=object)
+    no_times = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
+    return pd.DataFrame({f.name: _pandas_column(columns[f.name], f.type, f.name)
+                         if f.name in columns else
+                         no_times if pa.types.is_timestamp(f.type) else nulls
+                         for f in schema}, copy=False)
+
+
+def _pandas_column(values: list[Any], t: pa.DataType, name: str) -> np.ndarray:
+    if pa.types.is_timestamp(t):
+        _check_fits(name, "timestamp", values)
+        # The session time zone is UTC: naive datetimes, through integers (numpy's own
+        # ms -> ns cast overflows near 1677).
+        ms = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
+        return ms.view("datetime64[ms]").astype("datetime64[ns]")
+    if _in_ms(t) is not None:
+        values = arrow_column(values, t, name).cast(_naive(t)).to_pylist()
+    elif t.id in _KIND:  # Spark's own conversion would refuse it too, without the name
+        _check_fits(name, _KIND[t.id], values)
+    # Every other column an object column: left to pandas, [2**63 - 1, None] becomes float64
+    # and 2**63, and a column of nulls float64, which Arrow cannot make a list or struct of.
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+@cache
+def _naive(t: pa.DataType) -> pa.DataType:
+    """`t` with its times, at any depth, without a time zone: to_pylist gives naive ones."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp(t.unit)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_naive(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_naive(f.type)) for f in t])
+    return t
 
 
 _NAT = np.iinfo(np.int64).min  # numpy's NaT
-
-
-def _datetimes(values: list[Any]) -> pd.Series:
-    ms = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
-    return pd.Series(ms.view("datetime64[ms]").astype("datetime64[ns]"))
-
-
-def _wire_columns(tagged: list[Tagged], names: list[str]) -> dict[str, list[Any]]:
-    """The wire rows column by column: each row's values under its wire names, else None."""
-    data: dict[str, list[Any]] = {name: [None] * len(tagged) for name in names}
-    for i, (table, row) in enumerate(tagged):
-        data["_table"][i] = table
-        for column, value in row.items():
-            data[wire_name(table, column)][i] = value
-    return data
-
-
+_KIND = {pa.int32().id: "int", pa.int64().id: "bigint", pa.timestamp("ms").id: "timestamp"}
 _BOUNDS = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1),
            "timestamp": PANDAS_MS_RANGE}
 
@@ -145,62 +285,3 @@ def _check_fits(name: str, kind: str, values: list[Any]) -> None:
     if low < bounds[0] or high > bounds[1]:
         bad = low if low < bounds[0] else high
         raise ValueError(f"{name} = {bad} does not fit the column's type ({kind})")
-
-
-def _kind(data_type: Any) -> str | None:
-    """"timestamp", "int" or "bigint" for a Spark or an Arrow type of those; else None."""
-    if isinstance(data_type, pa.DataType):
-        if pa.types.is_timestamp(data_type):
-            return "timestamp"
-        return {pa.int32(): "int", pa.int64(): "bigint"}.get(data_type)
-    if isinstance(data_type, TimestampType):
-        return "timestamp"
-    if isinstance(data_type, IntegerType):
-        return "int"
-    return "bigint" if isinstance(data_type, LongType) else None
-
-
-def wire_frame(tagged: list[Tagged], schema: StructType) -> pd.DataFrame:
-    """One wide frame holding rows of every table, typed for `schema` (`wire_schema()`)."""
-    data = _wire_columns(tagged, [f.name for f in schema.fields])
-    for f in schema.fields:
-        kind = _kind(f.dataType)
-        if kind is not None:
-            _check_fits(f.name, kind, data[f.name])
-        if isinstance(f.dataType, TimestampType):
-            data[f.name] = _datetimes(data[f.name])
-
-    data["state_members"] = [
-        None if ms is None else [
-            {**m, "last_heartbeat": _ts(m["last_heartbeat"]), "joined_at": _ts(m["joined_at"])}
-            for m in ms]
-        for ms in data["state_members"]
-    ]
-    # Every other column an object column: left to pandas, [2**63 - 1, None] becomes float64
-    # and 2**63, and a column of nulls float64, which Arrow cannot make a list or struct of.
-    return pd.DataFrame({f.name: data[f.name] if isinstance(f.dataType, TimestampType)
-                         else pd.Series(data[f.name], dtype=object) for f in schema.fields})
-
-
-def wire_table(tagged: list[Tagged], schema: pa.Schema) -> pa.Table:
-    """`wire_frame` for the batch path: the wire rows as Arrow (`schema`: the wire schema's
-    Arrow form, timestamps in microseconds), no pandas in between."""
-    data = _wire_columns(tagged, schema.names)
-    arrays = []
-    for f in schema:
-        values = data[f.name]
-        kind = _kind(f.type)
-        if kind is not None:
-            _check_fits(f.name, kind, values)
-        if pa.types.is_timestamp(f.type):
-            values = [None if v is None else v * 1000 for v in values]
-        elif f.name == "state_members":
-            values = [None if ms is None else [
-                {**m, "last_heartbeat": _us(m["last_heartbeat"]), "joined_at": _us(m["joined_at"])}
-                for m in ms] for ms in values]
-        arrays.append(pa.array(values, type=f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _us(ms: int | None) -> int | None:
-    return None if ms is None else ms * 1000

@@ -14,13 +14,18 @@ from functools import cache
 
 from pyspark.sql.types import DataType, StructField, StructType
 
+from pipeline.fold.tables import DELETED, SEED_TABLE
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events",
                  "error_responses", "group_history")
 STATE_SCHEMA = "state binary"
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
-SEED_TABLE = "_backfill_state"  # the wire's tag, and the folder under the warehouse
+# SEED_TABLE (pipeline.fold.tables) is the wire's tag and the folder under the warehouse.
+__all__ = ["APPEND_TABLES", "EXTRA_COLUMNS", "SEED", "SEED_TABLE", "STATE_SCHEMA",
+           "event_schema", "table_schema", "wire_name", "wire_schema"]
+# Wire columns a table's rows carry beyond its schemas/ columns.
+EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 
 
 def _struct(columns: tuple[Column, ...]) -> StructType:

@@ -1,15 +1,16 @@
 """The engine's tables without Spark: a log replayed micro-batch by micro-batch through the
 pure fold, as the streaming job drives it, and its rows as exact, typed JSON values.
 
-`replay` is `stateful_fold` and the sinks in one process: per batch each group with rows is
-folded from its stored state (rows behind the watermark counted late) and its timers run up
-to the watermark; a silent group whose deadline the watermark passed is advanced (Spark's
-event-time timeout); history tables are appended, `group_state` and `committed_offsets` are
-merged on their keys (an offset row marked `_deleted` deletes). At the end every group's
-timers run up to the final watermark, the latest event time minus the delay, where a
-stream over the log ends (and where `tests/spark/backends.py` `pure_tables` stops: one batch
-here is exactly that function's tables). `encode`/`decode` turn a row into JSON and back,
-driven by the column types in `schemas/`: times as epoch milliseconds, binary as hex.
+`replay` is `stateful_fold` and the sinks in one process: per batch each group with rows goes
+through `replay_group`, as in the stream, from its stored state (rows behind the watermark
+counted late) with its timers up to the watermark; a silent group whose deadline the
+watermark passed is advanced (Spark's event-time timeout); history tables are appended,
+`group_state` and `committed_offsets` are merged on their keys (an offset row marked
+`_deleted` deletes). At the end every group's timers run up to the final watermark, the
+latest event time minus the delay, where a stream over the log ends (and where
+`tests/spark/backends.py` `pure_tables` stops: one batch here is exactly that function's
+tables). `encode`/`decode` turn a row into JSON and back, driven by the column types in
+`schemas/`: times as epoch milliseconds, binary as hex.
 """
 
 from __future__ import annotations
@@ -20,19 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.fold import (
-    CoordinatorConfig,
-    Event,
-    FoldResult,
-    Group,
-    advance,
-    fold,
-    group_state_row,
-    next_deadline,
-    reject_unkeyed,
-)
-from pipeline.fold.context import Row, offset_columns
+from pipeline.fold import CoordinatorConfig, Event, Group, next_deadline
+from pipeline.fold.context import Row
+from pipeline.fold.tables import DELETED, FAILED, Tables, replay_group
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
+
+Current = dict[str, dict[tuple[Any, ...], Row]]  # table -> key -> row, as the sinks merge
 
 
 @dataclass
@@ -47,7 +41,7 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
     if sum(batches) != len(events):
         raise ValueError(f"batches cover {sum(batches)} rows, the log has {len(events)}")
     out = Replayed()
-    current: dict[str, dict[tuple[Any, ...], Row]] = {t: {} for t in TABLE_KEYS}
+    current: Current = {t: {} for t in TABLE_KEYS}
     watermark, latest, start = 0, None, 0
     for size in batches:
         chunk = events[start:start + size]
@@ -58,47 +52,39 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
         if latest is not None:
             watermark = max(watermark, latest - delay_ms)
     for group_id in sorted(out.groups):
-        _keep(out, current, advance(out.groups[group_id], watermark, cfg), cfg)
+        _keep(out, current, *replay_group(group_id, out.groups[group_id], [], watermark, cfg))
     for table, rows in current.items():
-        out.tables[table] = [r for r in rows.values() if not r.get("_deleted")]
+        out.tables[table] = [r for r in rows.values() if not r.get(DELETED)]
     return out
 
 
-def _batch(out: Replayed, current: dict[str, dict[tuple[Any, ...], Row]], chunk: Sequence[Event],
-           watermark: int, cfg: CoordinatorConfig) -> None:
+def _batch(out: Replayed, current: Current, chunk: Sequence[Event], watermark: int,
+           cfg: CoordinatorConfig) -> None:
     by_group: dict[str | None, list[Event]] = defaultdict(list)
     for e in chunk:
         by_group[e.group_id].append(e)
-    out.tables["rejected_events"] += reject_unkeyed(by_group.pop(None, []))
+    until = watermark if watermark > 0 else None
     for group_id, rows in by_group.items():
-        assert group_id is not None
-        result = fold(out.groups.get(group_id, group_id), rows, cfg,
-                      watermark if watermark > 0 else None)
-        if watermark > 0:
-            timed = advance(result.group, watermark, cfg)
-            result.outputs.extend(timed.outputs)
-            result.group = timed.group
-        _keep(out, current, result, cfg)
+        stored = None if group_id is None else out.groups.get(group_id)
+        _keep(out, current, *replay_group(group_id, stored, rows, until, cfg, until))
     for group_id, g in sorted(out.groups.items()):
         deadline = next_deadline(g, cfg)
         if group_id not in by_group and deadline is not None and deadline < watermark:
-            _keep(out, current, advance(g, watermark, cfg), cfg)
+            _keep(out, current, *replay_group(group_id, g, [], watermark, cfg))
 
 
-def _keep(out: Replayed, current: dict[str, dict[tuple[Any, ...], Row]], result: FoldResult,
-          cfg: CoordinatorConfig) -> None:
-    """A fold call's rows into the tables, as `tagged_rows` and the sinks write them."""
-    o, g = result.outputs, result.group
-    out.groups[g.group_id] = g
-    for table, rows in (("group_transitions", o.transitions), ("rebalances", o.rebalances),
-                        ("offset_history", o.offset_history), ("rejected_events", o.rejected),
-                        ("error_responses", o.answered), ("group_history", o.history)):
-        out.tables[table] += rows
-    current["group_state"][(g.group_id,)] = group_state_row(g, cfg)
-    for tp in sorted({(h["topic"], h["partition"]) for h in o.offset_history}):
-        offset = g.offsets.get(tp)
-        current["committed_offsets"][(g.group_id, *tp)] = (
-            {"_deleted": True} if offset is None else offset_columns(g.group_id, tp, offset))
+def _keep(out: Replayed, current: Current, g: Group | None, tables: Tables) -> None:
+    """A replay_group call's rows into the tables, as the sinks write them."""
+    if FAILED in tables:
+        raise AssertionError(f"the fold raised: {tables[FAILED][0]['reason']}")
+    if g is not None:
+        out.groups[g.group_id] = g
+    for table, rows in tables.items():
+        if table not in TABLE_KEYS:
+            out.tables[table] += rows
+            continue
+        for row in rows:
+            current[table][tuple(row[k] for k in TABLE_KEYS[table])] = row
 
 
 # ----------------------------------------------------------------------- typed JSON values

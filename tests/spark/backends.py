@@ -10,10 +10,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipeline.fold import CoordinatorConfig, Event, advance, fold, reject_unkeyed
+from pipeline.fold import CoordinatorConfig, Event
+from pipeline.fold.tables import DELETED, Tables, replay_group
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.convert import Tagged, wire_frame
-from pipeline.spark.folding import tagged_rows
+from pipeline.spark.convert import wire_frame
 from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
 from pipeline.spark.sinks import table_rows
 from pipeline.spark.tables import wire_schema
@@ -25,22 +25,18 @@ DELAY = "10 minutes"
 
 def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorConfig = CONFIG,
                 watermark: int | None = None) -> dict[str, DataFrame]:
-    """`watermark`: timers fire up to it; by default the stream's final one."""
+    """`watermark`: timers fire up to it; by default the stream's final one. Each group in
+    one `replay_group` call, its rows through the stream's own converter."""
     by_group: dict[str | None, list[Event]] = defaultdict(list)
     for e in events:
         by_group[e.group_id].append(e)
     if watermark is None:
         watermark = max(e.event_time for e in events if e.event_time is not None) - delay_ms(DELAY)
-    tagged: list[Tagged] = [("rejected_events", r) for r in reject_unkeyed(by_group.pop(None, []))]
+    tables: Tables = defaultdict(list)
     for group_id, group_events in by_group.items():
-        assert group_id is not None
-        result = fold(group_id, group_events, config)
-        timed = advance(result.group, watermark, config)
-        result.outputs.extend(timed.outputs)
-        result.group = timed.group
-        tagged += [t for t in tagged_rows(result, config)
-                   if not (t[0] == "committed_offsets" and t[1].get("_deleted"))]
-    wire = spark.createDataFrame(wire_frame(tagged, wire_schema()), wire_schema())
+        for table, rows in replay_group(group_id, None, group_events, watermark, config)[1].items():
+            tables[table] += [r for r in rows if not r.get(DELETED)]
+    wire = spark.createDataFrame(wire_frame(tables, wire_schema()), wire_schema())
     return {table: table_rows(wire, table) for table in OUTPUT_TABLES}
 
 

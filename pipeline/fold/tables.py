@@ -1,0 +1,97 @@
+"""One group's replay as output tables: the one call the stream, the backfill, the generator
+and the tests make. `replay_group` starts from a stored state, a seed, a Group or nothing,
+folds the group's events, fires its timers up to `until`, and returns the state to keep and
+every row it wrote, per table of `schemas/tables.py` (rows are dicts under the schema's
+column names, times in epoch milliseconds), with the group's current rows it changed: its
+`group_state` row and a `committed_offsets` row per partition the call touched (a deleted
+offset flagged `_deleted`). A fold that raises keeps the state it started from and writes,
+as the last line of defence, each event rejected as `INTERNAL: <exception>` and one FAILED
+row with the traceback. Standard library only, like the rest of the fold.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable
+
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.context import Outputs, Row, offset_columns
+from pipeline.fold.events import Event
+from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
+from pipeline.fold.model import Group
+from pipeline.fold.rows import group_state_row
+from pipeline.fold.serde import dumps, loads
+
+Tables = dict[str, list[Row]]  # table name -> rows, in the order they were written
+
+FAILED = "_group_failed"  # a group whose fold raised: group_id and the traceback (`reason`)
+INTERNAL = "INTERNAL"  # the reason prefix of the events of such a group
+SEED_TABLE = "_backfill_state"  # a group's final state (`_state`) for a stream to start from
+DELETED = "_deleted"  # a committed_offsets row that deletes its key
+STATE = "_state"
+
+
+def replay_group(group_id: str | None, start: bytes | Group | None, events: Iterable[Event],
+                 until: int | None, cfg: CoordinatorConfig, watermark: int | None = None,
+                 seed: bool = False) -> tuple[Group | None, Tables]:
+    """Fold `events` of `group_id` onto `start`, then fire every timer due before `until`.
+
+    `start`: the group's stored state or seed (`dumps` bytes), a Group, or None for a group
+    not seen yet. `watermark`: the stream's, when the rows arrived (rows behind it are
+    counted late). `seed`: also return the final state as a SEED_TABLE row. A `group_id` of
+    None is no group: every event is rejected and there is no state. The returned state is
+    the one to store; after a failure it is `start`'s (None if there was none). `events` is
+    read again after a failure, so pass a list, not an iterator.
+    """
+    if group_id is None:
+        return None, {"rejected_events": reject_unkeyed(events)}
+    before: Group | None = None
+    try:
+        loaded = loads(start) if isinstance(start, bytes) else start
+        if loaded is not None and loaded.group_id != group_id:  # kept nowhere: not this group's
+            raise ValueError(f"start is group {loaded.group_id!r}'s state, not {group_id!r}'s")
+        before = loaded
+        result = fold(group_id if before is None else before, events, cfg, watermark)
+        g, out = result.group, result.outputs
+        if until is not None:
+            timed = advance(g, until, cfg)
+            g = timed.group
+            out.extend(timed.outputs)
+        tables = result_tables(g, out, cfg)
+        if seed:
+            tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
+        return g, tables
+    except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
+        return before, failed_tables(group_id, events, before, exc)
+
+
+def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
+    """The rows `out` holds, and group `g`'s current rows they changed; only tables with rows."""
+    tables: Tables = {
+        "group_transitions": out.transitions,
+        "rebalances": out.rebalances,
+        "offset_history": out.offset_history,
+        "rejected_events": out.rejected,
+        "error_responses": out.answered,
+        "group_history": out.history,
+    }
+    if g.exists or g.state_since is not None:
+        # A group that never existed (every row refused) has no row: Kafka has no such group.
+        tables["group_state"] = [group_state_row(g, cfg)]
+    tables["committed_offsets"] = [
+        offset_columns(g.group_id, tp, g.offsets[tp]) if tp in g.offsets
+        else {"group_id": g.group_id, "topic": tp[0], "partition": tp[1], DELETED: True}
+        for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history})
+    ]
+    return {table: rows for table, rows in tables.items() if rows}
+
+
+def failed_tables(group_id: str | None, events: Iterable[Event], before: Group | None,
+                  exc: BaseException) -> Tables:
+    """The rows of a group whose fold raised: each event rejected as INTERNAL (with the
+    state the group had before the call), and the FAILED row with the traceback."""
+    text = f"{type(exc).__name__}: {exc}"
+    reason = f"{INTERNAL}: {text if len(text) <= 1000 else text[:997] + '...'}"
+    tables: Tables = {"rejected_events": [rejected_row(e, reason, before) for e in events]}
+    tables[FAILED] = [{"group_id": group_id, "reason": "".join(traceback.format_exception(exc))}]
+    return {table: rows for table, rows in tables.items() if rows}
