@@ -34,7 +34,6 @@ from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 
-Tagged = tuple[str, Row]  # (table, row): the older shape, still taken by the wire converters
 _COLUMNS = {table: tuple(c.name for c in cols) for table, cols in OUTPUT_TABLES.items()}
 # Spark 4.2's switch for Int64/Int32 pandas columns in place of int64-or-float64 ones.
 PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
@@ -115,17 +114,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def by_table(rows: Tables | Iterable[Tagged]) -> Tables:
-    """Rows per table, from either shape (tagged rows keep their order within a table)."""
-    if isinstance(rows, dict):
-        return rows
-    tables: Tables = {}
-    for table, row in rows:
-        tables.setdefault(table, []).append(row)
-    return tables
-
-
-def wire_table(rows: Tables | Iterable[Tagged], schema: pa.Schema) -> pa.Table:
+def wire_table(rows: Tables, schema: pa.Schema) -> pa.Table:
     """The rows as one Arrow table of the wire schema (`schema`: `wire_schema()`'s Arrow
     form), every column through `arrow_column`."""
     n, columns = _wire_columns(rows)
@@ -134,11 +123,11 @@ def wire_table(rows: Tables | Iterable[Tagged], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _wire_columns(rows: Tables | Iterable[Tagged]) -> tuple[int, dict[str, list[Any]]]:
+def _wire_columns(rows: Tables) -> tuple[int, dict[str, list[Any]]]:
     """The wire union as Python columns: tables one after another, each table's columns
     under their wire names, null where another table's rows are; no entry for a column no
     table has."""
-    tables = {table: table_rows for table, table_rows in by_table(rows).items() if table_rows}
+    tables = {table: table_rows for table, table_rows in rows.items() if table_rows}
     n = sum(map(len, tables.values()))
     columns: dict[str, list[Any]] = {"_table": []}
     at = 0
@@ -224,7 +213,7 @@ def _check_times(array: pa.Array, target: pa.DataType, name: str) -> None:
         _check_fits(name, "timestamp", [low.value, high.value])
 
 
-def wire_frame(rows: Tables | Iterable[Tagged], schema: StructType | pa.Schema) -> pd.DataFrame:
+def wire_frame(rows: Tables, schema: StructType | pa.Schema) -> pd.DataFrame:
     """The wire rows as the pandas frame applyInPandasWithState returns: top-level times as
     naive UTC datetime64[ns], every other column an object column of Python values (nested
     times naive UTC datetimes). Times and top-level ints are range-checked as in

@@ -20,23 +20,16 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pipeline.fold import CoordinatorConfig, Event, FoldResult, Group, dumps, loads, next_deadline
-from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group, result_tables
-from pipeline.spark.convert import Tagged, events_from_arrow, events_from_frames, wire_frame, wire_table
+from pipeline.fold import CoordinatorConfig, Event, Group, dumps, loads, next_deadline
+from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
+from pipeline.spark.convert import events_from_arrow, events_from_frames, wire_frame, wire_table
 from pipeline.spark.quiet import quiet_padded_concat
 from pipeline.spark.tables import SEED, event_schema, wire_schema
 
 # The last line of defence (pipeline.fold.tables): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
 # FAILED wire row carries the traceback for the driver to count and log (sinks.py, backfill.py).
-__all__ = ["FAILED", "INTERNAL", "batch_fold", "split_seed", "stateful_fold", "tagged_rows"]
-
-
-def tagged_rows(result: FoldResult, cfg: CoordinatorConfig) -> list[Tagged]:
-    """A fold's rows as `replay_group` returns them, as (table, row) pairs: for callers that
-    fold by themselves (the report's tests)."""
-    tables = result_tables(result.group, result.outputs, cfg)
-    return [(table, row) for table, rows in tables.items() for row in rows]
+__all__ = ["FAILED", "INTERNAL", "batch_fold", "split_seed", "stateful_fold"]
 
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:

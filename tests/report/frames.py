@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
-from pipeline.spark.folding import tagged_rows
+from pipeline.fold.tables import DELETED, replay_group
 from schemas import OUTPUT_TABLES
 
 CONFIG = CoordinatorConfig()
@@ -38,13 +38,9 @@ def pure_frames(events: list[Event], config: CoordinatorConfig = CONFIG) -> dict
     watermark = _watermark(events)
     rows: dict[str, list[dict[str, Any]]] = {t: [] for t in OUTPUT_TABLES}
     for group_id, group_events in by_group.items():
-        result = fold(group_id, group_events, config)
-        timed = advance(result.group, watermark, config)
-        result.outputs.extend(timed.outputs)
-        result.group = timed.group
-        for table, row in tagged_rows(result, config):
-            if not row.get("_deleted"):
-                rows[table].append(row)
+        for table, written in replay_group(group_id, None, group_events, watermark,
+                                           config)[1].items():
+            rows[table] += [r for r in written if not r.get(DELETED)]
     frames = {}
     for table, columns in OUTPUT_TABLES.items():
         df = pd.DataFrame(rows[table], columns=[c.name for c in columns])

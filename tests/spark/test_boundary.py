@@ -20,11 +20,11 @@ from pyspark.sql.conversion import ArrowBatchTransformer, PandasToArrowConversio
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from pipeline.fold import CoordinatorConfig, Event, advance, fold
+from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.partitioning import partition_for
-from pipeline.spark.convert import Tagged, events_from_arrow, events_from_frames, wire_frame, wire_table
+from pipeline.fold.tables import FAILED, replay_group
+from pipeline.spark.convert import events_from_arrow, events_from_frames, wire_frame, wire_table
 from pipeline.spark.eventlog import events_to_arrow, write_event_log
-from pipeline.spark.folding import tagged_rows
 from pipeline.spark.tables import event_schema, wire_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import EVENT_COLUMNS, EVENT_TYPES
@@ -119,15 +119,14 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
     wire_arrow = to_arrow_schema(wire_schema(), timezone="UTC")
     for group_id, group_events in by_group(events).items():
         assert group_id is not None
-        result = fold(group_id, group_events, CONFIG)
-        result.outputs.extend(advance(result.group, PANDAS_MS_RANGE[1], CONFIG).outputs)
-        rejected = result.outputs.rejected
+        tables = replay_group(group_id, None, group_events, PANDAS_MS_RANGE[1], CONFIG)[1]
+        assert FAILED not in tables
+        rejected = tables.get("rejected_events", [])
         assert all(r["reason"] for r in rejected)
         assert len(rejected) <= len(group_events)
         # Out, both ways: the stream's pandas frame and the backfill's Arrow table agree.
-        tagged: list[Tagged] = tagged_rows(result, CONFIG)
-        assert spark_arrow(wire_frame(tagged, wire_schema())).to_pylist() == \
-            wire_table(tagged, wire_arrow).to_pylist()
+        assert spark_arrow(wire_frame(tables, wire_schema())).to_pylist() == \
+            wire_table(tables, wire_arrow).to_pylist()
 
 
 def test_a_small_stream_of_extreme_rows_equals_the_backfill_and_the_pure_fold(
