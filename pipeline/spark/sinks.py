@@ -48,10 +48,19 @@ def _on_keys(table: str) -> str:
     return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
 
 
+def quote_name(name: str) -> str:
+    """`schema` or `catalog.schema` (Unity Catalog's three-part names) as quoted SQL."""
+    parts = name.split(".")
+    if len(parts) > 2 or not all(parts) or any("`" in p for p in parts):
+        raise ValueError(f"database {name!r}: expected schema or catalog.schema")
+    return ".".join(f"`{p}`" for p in parts)
+
+
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
-    """Create every output table (empty) if missing, and register it in the catalog."""
+    """Create every output table (empty) if missing, and register it in the catalog:
+    `database` is a schema of the session catalog, or `catalog.schema`."""
     if database:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
     run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
              for table in OUTPUT_TABLES])
 
@@ -63,7 +72,8 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
             builder = builder.property("delta.appendOnly", "true")
         builder.execute()
     if database:
-        spark.sql(f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}` USING DELTA LOCATION '{path}'")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
+                  f"USING DELTA LOCATION '{path}'")
 
 
 @dataclass
