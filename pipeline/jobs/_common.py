@@ -24,8 +24,8 @@ from pyspark.sql import SparkSession
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
+from pipeline.spark.catalog import quote_name
 from pipeline.spark.session import CONF_DIR, build_session, profile_path
-from pipeline.spark.sinks import quote_name
 from pipeline.times import event_time_ms
 
 USAGE_EXIT = 2  # argparse's own status for a usage error

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
+from pipeline.spark.catalog import quote_name, register_permanent
 from pipeline.spark.folding import FAILED
 from pipeline.spark.parallel import run_all
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
@@ -48,21 +49,19 @@ def _on_keys(table: str) -> str:
     return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
 
 
-def quote_name(name: str) -> str:
-    """`schema` or `catalog.schema` (Unity Catalog's three-part names) as quoted SQL."""
-    parts = name.split(".")
-    if len(parts) > 2 or not all(parts) or any("`" in p for p in parts):
-        raise ValueError(f"database {name!r}: expected schema or catalog.schema")
-    return ".".join(f"`{p}`" for p in parts)
-
-
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
     """Create every output table (empty) if missing, and register it in the catalog:
-    `database` is a schema of the session catalog, or `catalog.schema`."""
+    `database` is a schema of the session catalog, or `catalog.schema`; in a persistent
+    catalog the as-of and rebalance functions and the group_members view go there too."""
     if database:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
     run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
              for table in OUTPUT_TABLES])
+    # Functions and views outlive the session only in a persistent catalog (Hive's, or a
+    # catalog.schema such as Unity Catalog's); the in-memory one gets register_views' own.
+    if database and ("." in database
+                     or spark.conf.get("spark.sql.catalogImplementation") == "hive"):
+        register_permanent(spark, database)
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,11 +180,31 @@ def spark_sql(statement: str, metastore: Path, cwd: Path) -> list[list[str]]:
     return [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
 
 
-def test_the_executors_python_lacks_the_project(cluster: Cluster) -> None:
+def test_the_wheel_alone_carries_the_jobs_and_their_conf(cluster: Cluster) -> None:
+    env = clean_env()
     probe = subprocess.run([str(cluster.python), "-c", "import pyspark, pandas, pyarrow\n"
-                            "import pipeline"], capture_output=True, text=True,
-                           env=clean_env(), cwd=cluster.root)
+                            "import pipeline"], capture_output=True, text=True, env=env,
+                           cwd=cluster.root)
     assert "ModuleNotFoundError: No module named 'pipeline'" in probe.stderr
+    # From the zip itself: the profiles, Spark defaults and coordinator settings are package
+    # data, and the console scripts are declared.
+    read = subprocess.run(
+        [str(cluster.python), "-c",
+         "from pipeline.spark.session import session_conf\n"
+         "from pipeline.jobs._common import coordinator_config\n"
+         "conf = session_conf('local', with_jars=False, metastore='ms')\n"
+         "print(conf['spark.master'], conf['spark.sql.catalogImplementation'],"
+         " coordinator_config(None).offsets_topic_num_partitions)"],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": str(cluster.wheel)},
+        cwd=cluster.root, check=True)
+    assert read.stdout.split() == ["local[*]", "hive", "50"]
+    with zipfile.ZipFile(cluster.wheel) as wheel:
+        names = wheel.namelist()
+        (entry_points,) = (n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = wheel.read(entry_points).decode()
+    assert {"pipeline/conf/spark-defaults.conf", "pipeline/conf/profiles/cluster.conf",
+            "pipeline/conf/log4j2.properties", "pipeline/jobs/replay.py"} <= set(names)
+    assert "cgr-replay = pipeline.jobs.replay:main" in scripts
 
 
 def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore(
@@ -194,16 +215,28 @@ def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore
     said, _ = cluster.submit(
         ("backfill", ["--events", str(events), "--warehouse", str(batch), "--database", "",
                       "--profile", "cluster"]),
+        # catalog.schema: the three-part names a catalog such as Unity Catalog takes.
         ("replay", ["--events", str(events), "--warehouse", str(stream), "--checkpoint",
-                    str(cluster.root / "checkpoint"), "--profile", "local"]))
+                    str(cluster.root / "checkpoint"), "--profile", "local",
+                    "--database", "spark_catalog.consumer_groups"]))
     assert "backfilled 6 groups" in said
     assert (stream / "_metastore" / "metastore_db").is_dir()
 
     columns = "group_id, state, generation_id, rebalance_count"
     rows = spark_sql(
         f"SELECT 'named', {columns} FROM consumer_groups.group_state UNION ALL "
-        f"SELECT 'batch', {columns} FROM delta.`{batch}/group_state`",
+        f"SELECT 'batch', {columns} FROM delta.`{batch}/group_state`;"
+        # The functions and view outlive the job: permanent objects of the schema.
+        "SELECT 'summary', sum(rebalances) FROM consumer_groups.rebalance_summary("
+        "TIMESTAMP'1970-01-01', TIMESTAMP'2100-01-01');"
+        f"SELECT 'rebalances', count(*) FROM delta.`{batch}/rebalances`;"
+        "SELECT 'members', count(*) FROM spark_catalog.consumer_groups.group_members;"
+        f"SELECT 'member_count', sum(member_count) FROM delta.`{batch}/group_state` "
+        "WHERE state <> 'Dead'",
         stream / "_metastore", cluster.root)
     named = sorted(r[1:] for r in rows if r[0] == "named")
     assert len(named) == 6
     assert named == sorted(r[1:] for r in rows if r[0] == "batch")
+    answers = {r[0]: r[1] for r in rows if r[0] not in ("named", "batch")}
+    assert answers["summary"] == answers["rebalances"] != "0"
+    assert answers["members"] == answers["member_count"]
