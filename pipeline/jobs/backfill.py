@@ -31,6 +31,7 @@ from pipeline.jobs._common import (
     setup_logging,
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.catalog import comment_columns, persistent_catalog
 from pipeline.spark.progress import Progress
 from pipeline.spark.validate import check_event_log, check_partition_count
 
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):
             manifest = run_backfill(session, opts)
+        if opts.database and persistent_catalog(session, opts.database):
+            comment_columns(session, opts.warehouse)  # the rewrite replaced each schema
     print(f"backfilled {manifest.groups} groups from version {manifest.version} of "
           f"{manifest.events} into {opts.warehouse}")
 

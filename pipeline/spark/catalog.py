@@ -11,7 +11,8 @@
 and the view group_members (group_state's members, one row each). `bind_as_of` rebinds the
 names to the tables as they were at a moment, for `jobs/query.py --as-of T "SQL"`.
 `register_permanent` makes the same functions and view objects of a catalog schema, over the
-tables registered there, so spark-sql and notebooks have them without this package.
+tables registered there, so spark-sql and notebooks have them without this package, and
+`comment_columns` gives the tables' columns the docs of `schemas/` as comments.
 Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
 bound in this session (the Delta extension's analyzer sees the unbound marker first), so
 jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
@@ -289,6 +290,11 @@ def permanent_sql(database: str) -> dict[str, str]:
     return made
 
 
+def persistent_catalog(spark: SparkSession, database: str) -> bool:
+    """Whether names in `database` outlive the session: a catalog.schema, or a Hive catalog."""
+    return "." in database or spark.conf.get("spark.sql.catalogImplementation") == "hive"
+
+
 def register_permanent(spark: SparkSession, database: str) -> list[str]:
     """Create (or replace) the functions and view in `database`, whose output tables are
     registered; returns the names made. A catalog that keeps no SQL functions or views
@@ -304,3 +310,29 @@ def register_permanent(spark: SparkSession, database: str) -> list[str]:
             continue
         made.append(name)
     return made
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
+    """Give each output table's columns the docs of `schemas/` as comments (DESCRIBE, a
+    catalog's browser show them): one metadata commit per table that lacks them, none
+    when they are there. A table whose columns are not this version's is left alone.
+    Returns the tables changed."""
+    changed = []
+    for table, columns in OUTPUT_TABLES.items():
+        path = paths.join(paths.qualify(warehouse), table)
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        now = {f.name: f.metadata.get("comment", "")
+               for f in spark.read.format("delta").load(path).schema.fields}
+        if set(now) != {c.name for c in columns} or all(now[c.name] == c.doc for c in columns):
+            continue
+        ddl = ", ".join(f"`{c.name}` {c.type}" + (f" COMMENT {_sql_string(c.doc)}" if c.doc else "")
+                        for c in columns)
+        # REPLACE COLUMNS with the same columns: Delta's one way to set many comments at once.
+        spark.sql(f"ALTER TABLE delta.`{path}` REPLACE COLUMNS ({ddl})")
+        changed.append(table)
+    return changed

@@ -29,6 +29,7 @@ import pyspark
 import pytest
 
 from pipeline.spark import jars
+from schemas import OUTPUT_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent  # pip pyspark is a Spark distribution
@@ -232,7 +233,9 @@ def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore
         f"SELECT 'rebalances', count(*) FROM delta.`{batch}/rebalances`;"
         "SELECT 'members', count(*) FROM spark_catalog.consumer_groups.group_members;"
         f"SELECT 'member_count', sum(member_count) FROM delta.`{batch}/group_state` "
-        "WHERE state <> 'Dead'",
+        "WHERE state <> 'Dead';"
+        # Column docs of schemas/ are the tables' column comments.
+        "DESCRIBE TABLE consumer_groups.group_state",
         stream / "_metastore", cluster.root)
     named = sorted(r[1:] for r in rows if r[0] == "named")
     assert len(named) == 6
@@ -240,3 +243,5 @@ def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore
     answers = {r[0]: r[1] for r in rows if r[0] not in ("named", "batch")}
     assert answers["summary"] == answers["rebalances"] != "0"
     assert answers["members"] == answers["member_count"]
+    described = {r[0].strip(): r[-1].strip() for r in rows if len(r) == 3}
+    assert described["state"] == OUTPUT_TABLES["group_state"][1].doc != ""
