@@ -172,6 +172,15 @@ def _class_loadable(jvm: Any, name: str) -> bool:
     return True
 
 
+def _derby_log_beside(spark: SparkSession, metastore: Path) -> None:
+    """Derby writes `derby.log` into the working folder unless told otherwise; it boots at the
+    catalog's first use, which comes after this."""
+    metastore.mkdir(parents=True, exist_ok=True)
+    jvm: Any = spark._jvm
+    jvm.java.lang.System.setProperty("derby.stream.error.file",
+                                     str(metastore.resolve() / "derby.log"))
+
+
 def build_session(app_name: str, profile: str = "local",
                   extra_conf: Mapping[str, str] | None = None, *,
                   metastore: str | os.PathLike[str] | None = None) -> SparkSession:
@@ -205,6 +214,8 @@ def build_session(app_name: str, profile: str = "local",
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if metastore is not None and conf.get(METASTORE_URL, "").startswith("jdbc:derby:"):
+        _derby_log_beside(spark, Path(metastore))
     if launched is not None and not _class_loadable(spark._jvm, _DELTA_EXTENSION):
         raise RuntimeError(
             "Delta is not on the driver's class path. Under spark-submit pass the jars: "

@@ -222,6 +222,8 @@ def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore
                     "--database", "spark_catalog.consumer_groups"]))
     assert "backfilled 6 groups" in said
     assert (stream / "_metastore" / "metastore_db").is_dir()
+    assert (stream / "_metastore" / "derby.log").is_file()
+    assert not (cluster.root / "derby.log").exists()  # the jobs' working folder
 
     columns = "group_id, state, generation_id, rebalance_count"
     rows = spark_sql(
@@ -236,7 +238,7 @@ def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore
         "WHERE state <> 'Dead';"
         # Column docs of schemas/ are the tables' column comments.
         "DESCRIBE TABLE consumer_groups.group_state",
-        stream / "_metastore", cluster.root)
+        stream / "_metastore", cluster.logs)
     named = sorted(r[1:] for r in rows if r[0] == "named")
     assert len(named) == 6
     assert named == sorted(r[1:] for r in rows if r[0] == "batch")
