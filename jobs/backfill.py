@@ -1,77 +1,12 @@
-"""Batch backfill: rebuild every output table from a historical event log, with the same fold.
+"""The file `spark-submit` runs for the job `pipeline.jobs.backfill`.
 
-    spark-submit jobs/backfill.py --events /data/events --warehouse /data/wh [--replace]
-    spark-submit jobs/backfill.py --events /data/events --warehouse /data/wh-then \
-        --until 2026-11-17T03:12:00
-
-Folds each group's whole history once, in log order (batch applyInArrow), and replaces
-each table in one Delta commit. Without --until it reads one version of the log (the
-latest, or --log-version) and leaves the hand-off for jobs/replay.py: a stream started on a
-new checkpoint over the same --warehouse continues from the next version of the log.
-With --until it rebuilds the tables as of that event time (UTC unless an offset is given).
+The job lives in the package (its docstring says what it reads and writes), so this file holds
+nothing else and can be copied anywhere: with the wheel installed, or passed as
+`--py-files consumer_group_replay-*.whl`, it runs the wheel's job (see README, Deploying).
 """
 
-from __future__ import annotations
-
-import argparse
-
-from pyspark.sql import SparkSession
-
-from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.progress import Progress
-from pipeline.spark.validate import check_event_log, check_partition_count
-
-from _common import (
-    JobParser,
-    add_common_args,
-    cli,
-    coordinator_config,
-    event_time_arg,
-    interval_arg,
-    job_session,
-    setup_logging,
-)
-
-
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = JobParser(__file__, __doc__, version_value="version")
-    p.add_argument("--events", required=True, help="event log: Delta path or table name")
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
-    cut = p.add_mutually_exclusive_group()
-    cut.add_argument("--until", type=event_time_arg, metavar="TIMESTAMP",
-                     help="rebuild as of this event time (no stream hand-off)")
-    cut.add_argument("--log-version", dest="version", type=int, metavar="N",
-                     help="the event log's Delta version to read (default: the latest)")
-    p.add_argument("--replace", action="store_true",
-                   help="replace tables that already hold rows")
-    p.add_argument("--database", default="consumer_groups",
-                   help="catalog database to register the tables in ('' for none)")
-    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
-                   help="as the stream's: timers run up to the latest event time minus this")
-    add_common_args(p)
-    args = p.parse_args(argv)
-    if args.until is not None and args.version is not None:
-        p.error("give --until or --log-version, not both")
-    return args
-
-
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
-    """A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
-    opts = BackfillOptions(
-        events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
-        database=args.database or None, watermark_delay=args.watermark_delay,
-        replace=args.replace, config=coordinator_config(args.coordinator_conf))
-    with job_session("backfill", args.profile, spark) as session:
-        check_event_log(session, opts.events)
-        check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
-        with Progress(session, "backfill"):
-            manifest = run_backfill(session, opts)
-    print(f"backfilled {manifest.groups} groups from version {manifest.version} of "
-          f"{manifest.events} into {opts.warehouse}")
-
+from pipeline.jobs.backfill import *  # noqa: F403 (a test loading this file gets the job's names)
+from pipeline.jobs.backfill import main
 
 if __name__ == "__main__":
     main()

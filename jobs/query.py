@@ -1,107 +1,12 @@
-"""SQL over the consumer-group tables, now or as of a past event time.
+"""The file `spark-submit` runs for the job `pipeline.jobs.query`.
 
-    spark-submit jobs/query.py --warehouse /data/wh "SELECT * FROM group_state"
-    spark-submit jobs/query.py --warehouse /data/wh --as-of 2026-11-17T03:12:00 --group orders
-    spark-submit jobs/query.py --warehouse /data/wh --as-of 2026-11-17T03:12:00 \
-        "SELECT * FROM group_members WHERE group_id = 'orders'"
-    spark-submit jobs/query.py --warehouse /data/wh --demo
-
-Every output table under --warehouse is a SQL name (group_state, committed_offsets,
-offset_history, group_transitions, rebalances, rejected_events, error_responses,
-group_history, and topics where the ingest recorded it), with the view group_members and the
-table functions group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
-rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions().
-`--as-of` without SQL prints state, members and offsets as of that time, for one --group
-or all. With SQL, the statement sees the tables as they were then: group_state,
-committed_offsets and group_members are their as-of forms, the append-only tables hold only
-their rows up to that time (rebalances: completed by then). The time is parsed first and
-reaches SQL as a timestamp literal built from the parsed value, the group id only as a Column
-value. Reads the tables; writes nothing.
+The job lives in the package (its docstring says what it reads and writes), so this file holds
+nothing else and can be copied anywhere: with the wheel installed, or passed as
+`--py-files consumer_group_replay-*.whl`, it runs the wheel's job (see README, Deploying).
 """
 
-from __future__ import annotations
-
-import argparse
-import sys
-
-from pyspark.errors import AnalysisException, ParseException
-from pyspark.sql import DataFrame, SparkSession
-
-from pipeline.errors import UsageError
-from pipeline.spark.catalog import (
-    AS_OF,
-    DEMO_QUERIES,
-    as_of,
-    bind_as_of,
-    register_views,
-    timestamp_sql,
-)
-from pipeline.spark.errors import first_line, user_sql
-from pipeline.spark.validate import check_group, warehouse_tables
-
-from _common import JobParser, add_profile_arg, cli, event_time_arg, job_session, positive_int, setup_logging
-
-
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
-    p.add_argument("--demo", action="store_true", help="run the example questions")
-    p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
-                   help="the tables as of this event time (ISO; UTC); alone: state, members "
-                        "and offsets then")
-    p.add_argument("--group", help="with --as-of and no SQL: only this group")
-    p.add_argument("--limit", type=positive_int, default=50, help="rows to show")
-    add_profile_arg(p)
-    p.add_argument("sql", nargs="?", help="one SQL statement over the tables' names")
-    args = p.parse_args(argv)
-    if not args.demo and not args.sql and args.as_of is None:
-        p.error("give a SQL statement, --as-of TIMESTAMP, or --demo")
-    if args.demo and args.as_of is not None:
-        p.error("--demo asks about now; give --as-of with a SQL statement instead")
-    if args.group is not None and args.sql:
-        p.error("--group goes with --as-of alone; filter the group in the SQL statement")
-    return args
-
-
-def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFrame]:
-    """Each answer the arguments ask for, by title, over views already registered."""
-    if args.as_of is not None and not args.sql:
-        return {f"{function}({timestamp_sql(args.as_of)})":
-                as_of(session, function, args.as_of, args.group) for function in AS_OF}
-    if args.as_of is None:
-        queries = DEMO_QUERIES if args.demo else {"result": args.sql}
-        return {title: session.sql(sql) for title, sql in queries.items()}
-    bound = bind_as_of(session, args.as_of)
-    try:
-        return {f"result as of {timestamp_sql(args.as_of)}": session.sql(args.sql)}
-    except ParseException:
-        raise  # the statement itself is wrong, as/of or not: user_sql says so
-    except AnalysisException as exc:
-        raise UsageError(f"SQL: {first_line(exc)} With --as-of, the statement's tables are: "
-                         + "; ".join(f"{t}: {how}" for t, how in bound.items())
-                         + ". group_state then has the columns "
-                         + ", ".join(session.table("group_state").columns)) from exc
-
-
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
-    """Prints the answers; returns the exit status. A session passed in is used and left
-    running (the README's examples run in-process in one test session)."""
-    setup_logging()
-    args = parse(argv)
-    with job_session("query", args.profile, spark) as session:
-        warehouse_tables(session, args.warehouse)
-        if args.group is not None:
-            check_group(session, args.warehouse, args.group)
-        register_views(session, args.warehouse)
-        with user_sql():
-            results = answers(session, args)
-        for title, df in results.items():
-            print(f"\n== {title}")
-            with user_sql("SQL" if args.sql else title):
-                df.show(args.limit, truncate=False)
-        return 0
-
+from pipeline.jobs.query import *  # noqa: F403 (a test loading this file gets the job's names)
+from pipeline.jobs.query import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

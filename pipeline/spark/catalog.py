@@ -10,6 +10,9 @@
   member_sessions()                each member's stays: joined, left, why
 and the view group_members (group_state's members, one row each). `bind_as_of` rebinds the
 names to the tables as they were at a moment, for `jobs/query.py --as-of T "SQL"`.
+`register_permanent` makes the same functions and view objects of a catalog schema, over the
+tables registered there, so spark-sql and notebooks have them without this package, and
+`comment_columns` gives the tables' columns the docs of `schemas/` as comments.
 Arguments are SQL literals. Spark's named parameters (`spark.sql(text, args=...)`) are not
 bound in this session (the Delta extension's analyzer sees the unbound marker first), so
 jobs build the literal from a parsed value, never from the user's text (`timestamp_sql`),
@@ -18,7 +21,11 @@ and filter group ids with Column expressions.
 
 from __future__ import annotations
 
+import logging
+import re
+
 from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -255,3 +262,77 @@ DEMO_QUERIES: dict[str, str] = {
                max(commit_timestamp) AS last_commit
         FROM committed_offsets GROUP BY group_id ORDER BY partitions DESC LIMIT 5""",
 }
+
+
+log = logging.getLogger("catalog")
+_TABLE_REF = re.compile(r"\b(FROM|JOIN)\s+(" + "|".join(OUTPUT_TABLES) + r")\b")
+
+
+def quote_name(name: str) -> str:
+    """`schema` or `catalog.schema` (Unity Catalog's three-part names) as quoted SQL."""
+    parts = name.split(".")
+    if len(parts) > 2 or not all(parts) or any("`" in p for p in parts):
+        raise ValueError(f"database {name!r}: expected schema or catalog.schema")
+    return ".".join(f"`{p}`" for p in parts)
+
+
+def permanent_sql(database: str) -> dict[str, str]:
+    """FUNCTIONS and the group_members view as objects of `database`, reading its tables."""
+    db = quote_name(database)
+
+    def qualified(sql: str) -> str:
+        return _TABLE_REF.sub(lambda m: f"{m[1]} {db}.`{m[2]}`", sql)
+
+    made = {name: qualified(sql.replace("CREATE OR REPLACE TEMPORARY FUNCTION ",
+                                        f"CREATE OR REPLACE FUNCTION {db}.", 1))
+            for name, sql in FUNCTIONS.items()}
+    made["group_members"] = f"CREATE OR REPLACE VIEW {db}.`group_members` AS {qualified(MEMBERS_NOW)}"
+    return made
+
+
+def persistent_catalog(spark: SparkSession, database: str) -> bool:
+    """Whether names in `database` outlive the session: a catalog.schema, or a Hive catalog."""
+    return "." in database or spark.conf.get("spark.sql.catalogImplementation") == "hive"
+
+
+def register_permanent(spark: SparkSession, database: str) -> list[str]:
+    """Create (or replace) the functions and view in `database`, whose output tables are
+    registered; returns the names made. A catalog that keeps no SQL functions or views
+    refuses with an AnalysisException: that is logged, and `register_views` still defines
+    them in any one session."""
+    made = []
+    for name, sql in permanent_sql(database).items():
+        try:
+            spark.sql(sql)
+        except AnalysisException as exc:
+            log.warning("%s.%s not registered in the catalog (%s); register_views defines it "
+                        "in a session", database, name, str(exc).splitlines()[0])
+            continue
+        made.append(name)
+    return made
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
+    """Give each output table's columns the docs of `schemas/` as comments (DESCRIBE, a
+    catalog's browser show them): one metadata commit per table that lacks them, none
+    when they are there. A table whose columns are not this version's is left alone.
+    Returns the tables changed."""
+    changed = []
+    for table, columns in OUTPUT_TABLES.items():
+        path = paths.join(paths.qualify(warehouse), table)
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        now = {f.name: f.metadata.get("comment", "")
+               for f in spark.read.format("delta").load(path).schema.fields}
+        if set(now) != {c.name for c in columns} or all(now[c.name] == c.doc for c in columns):
+            continue
+        ddl = ", ".join(f"`{c.name}` {c.type}" + (f" COMMENT {_sql_string(c.doc)}" if c.doc else "")
+                        for c in columns)
+        # REPLACE COLUMNS with the same columns: Delta's one way to set many comments at once.
+        spark.sql(f"ALTER TABLE delta.`{path}` REPLACE COLUMNS ({ddl})")
+        changed.append(table)
+    return changed

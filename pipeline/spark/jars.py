@@ -32,6 +32,7 @@ import argparse
 import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -46,7 +47,11 @@ from pathlib import Path
 import pyspark
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache"
+# A checkout caches under its own .cache/; an installed wheel under the user's cache folder
+# (or $CGR_CACHE), never inside site-packages.
+CACHE = (Path(os.environ["CGR_CACHE"]) if os.environ.get("CGR_CACHE")
+         else ROOT / ".cache" if (ROOT / "pyproject.toml").is_file()
+         else Path.home() / ".cache" / "consumer-group-replay")
 JARS_DIR = CACHE / "jars"
 MAVEN_REPO = CACHE / "m2"
 
@@ -249,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_jars:
         print(",".join(str(p) for p in cache.jars))
         return 0
-    print(f"JVM artifacts for pyspark {SPARK_VERSION} in {cache.directory.relative_to(ROOT)} "
+    print(f"JVM artifacts for pyspark {SPARK_VERSION} in {cache.directory} "
           f"({time.monotonic() - started:.1f}s):")
     for a in ARTIFACTS:
         print(f"  requested {a.coordinate}"

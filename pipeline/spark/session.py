@@ -1,6 +1,8 @@
 """The one SparkSession builder for jobs and tests.
 
-Configuration comes from files, later ones winning:
+Configuration comes from files packaged with `pipeline` (`pipeline/conf/`, `conf/` in a checkout
+is a link to it; read through `importlib.resources`, so a zipped wheel on `--py-files` works
+too), later ones winning:
 
 1. `conf/spark-defaults.conf`: shared by every profile (Delta, RocksDB state store, UTC, ...).
 2. what this module adds: the Delta/Kafka jars (`pipeline.spark.jars`) and the project's own
@@ -9,11 +11,16 @@ Configuration comes from files, later ones winning:
 4. `extra_conf` given by the caller.
 
 Files use Spark's properties format: `key value` (or `key=value`), `#` comments.
-`SPARK_CONF_DIR` defaults to `conf/`, so the JVM Spark launches reads `conf/log4j2.properties`.
+`SPARK_CONF_DIR` defaults to the packaged `conf/`, so the JVM Spark launches reads its
+`log4j2.properties`.
 
-Catalog: no Hive metastore. The session catalog is in-memory (`spark.sql.catalogImplementation
-in-memory`), so databases and tables live as long as the session; the Delta log on disk is the
-source of truth and tables are re-registered by path on each start::
+Catalog: a profile with `spark.sql.catalogImplementation hive` (`local`) and no metastore of its
+own (`spark.hadoop.javax.jdo.option.ConnectionURL`) gets Spark's embedded Derby metastore in
+the `metastore` folder the job names (`metastore_conf`; replay and backfill do), so other
+processes (spark-sql, a notebook) see the tables by name after the job ends; embedded Derby
+admits one process at a time. Other profiles and jobs keep the in-memory catalog, where tables
+live as long as the session. The
+Delta log on disk is the source of truth either way and tables are registered by path::
 
     spark.sql("CREATE DATABASE IF NOT EXISTS consumer_groups")
     spark.sql("CREATE TABLE IF NOT EXISTS consumer_groups.group_state "
@@ -40,6 +47,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +57,12 @@ from pyspark.sql import SparkSession
 
 from pipeline.spark import jars
 
-ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = ROOT / "conf"
+# The folder holding the `pipeline` package: a checkout, site-packages, or a zipped wheel.
+PACKAGE_HOME = Path(__file__).resolve().parents[2]
+CONF_DIR: Traversable = resources.files("pipeline") / "conf"
 DEFAULTS_FILE = CONF_DIR / "spark-defaults.conf"
 PROFILES_DIR = CONF_DIR / "profiles"
+METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 
 _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
@@ -59,7 +70,7 @@ _MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
 _LINE = re.compile(r"^(?P<key>[^\s=:]+)\s*(?:[=:]\s*|\s)(?P<value>.*)$")
 
 
-def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+def load_properties(path: str | os.PathLike[str] | Traversable) -> dict[str, str]:
     """Parse a Spark properties file (`spark-defaults.conf` syntax) into a dict.
 
     `key value`, `key=value` or `key: value`; blank lines and `#`/`!` comments are skipped;
@@ -67,7 +78,8 @@ def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """
     props: dict[str, str] = {}
     pending = ""
-    for lineno, raw in enumerate(Path(path).read_text().splitlines(), 1):
+    file = Path(path) if isinstance(path, str | os.PathLike) else path
+    for lineno, raw in enumerate(file.read_text().splitlines(), 1):
         line = pending + raw.strip() if pending else raw.strip()
         pending = ""
         if not line or line[0] in "#!":
@@ -87,25 +99,42 @@ def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     return props
 
 
-def profile_path(profile: str) -> Path:
+def profile_path(profile: str) -> Traversable:
     candidate = Path(profile)
     if candidate.suffix == ".conf" and candidate.is_file():
         return candidate
     path = PROFILES_DIR / f"{profile}.conf"
     if not path.is_file():
-        known = sorted(p.stem for p in PROFILES_DIR.glob("*.conf"))
+        known = sorted(p.name.removesuffix(".conf") for p in PROFILES_DIR.iterdir()
+                       if p.name.endswith(".conf"))
         raise ValueError(f"unknown Spark profile {profile!r}; known: {', '.join(known)}")
     return path
 
 
+def metastore_conf(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """An embedded Derby metastore in `directory` (created on first use), and the warehouse
+    of managed tables beside it (the pipeline's own tables are external, at their paths)."""
+    home = Path(directory).resolve()
+    return {METASTORE_URL: f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+            "spark.sql.warehouse.dir": (home / "managed").as_uri()}
+
+
 def session_conf(profile: str = "local", extra_conf: Mapping[str, str] | None = None,
-                 *, with_jars: bool = True) -> dict[str, str]:
-    """Everything `build_session` would hand to Spark for this profile, in order of precedence."""
+                 *, with_jars: bool = True,
+                 metastore: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Everything `build_session` would hand to Spark for this profile, in order of precedence;
+    `metastore` is the Derby folder of a profile with a Hive catalog and no metastore set."""
     conf = load_properties(DEFAULTS_FILE)
     if with_jars:
         conf.update(jars.spark_conf())
     conf["spark.pyspark.python"] = sys.executable
     conf.update(load_properties(profile_path(profile)))
+    if (conf.get("spark.sql.catalogImplementation") == "hive" and METASTORE_URL not in conf
+            and METASTORE_URL not in (extra_conf or {})):
+        # Only a job that registers tables names a folder; the others (query, report) read by
+        # path and must not take Derby's one-process lock from a running replay.
+        conf.update(metastore_conf(metastore) if metastore is not None
+                    else {"spark.sql.catalogImplementation": "in-memory"})
     conf.update(extra_conf or {})
     return conf
 
@@ -143,21 +172,34 @@ def _class_loadable(jvm: Any, name: str) -> bool:
     return True
 
 
+def _derby_log_beside(spark: SparkSession, metastore: Path) -> None:
+    """Derby writes `derby.log` into the working folder unless told otherwise; it boots at the
+    catalog's first use, which comes after this."""
+    metastore.mkdir(parents=True, exist_ok=True)
+    jvm: Any = spark._jvm
+    jvm.java.lang.System.setProperty("derby.stream.error.file",
+                                     str(metastore.resolve() / "derby.log"))
+
+
 def build_session(app_name: str, profile: str = "local",
-                  extra_conf: Mapping[str, str] | None = None) -> SparkSession:
-    """A Delta-enabled SparkSession configured from `conf/` (see the module docstring)."""
-    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+                  extra_conf: Mapping[str, str] | None = None, *,
+                  metastore: str | os.PathLike[str] | None = None) -> SparkSession:
+    """A Delta-enabled SparkSession configured from `conf/` (see the module docstring);
+    `metastore`: the Derby folder of a Hive-catalog profile without a metastore of its own
+    (without one, such a profile's session keeps the in-memory catalog)."""
+    if isinstance(CONF_DIR, Path):  # not when the package runs from a zip
+        os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     launched = _launched_conf()
     # Resolve our jars only if they can still matter (not when spark-submit was given --jars).
-    conf = session_conf(profile, extra_conf,
+    conf = session_conf(profile, extra_conf, metastore=metastore,
                         with_jars=launched is None or "spark.jars" not in launched)
     if launched is None:
         # We start the JVM: master comes from the profile, workers run this interpreter and
         # can import the project's modules (functions pickled by reference, e.g. in tests).
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
         paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if str(ROOT) not in paths:
-            os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, paths)])
+        if str(PACKAGE_HOME) not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_HOME), *filter(None, paths)])
     else:
         # spark-submit (or an earlier session) decided master, jars and its own settings.
         os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
@@ -172,6 +214,8 @@ def build_session(app_name: str, profile: str = "local",
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if metastore is not None and conf.get(METASTORE_URL, "").startswith("jdbc:derby:"):
+        _derby_log_beside(spark, Path(metastore))
     if launched is not None and not _class_loadable(spark._jvm, _DELTA_EXTENSION):
         raise RuntimeError(
             "Delta is not on the driver's class path. Under spark-submit pass the jars: "

@@ -19,6 +19,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
+from pipeline.spark.catalog import (
+    comment_columns,
+    persistent_catalog,
+    quote_name,
+    register_permanent,
+)
 from pipeline.spark.folding import FAILED
 from pipeline.spark.parallel import run_all
 from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
@@ -49,11 +55,20 @@ def _on_keys(table: str) -> str:
 
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
-    """Create every output table (empty) if missing, and register it in the catalog."""
+    """Create every output table (empty) if missing, and register it in the catalog:
+    `database` is a schema of the session catalog, or `catalog.schema`; in a persistent
+    catalog the as-of and rebalance functions and the group_members view go there too, and
+    the columns get their docs as comments."""
     if database:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
     run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
              for table in OUTPUT_TABLES])
+    # Functions, views and comments are for other processes: only in a persistent catalog
+    # (Hive's, or a catalog.schema such as Unity Catalog's); the in-memory one gets
+    # register_views' own, and tests' tables stay as the fold writes them.
+    if database and persistent_catalog(spark, database):
+        comment_columns(spark, warehouse)
+        register_permanent(spark, database)
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
@@ -63,7 +78,8 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
             builder = builder.property("delta.appendOnly", "true")
         builder.execute()
     if database:
-        spark.sql(f"CREATE TABLE IF NOT EXISTS `{database}`.`{table}` USING DELTA LOCATION '{path}'")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
+                  f"USING DELTA LOCATION '{path}'")
 
 
 @dataclass

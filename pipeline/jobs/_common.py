@@ -1,0 +1,254 @@
+"""What every job shares: the argument parser, one way to fail, logging, and the coordinator
+config (the packaged `pipeline/conf/coordinator.properties` unless a file is given).
+
+A user's mistake (`UsageError`, an argparse error) ends a job with one line on stderr naming
+the input and what was expected, and exit status 2; `--debug` shows the traceback instead.
+Any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib.resources import as_file
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+from urllib.parse import urlparse
+
+from pyspark.sql import SparkSession
+
+from pipeline.errors import UsageError
+from pipeline.fold import CoordinatorConfig
+from pipeline.spark import paths
+from pipeline.spark.catalog import quote_name
+from pipeline.spark.session import CONF_DIR, build_session, profile_path
+from pipeline.times import event_time_ms
+
+USAGE_EXIT = 2  # argparse's own status for a usage error
+_INTERVAL_UNITS = ("ms", "millisecond", "milliseconds", "s", "second", "seconds", "m", "minute",
+                   "minutes", "h", "hour", "hours")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    try:
+        return installed("consumer-group-replay")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _version_line(prog: str) -> str:
+    return f"{prog} (consumer-group-replay {version()})"
+
+
+class _VersionOr(argparse.Action):
+    """`--version` alone prints the version and exits; `--version N` stores N."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if values is None:
+            print(_version_line(parser.prog))
+            parser.exit()
+        setattr(namespace, self.dest, values)
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default unless it has none worth printing (None, off, empty)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, []):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class JobParser(argparse.ArgumentParser):
+    """An argparse parser whose --help shows every default and whose errors are one line."""
+
+    def __init__(self, job_file: str, doc: str | None, *, version_value: str | None = None,
+                 **kwargs: Any) -> None:
+        """`job_file` names the program (`replay.py`, under pytest or spark-submit alike);
+        `version_value`: the dest an integer after --version goes to (backfill's
+        `--version N`, the log's Delta version, predates --version printing ours)."""
+        super().__init__(prog=Path(job_file).name, description=(doc or "").split("\n\n")[0],
+                         formatter_class=_Formatter, **kwargs)
+        self.add_argument("--debug", action="store_true",
+                          help="on an error, show the traceback instead of one line")
+        if version_value is None:
+            self.add_argument("--version", action="version", version=_version_line(self.prog))
+        else:
+            self.add_argument("--version", action=_VersionOr, dest=version_value, nargs="?",
+                              type=int, metavar="N", help="alone: print the program's "
+                              "version and exit; with N: as --log-version N")
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(USAGE_EXIT)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cli(main: F) -> F:
+    """Decorate a job's `main(argv, ...)`: a user's mistake becomes one line on stderr and
+    SystemExit(2); with --debug in argv, or for any other exception, it propagates."""
+    @functools.wraps(main)
+    def run(argv: Sequence[str] | None = None, *args: Any, **kwargs: Any) -> Any:
+        words = sys.argv[1:] if argv is None else list(argv)
+        try:
+            return main(argv, *args, **kwargs)
+        except UsageError as exc:
+            if "--debug" in words:
+                raise
+            print(f"{Path(main.__code__.co_filename).name}: error: {exc}", file=sys.stderr)
+            raise SystemExit(USAGE_EXIT) from None
+        except KeyboardInterrupt:
+            if "--debug" in words:
+                raise
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130) from None
+    return run  # type: ignore[return-value]
+
+
+def event_time_arg(text: str) -> int:
+    """argparse type: an ISO-8601 event time (UTC unless an offset is given) as epoch ms."""
+    try:
+        return event_time_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def trigger_arg(text: str) -> str:
+    """argparse type: `available-now` or `processing-time:SECONDS` (SECONDS > 0)."""
+    if text == "available-now":
+        return text
+    kind, _, seconds = text.partition(":")
+    try:
+        ok = kind == "processing-time" and float(seconds) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected available-now or processing-time:SECONDS (e.g. processing-time:30)")
+    return text
+
+
+def interval_arg(text: str) -> str:
+    """argparse type: an interval such as `10 minutes` (ms, s, m, h, or their words)."""
+    number, _, unit = text.strip().partition(" ")
+    if not number.isdigit() or unit.strip() not in _INTERVAL_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a whole number and a unit, e.g. '10 minutes', '30 s', '2 hours'")
+    return text
+
+
+def database_arg(text: str) -> str:
+    """argparse type: `schema`, `catalog.schema`, or '' (register no names)."""
+    if text:
+        try:
+            quote_name(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a fraction from 0 to 1")
+    return value
+
+
+def profile_arg(text: str) -> str:
+    """argparse type: a profile under conf/profiles/, or a path to a .conf file."""
+    try:
+        profile_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s",
+                        datefmt="%H:%M:%S", stream=sys.stdout)
+    # py4j logs every gateway call and callback at INFO: nothing a user acts on.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    # PySpark logs each SQL error it converts, with the JVM's stack, before raising it: the
+    # error itself still reaches the job (one line, or its traceback with --debug).
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def coordinator_config(path: str | None) -> CoordinatorConfig:
+    try:
+        if path:
+            return CoordinatorConfig.from_file(path)
+        # as_file: the packaged file is a real file unless the wheel runs zipped (--py-files).
+        with as_file(CONF_DIR / "coordinator.properties") as packaged:
+            return CoordinatorConfig.from_file(packaged)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--coordinator-conf {path}: {exc}; expected a Kafka-style "
+                         ".properties file (see conf/coordinator.properties)") from exc
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    """The flags every Spark job takes: coordinator settings and the session profile."""
+    p.add_argument("--coordinator-conf", metavar="FILE",
+                   help="coordinator settings, Kafka property names "
+                        "(default: the packaged conf/coordinator.properties)")
+    add_profile_arg(p)
+
+
+def add_profile_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="local", type=profile_arg,
+                   help="Spark settings: conf/profiles/<name>.conf (local, cluster, test) "
+                        "or a .conf path")
+
+
+def default_metastore(warehouse: str) -> str:
+    """Where a Hive-catalog profile keeps the Derby metastore for `warehouse`: `_metastore`
+    inside a local warehouse, so each warehouse has its own names and lock; `./metastore`
+    when the warehouse is remote (Derby writes only to the local disk)."""
+    if warehouse.startswith("file:"):
+        return urlparse(warehouse).path.rstrip("/") + "/_metastore"
+    return "metastore" if paths.is_uri(warehouse) else paths.join(paths.qualify(warehouse),
+                                                                 "_metastore")
+
+
+def add_metastore_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metastore", metavar="DIR",
+                   help="embedded Derby metastore folder of a profile with a Hive catalog "
+                        "(local) (default: WAREHOUSE/_metastore, ./metastore for a remote "
+                        "warehouse)")
+
+
+@contextmanager
+def job_session(name: str, profile: str, spark: SparkSession | None = None, *,
+                metastore: str | None = None) -> Iterator[SparkSession]:
+    """The job's Spark session, stopped when the job ends; one passed in (a test, a notebook
+    calling `main(argv, spark)`) is used and left running. `metastore`: see `build_session`."""
+    if spark is not None:
+        yield spark
+        return
+    session = build_session(name, profile, metastore=metastore)
+    try:
+        yield session
+    finally:
+        session.stop()

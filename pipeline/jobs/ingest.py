@@ -1,0 +1,82 @@
+"""Decode real `__consumer_offsets` records into the Delta event log.
+
+    spark-submit jobs/ingest.py --bootstrap-servers broker1:9092 --events /data/events \
+        --warehouse /data/wh --checkpoint /data/ingest-ckpt --trigger processing-time:30 \
+        --kafka-option security.protocol=SASL_SSL --kafka-option sasl.mechanism=PLAIN \
+        --kafka-option 'sasl.jaas.config=...'
+    spark-submit jobs/ingest.py --raw /archive/consumer-offsets-dump --events /data/events \
+        --warehouse /data/wh --topic-map /archive/topic-ids.csv
+
+With --bootstrap-servers it streams the cluster's `__consumer_offsets` through Spark's Kafka
+source (read_committed, checkpointed at --checkpoint); with --raw it reads a dump of raw records
+(Delta or Parquet with key, value, partition, offset, timestamp) once. Either way each record
+is decoded and merged into the event log at --events, inserted only if its
+(log_partition, log_offset) is not there yet, so repeats are harmless. Undecodable records are
+kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. Option values whose
+key names a password, secret, JAAS config or key are never logged. With --warehouse (the one
+jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
+--topic-map) go to its `topics` table, through which queries and reports name the partitions
+of KIP-848 members: Kafka 4.1+ logs their topics by id only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline.errors import UsageError
+from pipeline.jobs._common import JobParser, add_common_args, cli, job_session, setup_logging, trigger_arg
+from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
+from pipeline.spark.paths import exists
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = JobParser(__file__, __doc__)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--bootstrap-servers", help="a live cluster: host:port[,host:port...]")
+    source.add_argument("--raw", help="a dump of raw records: Delta or Parquet path")
+    p.add_argument("--events", required=True, help="event log: Delta path or table name")
+    p.add_argument("--checkpoint", help="the stream's checkpoint folder (live cluster only)")
+    p.add_argument("--starting-offsets", default="earliest",
+                   help="earliest, latest, or Spark's per-partition JSON (first run only)")
+    p.add_argument("--trigger", default="available-now", type=trigger_arg,
+                   help="available-now, or processing-time:SECONDS")
+    p.add_argument("--topic", default="__consumer_offsets", help="the topic to read")
+    p.add_argument("--warehouse", help="the replay's warehouse: topic ids -> names go to its "
+                                       "`topics` table")
+    p.add_argument("--topic-map", help="with --raw: a CSV (topic_id,topic_name header) or JSON "
+                                       "file of the dumped cluster's topic ids and names")
+    p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
+                        "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
+    add_common_args(p)
+    args = p.parse_args(argv)
+    try:
+        args.kafka_options = dict(parse_option(o) for o in args.kafka_option)
+    except ValueError as e:
+        p.error(str(e))
+    if args.bootstrap_servers and not args.checkpoint:
+        p.error("--bootstrap-servers needs --checkpoint")
+    if args.topic_map and not (args.raw and args.warehouse):
+        p.error("--topic-map goes with --raw and needs --warehouse")
+    return args
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    setup_logging()
+    args = parse(argv)
+    opts = IngestOptions(
+        events=args.events, bootstrap_servers=args.bootstrap_servers, raw=args.raw,
+        checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,
+        trigger=args.trigger, kafka_options=args.kafka_options, topic=args.topic,
+        warehouse=args.warehouse, topic_map=args.topic_map,
+    )
+    with job_session("ingest", args.profile) as spark:
+        if opts.raw is not None and not exists(spark, opts.raw):
+            raise UsageError(f"--raw {opts.raw}: no such path; expected a Delta or Parquet "
+                             "dump of raw records (key, value, partition, offset, timestamp)")
+        run_ingest(spark, opts)
+
+
+if __name__ == "__main__":
+    main()

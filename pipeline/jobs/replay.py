@@ -1,0 +1,78 @@
+"""Streaming replay: the Delta event log in, the consumer-group tables out, exactly once.
+
+    spark-submit jobs/replay.py --events /data/events --warehouse /data/wh \
+        --checkpoint /data/ckpt --trigger processing-time:30
+
+Reads the event log (a Delta path, or a catalog table name) as a stream, folds each
+group's rows the way Kafka's group coordinator does, and writes group_state and
+committed_offsets (MERGE) and group_transitions, rebalances, offset_history,
+rejected_events, error_responses and group_history (append) under --warehouse,
+registered in the catalog database.
+Restart it on the same --checkpoint and it resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pyspark.sql import SparkSession
+
+from pipeline.jobs._common import (
+    JobParser,
+    add_common_args,
+    add_metastore_arg,
+    cli,
+    coordinator_config,
+    database_arg,
+    default_metastore,
+    interval_arg,
+    job_session,
+    positive_int,
+    setup_logging,
+    trigger_arg,
+)
+from pipeline.spark.progress import Progress
+from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.validate import check_event_log, check_partition_count
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--events", required=True, help="event log: Delta path or table name")
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--checkpoint", required=True, help="the stream's checkpoint folder")
+    p.add_argument("--trigger", default="available-now", type=trigger_arg,
+                   help="available-now (what is there, then stop), or processing-time:SECONDS")
+    p.add_argument("--database", default="consumer_groups", type=database_arg,
+                   help="catalog database to register the tables in: schema, or catalog.schema "
+                        "for a three-part name ('' for none)")
+    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
+                   help="how far event time may run back before timers fire")
+    p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
+                   help="read at most N files of the log per micro-batch (default: all)")
+    add_metastore_arg(p)
+    add_common_args(p)
+    return p.parse_args(argv)
+
+
+@cli
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+    """A session passed in is used and left running."""
+    setup_logging()
+    args = parse(argv)
+    opts = ReplayOptions(
+        events=args.events, warehouse=args.warehouse, checkpoint=args.checkpoint,
+        trigger=args.trigger, database=args.database or None, watermark_delay=args.watermark_delay,
+        max_files_per_trigger=args.max_files_per_trigger,
+        config=coordinator_config(args.coordinator_conf),
+    )
+    metastore = args.metastore or default_metastore(opts.warehouse)
+    with job_session("replay", args.profile, spark, metastore=metastore) as session:
+        check_event_log(session, opts.events)
+        check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
+        with Progress(session, "replay"):
+            run_replay(session, opts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""A picture of one consumer group's history.
+
+    spark-submit jobs/report.py --warehouse /data/wh --group orders --output orders.png
+
+Reads that group's rows of the output tables under --warehouse (group_state,
+group_history, group_transitions and rebalances whole; offset_history and rejected_events
+between --from and --to) and draws them with `pipeline.report.render`: member lanes (from
+group_history) with what each member owned, generations and rebalances, state, assignment
+changes, committed offsets, refused rows. An --output ending in .html gets a page with the
+picture and tables of the rebalances and refused rows. KIP-848 members' partitions are named
+through the warehouse's `topics` table where the ingest recorded one. Writes only --output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.errors import UsageError
+from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session, setup_logging
+from pipeline.report import render
+from pipeline.spark import paths
+from pipeline.spark.topics import topic_names, with_topic_names
+from pipeline.spark.validate import warehouse_tables
+from pipeline.times import clamp_ms, event_time_ms, utc_datetime
+
+log = logging.getLogger("report")
+
+# What the picture reads, and which columns: rejected_events' raw bytes and protocols stay on disk.
+COLUMNS: dict[str, tuple[str, ...] | None] = {
+    "group_state": None,
+    "group_history": None,  # member lanes; whole, to know who was in before --from
+    "group_transitions": None,
+    "rebalances": None,
+    "offset_history": None,
+    "committed_offsets": None,  # the page's offsets-now table
+    "rejected_events": ("group_id", "event_time", "log_partition", "log_offset", "event_type",
+                        "member_id", "group_instance_id", "generation_id", "topic",
+                        "partition", "reason", "group_state"),
+}
+WINDOWED = ("offset_history", "rejected_events")  # long tables: only the asked window is read
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO time (`2024-05-01T12:00`, `2024-05-01 12:00:00+02:00`); naive means UTC.
+    A time before 1677 or after 2262 is taken as that end of the range: the tables hold no
+    time outside it, and the picture's pandas times cannot."""
+    try:
+        ms = event_time_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return utc_datetime(clamp_ms(ms))
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--group", required=True, help="the group id, taken literally")
+    p.add_argument("--output", required=True, help="FILE.png, or FILE.html for a page")
+    p.add_argument("--from", dest="start", type=utc_time, help="draw from this event time")
+    p.add_argument("--to", dest="end", type=utc_time, help="draw up to this event time")
+    add_profile_arg(p)
+    args = p.parse_args(argv)
+    if args.start and args.end and args.end <= args.start:
+        p.error(f"--to ({args.end}) must be after --from ({args.start})")
+    return args
+
+
+def _within(start: datetime | None, end: datetime | None) -> Column:
+    # Aware datetimes: PySpark turns a naive one into a timestamp in the driver's local zone.
+    cond = F.lit(True)
+    if start is not None:
+        cond = cond & (F.col("event_time") >= F.lit(start))
+    if end is not None:
+        cond = cond & (F.col("event_time") <= F.lit(end))
+    return cond
+
+
+def load_group(spark: SparkSession, warehouse: str, group_id: str,
+               start: datetime | None = None, end: datetime | None = None
+               ) -> dict[str, pd.DataFrame]:
+    """`group_id`'s rows of each output table under `warehouse`, as pandas frames."""
+    frames = {}
+    names = topic_names(spark, warehouse)
+    for table, columns in COLUMNS.items():
+        path = paths.join(paths.qualify(warehouse), table)
+        if not DeltaTable.isDeltaTable(spark, path):
+            continue
+        df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))
+        df = with_topic_names(df, names, table)  # KIP-848 members' partitions by name
+        if table in WINDOWED:
+            df = df.filter(_within(start, end))
+        if columns is not None:
+            df = df.select(*columns)
+        frames[table] = df.toPandas()
+    if not frames:
+        raise UsageError(f"--warehouse {warehouse}: no output tables; run jobs/replay.py first")
+    return frames
+
+
+@cli
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Path:
+    """Returns the file written. A session passed in is used and left running."""
+    setup_logging()
+    args = parse(argv)
+    with job_session("report", args.profile, spark) as session:
+        warehouse_tables(session, args.warehouse)
+        frames = load_group(session, args.warehouse, args.group, args.start, args.end)
+    if not any(len(frames.get(t, ())) for t in ("group_state", "group_transitions", "rebalances")):
+        raise UsageError(f"--group {args.group}: no such group in {args.warehouse} (no "
+                         "group_state, group_transitions or rebalances rows); group ids are "
+                         "matched exactly")
+    bounds = [None if t is None else pd.Timestamp(t).tz_convert("UTC").tz_localize(None)
+              for t in (args.start, args.end)]
+    picture = render(frames, args.group, bounds[0], bounds[1], path=args.output)
+    log.info("wrote %s (%dx%d px): %d member lanes, %d rebalances, %d partitions",
+             picture.path, *picture.size_px, len(picture.lanes), picture.rebalances,
+             len(picture.partitions))
+    return picture.path
+
+
+if __name__ == "__main__":
+    main()
