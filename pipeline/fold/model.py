@@ -171,7 +171,7 @@ class ConsumerGroup:
         return {t.topic_id: t.topic_name for t in self.subscription_metadata}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Group:
     group_id: str
     exists: bool = False
@@ -206,11 +206,15 @@ class Group:
     consumer: ConsumerGroup | None = None  # set: a KIP-848 consumer group
 
     def evolve(self, **changes: Any) -> Group:
-        """A copy with `changes` (`dataclasses.replace`); replaced below by a generated
-        version with one line per field, the fold's hottest path."""
+        """A copy with `changes`, as `dataclasses.replace` but without re-running `__init__`:
+        the fold's hottest call. Group keeps a `__dict__` (no slots) for this: one dict copy
+        is 10x cheaper than setting ~30 slots one by one."""
+        if not _GROUP_FIELDS.issuperset(changes):
+            raise TypeError(f"Group has no field {sorted(set(changes) - _GROUP_FIELDS)}")
         new = object.__new__(Group)
-        for name in _GROUP_FIELDS:
-            _set(new, name, changes[name] if name in changes else getattr(self, name))
+        values = new.__dict__
+        values.update(self.__dict__)
+        values.update(changes)
         return new
 
     def member(self, member_id: str | None) -> Member | None:
@@ -299,19 +303,4 @@ class Group:
         return {tp: m.member_id for m in self.members for tp in m.assignment}
 
 
-_GROUP_FIELDS = tuple(f.name for f in fields(Group))
-_set = object.__setattr__
-
-
-def _generated_evolve() -> Any:
-    """`Group.evolve` unrolled: a slot read per field instead of a getattr by name in a loop
-    (3x faster, and the fold calls it a few times per event). Same result, tested."""
-    lines = ["def evolve(self, **c):", "    new = _new(Group)"]
-    lines += [f"    _set(new, {n!r}, c[{n!r}] if {n!r} in c else self.{n})" for n in _GROUP_FIELDS]
-    lines.append("    return new")
-    scope: dict[str, Any] = {"_new": object.__new__, "_set": _set, "Group": Group}
-    exec("\n".join(lines), scope)  # noqa: S102 - source built from our own field names
-    return scope["evolve"]
-
-
-Group.evolve = _generated_evolve()  # type: ignore[method-assign]
+_GROUP_FIELDS = frozenset(f.name for f in fields(Group))

@@ -69,7 +69,7 @@ def test_pure_packages_import_only_the_standard_library_and_each_other(package: 
                 raise AssertionError(f"{path} reaches into {node.module}")
 
 
-def test_the_generated_evolve_copies_every_field_like_dataclasses_replace() -> None:
+def test_evolve_copies_every_field_like_dataclasses_replace() -> None:
     g = busy_group()
     changes = {"generation_id": g.generation_id + 7, "leader_id": "someone", "seq": 3}
     evolved = g.evolve(**changes)
@@ -77,6 +77,8 @@ def test_the_generated_evolve_copies_every_field_like_dataclasses_replace() -> N
     assert g.evolve() == g and g.evolve() is not g
     assert all(getattr(evolved, f.name) is getattr(g, f.name)
                for f in dataclasses.fields(g) if f.name not in changes)
+    with pytest.raises(TypeError, match="no field"):
+        g.evolve(generation=1)
 
 
 def test_a_format_2_state_upgrades_to_the_smallest_members_table_that_holds_its_members() -> None:
