@@ -64,11 +64,14 @@ class FoldResult:
 
 
 def fold(group: Group | str, events: Iterable[Event],
-         config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None) -> FoldResult:
+         config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None,
+         records: bool = False) -> FoldResult:
     """Apply `events` of one group, in log-position order, to `group` (or a new group id).
 
     `watermark`: the stream's event-time watermark when these rows arrived; rows behind it
     are applied all the same (log order is the truth) and counted as late on the group.
+    `records`: also return the coordinator's own records (`Outputs.records`), which only
+    the generator reads.
     """
     g = Group(group_id=group) if isinstance(group, str) else group
     out = Outputs()
@@ -79,19 +82,20 @@ def fold(group: Group | str, events: Iterable[Event],
         if late:
             g = g.evolve(late_count=g.late_count + late)
     for e in events:
-        g = _apply(g, e, config, out, home)
+        g = _apply(g, e, config, out, home, records)
     return FoldResult(g, out)
 
 
 def apply(group: Group | str, event: Event,
-          config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
-    return fold(group, [event], config)
+          config: CoordinatorConfig = DEFAULT_CONFIG, records: bool = False) -> FoldResult:
+    return fold(group, [event], config, records=records)
 
 
-def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
+def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG,
+            records: bool = False) -> FoldResult:
     """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
     steps: list[Step] = []
-    g = advance_timers(group, until, config, steps, record_shape)
+    g = advance_timers(group, until, config, steps, record_shape, records)
     out = Outputs()
     for step in steps:
         out.extend(step.out)
@@ -105,7 +109,8 @@ def _order(e: Event) -> tuple[int, int, int]:
     return (1, e.log_partition, e.log_offset)
 
 
-def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) -> Group:
+def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
+           records: bool) -> Group:
     problem = position_defect(e) or _foreign(e, home, cfg)
     if problem is not None:  # the decoder's reason first: the row may be no record at all
         out.rejected.append(rejected_row(e, errors.malformed(e.decode_error or problem), g))
@@ -114,7 +119,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) 
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
     steps: list[Step] = []
-    g = advance_timers(g, e.event_time, cfg, steps, record_shape)
+    g = advance_timers(g, e.event_time, cfg, steps, record_shape, records)
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
@@ -125,7 +130,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) 
         if e.event_type in PROTOCOL_REQUESTS or (
                 e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
             g = g.evolve(journal=True)  # a request, even a refused one, is protocol traffic
-        step = Step(cfg, now, e.position)
+        step = Step(cfg, now, e.position, keep_records=records)
         try:
             after = HANDLERS[e.event_type or ""](g, e, step)
         except Refused as refused:

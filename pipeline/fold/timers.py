@@ -101,7 +101,8 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
 
 
 def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
-            on_step: Callable[[Group, Group, Step], Group] | None = None) -> Group:
+            on_step: Callable[[Group, Group, Step], Group] | None = None,
+            records: bool = False) -> Group:
     """Fire, in time order, every timer due strictly before `until`; each firing is one step,
     handed with the group before and after it to `on_step`."""
     for _ in range(100_000):
@@ -109,7 +110,7 @@ def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
         if timer is None or timer[0] >= until:
             return g
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
-        step = Step(cfg, due, g.position)
+        step = Step(cfg, due, g.position, keep_records=records)
         before, g = g, fire(g, timer, step).evolve(clock=due)
         if on_step is not None:
             g = on_step(before, g, step)
