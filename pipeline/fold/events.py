@@ -13,6 +13,10 @@ from typing import Any
 
 TopicPartition = tuple[str, int]
 TopicIdPartitions = tuple[tuple[str, tuple[int, ...]], ...]  # KIP-848: ((topic id, partitions), ...)
+# One group's rows column-wise, keyed by `Event`'s field names: times int ms, nested values as
+# plain lists and dicts (as a row dict holds them). A missing column is all nulls. The fold
+# reads plain commits straight from the columns and builds an `Event` only for other rows.
+EventColumns = dict[str, list[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,17 @@ class Event:
         for name in ("assigned_partitions", "partitions_pending_revocation"):
             row[name] = topic_id_rows(getattr(self, name))
         return row
+
+
+def event_at(columns: Mapping[str, list[Any]], i: int) -> Event:
+    """Row `i` of `columns` as an Event (`Event.from_row`: never raises)."""
+    return Event.from_row({name: values[i] for name, values in columns.items()})
+
+
+def columns_of(events: list[Event]) -> EventColumns:
+    """`events` as `EventColumns`, every column present (the inverse of `event_at`)."""
+    rows = [e.to_row() for e in events]
+    return {name: [r[name] for r in rows] for name in EVENT_COLUMNS}
 
 
 def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | None:
@@ -278,3 +293,4 @@ _NESTED = {
 _SCALARS = tuple(
     f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"
 )
+EVENT_COLUMNS = (*_SCALARS, *_NESTED)  # the column names `EventColumns` may hold
