@@ -13,10 +13,10 @@ import random
 from dataclasses import dataclass, field
 
 from pipeline.fold import CoordinatorConfig, Event, Group, Protocol, advance, apply
-from pipeline.generator.assignors import Subscription, assign
 from pipeline.fold.context import Outputs
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE
+from pipeline.generator.assignors import Subscription, assign
 
 EAGER = frozenset({"range", "roundrobin", "sticky"})
 
