@@ -31,7 +31,6 @@ _MUST_BE_NULL = ("generation_id", "producer_id", "decode_error")
 _NESTED = ("protocols", "assignments", "members", "topics_metadata", "subscribed_topic_names",
            "classic_protocols", "assigned_partitions", "partitions_pending_revocation",
            "regex_topics")
-_NONE: list[Any] = []
 
 
 class Batch:
@@ -67,17 +66,17 @@ class Batch:
         """Per row, its values if it is a plain commit on partition `home`, else None."""
         if self.events is not None:
             return [_plain_event(e, home) for e in self.events]
-        cols = self.columns
+        # Column by column (a list comprehension per column, not a check per cell per row).
         types = self._column("event_type")
-        nulls = [cols.get(n, _NONE) for n in (*_MUST_BE_NULL, *_NESTED)]
-        nulls = [c for c in nulls if c]
-        values = [self._column(n) for n in _COMMIT_FIELDS]
-        result: list[PlainCommit | None] = []
-        for i in range(self.size):
-            row = None
-            if types[i] == "OFFSET_COMMIT" and all(c[i] is None for c in nulls):
-                row = _plain(tuple(v[i] for v in values), home)
-            result.append(row)
+        rows = [i for i, t in enumerate(types) if t == "OFFSET_COMMIT"]
+        for name in (*_MUST_BE_NULL, *_NESTED):
+            column = self.columns.get(name)
+            if column:
+                rows = [i for i in rows if column[i] is None]
+        values = list(zip(*(self._column(n) for n in _COMMIT_FIELDS), strict=True))
+        result: list[PlainCommit | None] = [None] * self.size
+        for i in rows:
+            result[i] = _plain(values[i], home)
         return result
 
 
