@@ -49,7 +49,7 @@ class TopicMetadata:
     partition_racks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Event:
     log_partition: int | None
     log_offset: int | None
@@ -113,15 +113,24 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Event:
-        values = {name: row.get(name) for name in _SCALARS}
+        get = row.get
+        values = {name: get(name) for name in _SCALARS}
         defect = None
         for name, reader in _NESTED.items():
-            try:
-                values[name] = reader(row.get(name))
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                values[name] = None
-                defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
-        return cls(**values, defect=defect)
+            value = get(name)
+            if value is not None:
+                try:
+                    value = reader(value)
+                except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                    value = None
+                    defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
+            values[name] = value
+        values["defect"] = defect
+        # Every field is in `values`: filled as one dict, not 52 frozen setattrs (no slots
+        # for this reason), the cost of each non-commit row the fold reads.
+        event = object.__new__(cls)
+        event.__dict__.update(values)
+        return event
 
     def to_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {name: getattr(self, name) for name in _SCALARS}

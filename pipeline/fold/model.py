@@ -31,7 +31,7 @@ def next_generation(generation: int) -> int:
     return (generation + 1 + 2**31) % _INT32 - 2**31
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Member:
     member_id: str
     group_instance_id: str | None
@@ -46,6 +46,16 @@ class Member:
     awaiting_join: bool = False  # waiting in JoinGroup for the join phase to complete
     awaiting_sync: bool = False  # a follower parked in SyncGroup until the leader's assignment
     is_new: bool = False  # joined in this rebalance: subject to the new-member join timeout
+
+    def evolve(self, **changes: Any) -> Member:
+        """A copy with `changes`, as `dataclasses.replace`, at the cost of one dict copy (no
+        slots for this reason): a heartbeat or commit renews a member's last_heartbeat."""
+        if not _MEMBER_FIELDS.issuperset(changes):
+            raise TypeError(f"Member has no field {sorted(set(changes) - _MEMBER_FIELDS)}")
+        new = object.__new__(Member)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     def topics_for(self, protocol: str | None) -> tuple[str, ...]:
         for p in self.protocols:
@@ -304,3 +314,4 @@ class Group:
 
 
 _GROUP_FIELDS = frozenset(f.name for f in fields(Group))
+_MEMBER_FIELDS = frozenset(f.name for f in fields(Member))

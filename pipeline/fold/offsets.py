@@ -74,7 +74,7 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
         if e.generation_id != g.generation_id:
             raise Refused(errors.ILLEGAL_GENERATION)
         # The old coordinator counts a commit as a heartbeat.
-        g = g.with_member(replace(member, last_heartbeat=step.now))
+        g = g.with_member(member.evolve(last_heartbeat=step.now))
     elif not transactional:
         raise Refused(errors.UNKNOWN_MEMBER_ID)  # generation-less commit to a live group
     if not transactional and g.state == COMPLETING_REBALANCE:
