@@ -12,17 +12,10 @@ from pipeline.fold.context import Step
 from pipeline.fold.model import Group, Member
 from pipeline.fold.rows import group_shape_row
 
-_SCALARS = ("exists", "state", "generation_id", "protocol_type", "protocol", "leader_id",
-            "state_since", "rebalance_count")
-
-
 def record_shape(before: Group, after: Group, step: Step) -> Group:
     """Write `after`'s shape if the step changed it; returns `after`, its row counter (`seq`,
     shared with group_transitions) advanced past the row."""
-    if all(getattr(before, n) == getattr(after, n) for n in _SCALARS) and (
-            before.consumer is after.consumer
-            and (before.members is after.members
-                 or _classic_members(before) == _classic_members(after))):
+    if _same_shape(before, after):
         return after
     shape = group_shape_row(after, heartbeats=False)
     if before.consumer is not None and group_shape_row(before, heartbeats=False) == shape:
@@ -34,9 +27,24 @@ def record_shape(before: Group, after: Group, step: Step) -> Group:
     return after.evolve(seq=after.seq + 1)
 
 
-def _classic_members(g: Group) -> list[tuple[object, ...]]:
-    """What the shape row shows of each classic member (a heartbeat changes none of it)."""
-    return [_member_shape(m, g.protocol) for m in g.members]
+def _same_shape(before: Group, after: Group) -> bool:
+    """A cheap check that the shape did not move, run after every step: the scalars, then
+    the classic members pair by pair, where a member the step did not touch is the same object
+    (a heartbeat replaces one member, and only its last_heartbeat, which the shape omits)."""
+    if not (before.consumer is after.consumer and before.state == after.state
+            and before.generation_id == after.generation_id and before.exists == after.exists
+            and before.leader_id == after.leader_id and before.protocol == after.protocol
+            and before.protocol_type == after.protocol_type
+            and before.state_since == after.state_since
+            and before.rebalance_count == after.rebalance_count):
+        return False
+    if before.members is after.members:
+        return True
+    if len(before.members) != len(after.members):
+        return False
+    protocol = after.protocol
+    return all(a is b or _member_shape(a, protocol) == _member_shape(b, protocol)
+               for a, b in zip(before.members, after.members, strict=True))
 
 
 def _member_shape(m: Member, protocol: str | None) -> tuple[object, ...]:
