@@ -113,22 +113,22 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Event:
-        get = row.get
-        values = {name: get(name) for name in _SCALARS}
+        # Every field starts null and only the row's non-null values are read: a row holds
+        # a handful of the 52 columns, and this runs for every row that is not a plain commit.
+        values = _BLANK.copy()
+        for name, value in row.items():
+            if value is not None and name in _SCALAR_SET:
+                values[name] = value
         defect = None
         for name, reader in _NESTED.items():
-            value = get(name)
+            value = row.get(name)
             if value is not None:
                 try:
-                    value = reader(value)
+                    values[name] = reader(value)
                 except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                    value = None
                     defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
-            values[name] = value
         values["defect"] = defect
-        # Every field is in `values`: filled as one dict, not 52 frozen setattrs (no slots
-        # for this reason), the cost of each non-commit row the fold reads.
-        event = object.__new__(cls)
+        event = object.__new__(cls)  # every field is in `values`: one dict, no 52 setattrs
         event.__dict__.update(values)
         return event
 
@@ -303,3 +303,5 @@ _SCALARS = tuple(
     f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"
 )
 EVENT_COLUMNS = (*_SCALARS, *_NESTED)  # the column names `EventColumns` may hold
+_SCALAR_SET = frozenset(_SCALARS)
+_BLANK: dict[str, Any] = dict.fromkeys(f.name for f in fields(Event))

@@ -12,6 +12,7 @@ from pipeline.fold.context import Step
 from pipeline.fold.model import Group, Member
 from pipeline.fold.rows import group_shape_row
 
+
 def record_shape(before: Group, after: Group, step: Step) -> Group:
     """Write `after`'s shape if the step changed it; returns `after`, its row counter (`seq`,
     shared with group_transitions) advanced past the row."""

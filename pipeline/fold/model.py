@@ -303,7 +303,8 @@ class Group:
                 t for r in c.regexes if r.regular_expression in patterns for t in r.topics)
         if self.protocol_type != "consumer" or not self.members or self.protocol is None:
             return None
-        return frozenset(t for m in self.members for t in m.topics_for(self.protocol))
+        protocol = self.protocol
+        return frozenset().union(*(m.topics_for(protocol) for m in self.members))
 
     def owners(self) -> dict[TopicPartition, str]:
         """Partition -> owning member; a consumer group's partitions are keyed by topic id."""
