@@ -159,13 +159,8 @@ class Event:
         return row
 
 
-def event_at(columns: Mapping[str, list[Any]], i: int) -> Event:
-    """Row `i` of `columns` as an Event (`Event.from_row`: never raises)."""
-    return Event.from_row({name: values[i] for name, values in columns.items()})
-
-
 def columns_of(events: list[Event]) -> EventColumns:
-    """`events` as `EventColumns`, every column present (the inverse of `event_at`)."""
+    """`events` as `EventColumns`, every column present."""
     rows = [e.to_row() for e in events]
     return {name: [r[name] for r in rows] for name in EVENT_COLUMNS}
 

@@ -132,13 +132,13 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
-    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
-                seq=0, clock=now, last_event_time=e.event_time)
     reason = _reason_not_applied(e, g)
+    # A request, even a refused one, is protocol traffic: from now on timers apply.
+    journal = g.journal or reason is None and (e.event_type in PROTOCOL_REQUESTS or (
+        e.event_type == "OFFSET_COMMIT" and e.generation_id is not None))
+    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
+                 seq=0, clock=now, last_event_time=e.event_time, journal=journal)
     if reason is None:
-        if e.event_type in PROTOCOL_REQUESTS or (
-                e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
-            g = g.evolve(journal=True)  # a request, even a refused one, is protocol traffic
         step = Step(cfg, now, e.position, keep_records=records)
         try:
             after = HANDLERS[e.event_type or ""](g, e, step)

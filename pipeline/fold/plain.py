@@ -17,7 +17,7 @@ from typing import Any
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs
-from pipeline.fold.events import Event, EventColumns, event_at
+from pipeline.fold.events import Event, EventColumns
 from pipeline.fold.model import Group, Offset
 
 # (log_partition, log_offset, event_time, topic, partition, committed_offset, leader_epoch,
@@ -48,6 +48,7 @@ class Batch:
             self.columns = {}
             self.size = len(self.events)
             keys = [_order_key(e.log_partition, e.log_offset) for e in self.events]
+        self._rows: list[tuple[Any, ...]] | None = None
         # Rows without a usable position sort first; they are rejected without touching state.
         self.order = sorted(range(self.size), key=keys.__getitem__)
 
@@ -55,7 +56,11 @@ class Batch:
         return self.columns.get(name) or [None] * self.size
 
     def event(self, i: int) -> Event:
-        return self.events[i] if self.events is not None else event_at(self.columns, i)
+        if self.events is not None:
+            return self.events[i]
+        if self._rows is None:  # transposed once, in C, for the rows that are no plain commit
+            self._rows = list(zip(*self.columns.values(), strict=True))
+        return Event.from_row(dict(zip(self.columns, self._rows[i], strict=True)))
 
     def event_times(self) -> list[int | None]:
         if self.events is not None:
