@@ -29,7 +29,9 @@ PENDING, NEW_MEMBER, SESSION, JOIN, SYNC, EXPIRE = range(6)
 Timer = tuple[int, int, str]  # (due, kind, member id or "")
 
 
-def next_timer(g: Group, cfg: CoordinatorConfig) -> Timer | None:
+def next_timer(g: Group, cfg: CoordinatorConfig, before: int | None = None) -> Timer | None:
+    """The first timer due; with `before`, an expiry sweep due at or after it may be left
+    out (the caller fires only timers due before it)."""
     if not g.journal:
         return None
     timers: list[Timer] = [
@@ -46,7 +48,7 @@ def next_timer(g: Group, cfg: CoordinatorConfig) -> Timer | None:
         timers.append((g.rebalance.join_deadline, JOIN, ""))
     if g.state in (COMPLETING_REBALANCE, STABLE) and g.pending_sync and g.sync_deadline:
         timers.append((g.sync_deadline, SYNC, ""))
-    swept = expiry_deadline(g, cfg)
+    swept = expiry_deadline(g, cfg, before)
     if swept is not None:
         timers.append((swept, EXPIRE, ""))
     return min(timers) if timers else None
@@ -106,7 +108,7 @@ def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
     """Fire, in time order, every timer due strictly before `until`; each firing is one step,
     handed with the group before and after it to `on_step`."""
     for _ in range(100_000):
-        timer = next_timer(g, cfg)
+        timer = next_timer(g, cfg, until)
         if timer is None or timer[0] >= until:
             return g
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
