@@ -119,24 +119,30 @@ def apply_commits(g: Group, commits: list[PlainCommit], cfg: CoordinatorConfig,
                   out: Outputs) -> Group:
     """Apply plain commits, in log order, each past the one before and past `g.position`,
     to a group that `takes_plain_commits`, as `offsets.on_commit` would one by one."""
-    offsets = dict(g.offsets)
     history = out.offset_history
     group_id = g.group_id
     clock = g.clock
+    # Only the last commit of each partition in the run becomes an Offset; every commit
+    # still writes its row. First-seen order, so the offsets dict keeps the order one by one
+    # gives (a put on a present key keeps its place).
+    latest: dict[tuple[str, int], tuple[Any, ...]] = {}
     for lp, lo, t, topic, partition, value, epoch, metadata, stamp, expire, member in commits:
         now = t if clock is None or t > clock else clock
         clock = now
-        offsets[(topic, partition)] = Offset(
-            value, epoch, "" if metadata is None else metadata,
-            now if stamp is None else stamp, expire, member or None, None, lp, lo)
+        metadata = "" if metadata is None else metadata
+        stamp = now if stamp is None else stamp
+        member = member or None
+        latest[(topic, partition)] = (value, epoch, metadata, stamp, expire, member, None, lp, lo)
         history.append({
             "group_id": group_id, "topic": topic, "partition": partition,
-            "committed_offset": value, "leader_epoch": epoch,
-            "commit_metadata": "" if metadata is None else metadata,
-            "commit_timestamp": now if stamp is None else stamp, "expire_timestamp": expire,
-            "member_id": member or None, "generation_id": None, "log_partition": lp,
-            "log_offset": lo, "event_time": now, "change": "COMMIT", "producer_id": None,
+            "committed_offset": value, "leader_epoch": epoch, "commit_metadata": metadata,
+            "commit_timestamp": stamp, "expire_timestamp": expire, "member_id": member,
+            "generation_id": None, "log_partition": lp, "log_offset": lo, "event_time": now,
+            "change": "COMMIT", "producer_id": None,
         })
+    offsets = dict(g.offsets)
+    for tp, values in latest.items():
+        offsets[tp] = Offset(*values)
     keep = cfg.recent_positions
     recent = (*g.recent, *((c[0], c[1]) for c in commits[-keep:]))[-keep:]
     last = commits[-1]
