@@ -111,7 +111,7 @@ def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG
             records: bool = False) -> FoldResult:
     """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
     steps: list[Step] = []
-    g = advance_timers(group, until, config, steps, record_shape, records)
+    g = advance_timers(group, until, config, steps, records)
     out = Outputs()
     for step in steps:
         out.extend(step.out)
@@ -128,7 +128,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
     steps: list[Step] = []
-    g = advance_timers(g, e.event_time, cfg, steps, record_shape, records)
+    g = advance_timers(g, e.event_time, cfg, steps, records)
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)

@@ -8,11 +8,11 @@ fires before a record whose time is after `t`; a record at exactly `t` comes fir
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Step
+from pipeline.fold.history import record_shape
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import expire, expiry_deadline
 from pipeline.fold.rebalance import (
@@ -103,10 +103,9 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
 
 
 def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
-            on_step: Callable[[Group, Group, Step], Group] | None = None,
             records: bool = False) -> Group:
     """Fire, in time order, every timer due strictly before `until`; each firing is one step,
-    handed with the group before and after it to `on_step`."""
+    whose shape change, if any, goes to group_history."""
     for _ in range(100_000):
         timer = next_timer(g, cfg, until)
         if timer is None or timer[0] >= until:
@@ -114,7 +113,6 @@ def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
         step = Step(cfg, due, g.position, keep_records=records)
         before, g = g, fire(g, timer, step).evolve(clock=due)
-        if on_step is not None:
-            g = on_step(before, g, step)
+        g = record_shape(before, g, step)
         steps.append(step)
     raise RuntimeError(f"group {g.group_id!r}: timers keep firing at {g.clock}; a fold bug")

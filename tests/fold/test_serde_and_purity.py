@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,3 +88,14 @@ def test_a_format_2_state_upgrades_to_the_smallest_members_table_that_holds_its_
     doc["v"] = 2
     g = loads(json.dumps(doc).encode())
     assert g == busy_group() and g.member_capacity == 16
+
+
+def test_every_fold_module_imports_first_without_a_cycle() -> None:
+    # One fresh interpreter imports each module first: a cycle fails only in some orders.
+    names = sorted(p.stem for p in (ROOT / "pipeline" / "fold").glob("*.py"))
+    script = "; ".join(f"import pipeline.fold.{n}" for n in names)
+    for name in names:
+        code = f"import pipeline.fold.{name}; {script}"
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, f"pipeline.fold.{name} first: {done.stderr[-400:]}"
