@@ -24,7 +24,8 @@ class Outputs:
     offset_history: list[Row] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
     answered: list[Row] = field(default_factory=list)  # applied, yet answered with an error
-    records: list[Event] = field(default_factory=list)  # what the coordinator writes to its log
+    # What the coordinator writes to its log: kept only when the fold is asked to (records=True).
+    records: list[Event] = field(default_factory=list)
     history: list[Row] = field(default_factory=list)  # the group's shape after each change
 
     def extend(self, other: Outputs) -> None:
@@ -45,6 +46,7 @@ class Step:
     out: Outputs = field(default_factory=Outputs)
     departures: list[tuple[str, str]] = field(default_factory=list)  # (member id, why)
     response: str | None = None  # the error Kafka answers a request it applied with
+    keep_records: bool = False  # only the generator reads the coordinator's records
 
     def answer(self, error: str) -> None:
         """The request changes the group, yet Kafka's response carries `error` (a first-phase
@@ -92,12 +94,16 @@ class Step:
         )
 
     def record(self, event_type: str, group_id: str, **values: Any) -> None:
+        if not self.keep_records:
+            return
         self.out.records.append(
             Event(None, None, self.now, group_id, event_type, **values)
         )
 
     def snapshot_record(self, g: Group) -> None:
         """The GROUP_METADATA record the coordinator writes for this group now."""
+        if not self.keep_records:
+            return
         self.record(
             "GROUP_METADATA", g.group_id,
             generation_id=g.generation_id,

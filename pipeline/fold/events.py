@@ -13,6 +13,10 @@ from typing import Any
 
 TopicPartition = tuple[str, int]
 TopicIdPartitions = tuple[tuple[str, tuple[int, ...]], ...]  # KIP-848: ((topic id, partitions), ...)
+# One group's rows column-wise, keyed by `Event`'s field names: times int ms, nested values as
+# plain lists and dicts (as a row dict holds them). A missing column is all nulls. The fold
+# reads plain commits straight from the columns and builds an `Event` only for other rows.
+EventColumns = dict[str, list[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,7 @@ class TopicMetadata:
     partition_racks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Event:
     log_partition: int | None
     log_offset: int | None
@@ -109,15 +113,24 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Event:
-        values = {name: row.get(name) for name in _SCALARS}
+        # Every field starts null and only the row's non-null values are read: a row holds
+        # a handful of the 52 columns, and this runs for every row that is not a plain commit.
+        values = _BLANK.copy()
+        for name, value in row.items():
+            if value is not None and name in _SCALAR_SET:
+                values[name] = value
         defect = None
         for name, reader in _NESTED.items():
-            try:
-                values[name] = reader(row.get(name))
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                values[name] = None
-                defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
-        return cls(**values, defect=defect)
+            value = row.get(name)
+            if value is not None:
+                try:
+                    values[name] = reader(value)
+                except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                    defect = defect or f"{name} cannot be read ({exc.__class__.__name__})"
+        values["defect"] = defect
+        event = object.__new__(cls)  # every field is in `values`: one dict, no 52 setattrs
+        event.__dict__.update(values)
+        return event
 
     def to_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {name: getattr(self, name) for name in _SCALARS}
@@ -144,6 +157,12 @@ class Event:
         for name in ("assigned_partitions", "partitions_pending_revocation"):
             row[name] = topic_id_rows(getattr(self, name))
         return row
+
+
+def columns_of(events: list[Event]) -> EventColumns:
+    """`events` as `EventColumns`, every column present."""
+    rows = [e.to_row() for e in events]
+    return {name: [r[name] for r in rows] for name in EVENT_COLUMNS}
 
 
 def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | None:
@@ -278,3 +297,6 @@ _NESTED = {
 _SCALARS = tuple(
     f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"
 )
+EVENT_COLUMNS = (*_SCALARS, *_NESTED)  # the column names `EventColumns` may hold
+_SCALAR_SET = frozenset(_SCALARS)
+_BLANK: dict[str, Any] = dict.fromkeys(f.name for f in fields(Event))

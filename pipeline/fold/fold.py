@@ -16,12 +16,13 @@ from pipeline.fold import consumer_groups, errors
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, Step
 from pipeline.fold.errors import Refused
-from pipeline.fold.events import Event
+from pipeline.fold.events import Event, EventColumns
 from pipeline.fold.history import record_shape
 from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
+from pipeline.fold.plain import Batch, PlainCommit, apply_commits, takes_plain_commits
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import advance as advance_timers
 from pipeline.fold.validation import position_defect, row_defect
@@ -63,49 +64,62 @@ class FoldResult:
     outputs: Outputs = field(default_factory=Outputs)
 
 
-def fold(group: Group | str, events: Iterable[Event],
-         config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None) -> FoldResult:
+def fold(group: Group | str, events: Iterable[Event] | EventColumns,
+         config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None,
+         records: bool = False) -> FoldResult:
     """Apply `events` of one group, in log-position order, to `group` (or a new group id).
 
-    `watermark`: the stream's event-time watermark when these rows arrived; rows behind it
-    are applied all the same (log order is the truth) and counted as late on the group.
+    `events`: `Event`s, or the same rows as `EventColumns` (plain commits are then never
+    built into Events). `watermark`: the stream's event-time watermark when these rows
+    arrived; rows behind it are applied all the same (log order is the truth) and counted as
+    late on the group. `records`: also return the coordinator's own records
+    (`Outputs.records`), which only the generator reads.
     """
     g = Group(group_id=group) if isinstance(group, str) else group
     out = Outputs()
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
-    events = sorted(events, key=_order)
+    batch = Batch(events)
     if watermark is not None:
-        late = sum(1 for e in events if e.event_time is not None and e.event_time < watermark)
+        late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
         if late:
             g = g.evolve(late_count=g.late_count + late)
-    for e in events:
-        g = _apply(g, e, config, out, home)
+    plain = batch.plain_commits(home) if not records else [None] * batch.size
+    run: list[PlainCommit] = []  # plain commits not yet applied, in log order
+    last = g.position
+    for i in batch.order:
+        commit = plain[i]
+        if commit is not None and (last is None or (commit[0], commit[1]) > last) and (
+                takes_plain_commits(g)):
+            run.append(commit)
+            last = (commit[0], commit[1])
+            continue
+        if run:
+            g, run = apply_commits(g, run, config, out), []
+        g = _apply(g, batch.event(i), config, out, home, records)
+        last = g.position
+    if run:
+        g = apply_commits(g, run, config, out)
     return FoldResult(g, out)
 
 
 def apply(group: Group | str, event: Event,
-          config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
-    return fold(group, [event], config)
+          config: CoordinatorConfig = DEFAULT_CONFIG, records: bool = False) -> FoldResult:
+    return fold(group, [event], config, records=records)
 
 
-def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG) -> FoldResult:
+def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG,
+            records: bool = False) -> FoldResult:
     """Fire every timer due strictly before `until` (a watermark, in event-time ms)."""
     steps: list[Step] = []
-    g = advance_timers(group, until, config, steps, record_shape)
+    g = advance_timers(group, until, config, steps, records)
     out = Outputs()
     for step in steps:
         out.extend(step.out)
     return FoldResult(g, out)
 
 
-def _order(e: Event) -> tuple[int, int, int]:
-    # Rows without a usable position sort first; they are rejected without touching state.
-    if e.log_partition is None or e.log_offset is None:
-        return (0, 0, 0)
-    return (1, e.log_partition, e.log_offset)
-
-
-def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) -> Group:
+def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
+           records: bool) -> Group:
     problem = position_defect(e) or _foreign(e, home, cfg)
     if problem is not None:  # the decoder's reason first: the row may be no record at all
         out.rejected.append(rejected_row(e, errors.malformed(e.decode_error or problem), g))
@@ -114,18 +128,18 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int) 
     if g.position is not None and e.position <= g.position:
         return _behind(g, e, out)
     steps: list[Step] = []
-    g = advance_timers(g, e.event_time, cfg, steps, record_shape)
+    g = advance_timers(g, e.event_time, cfg, steps, records)
     for s in steps:
         out.extend(s.out)
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
-    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
-                seq=0, clock=now, last_event_time=e.event_time)
     reason = _reason_not_applied(e, g)
+    # A request, even a refused one, is protocol traffic: from now on timers apply.
+    journal = g.journal or reason is None and (e.event_type in PROTOCOL_REQUESTS or (
+        e.event_type == "OFFSET_COMMIT" and e.generation_id is not None))
+    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
+                 seq=0, clock=now, last_event_time=e.event_time, journal=journal)
     if reason is None:
-        if e.event_type in PROTOCOL_REQUESTS or (
-                e.event_type == "OFFSET_COMMIT" and e.generation_id is not None):
-            g = g.evolve(journal=True)  # a request, even a refused one, is protocol traffic
-        step = Step(cfg, now, e.position)
+        step = Step(cfg, now, e.position, keep_records=records)
         try:
             after = HANDLERS[e.event_type or ""](g, e, step)
         except Refused as refused:

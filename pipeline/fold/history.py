@@ -8,21 +8,22 @@ commits leave the shape alone and write nothing; a cheap identity check skips th
 
 from __future__ import annotations
 
-from pipeline.fold.context import Step
-from pipeline.fold.model import Group, Member
-from pipeline.fold.rows import group_shape_row
+from pipeline.fold.context import Row, Step
+from pipeline.fold.events import member_identity, topic_id_rows, tp_rows
+from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group, Member
+from pipeline.fold.states import MEMBER_STATE_NAMES
 
-_SCALARS = ("exists", "state", "generation_id", "protocol_type", "protocol", "leader_id",
-            "state_since", "rebalance_count")
+_KIP848_MEMBER_FIELDS = dict.fromkeys((
+    "member_epoch", "previous_member_epoch", "member_state", "rack_id", "server_assignor",
+    "subscribed_topic_regex", "assigned_partitions", "partitions_pending_revocation",
+    "target_partitions",
+))
 
 
 def record_shape(before: Group, after: Group, step: Step) -> Group:
     """Write `after`'s shape if the step changed it; returns `after`, its row counter (`seq`,
     shared with group_transitions) advanced past the row."""
-    if all(getattr(before, n) == getattr(after, n) for n in _SCALARS) and (
-            before.consumer is after.consumer
-            and (before.members is after.members
-                 or _classic_members(before) == _classic_members(after))):
+    if _same_shape(before, after):
         return after
     shape = group_shape_row(after, heartbeats=False)
     if before.consumer is not None and group_shape_row(before, heartbeats=False) == shape:
@@ -34,12 +35,79 @@ def record_shape(before: Group, after: Group, step: Step) -> Group:
     return after.evolve(seq=after.seq + 1)
 
 
-def _classic_members(g: Group) -> list[tuple[object, ...]]:
-    """What the shape row shows of each classic member (a heartbeat changes none of it)."""
-    return [_member_shape(m, g.protocol) for m in g.members]
+def _same_shape(before: Group, after: Group) -> bool:
+    """A cheap check that the shape did not move, run after every step: the scalars, then
+    the classic members pair by pair, where a member the step did not touch is the same object
+    (a heartbeat replaces one member, and only its last_heartbeat, which the shape omits)."""
+    if not (before.consumer is after.consumer and before.state == after.state
+            and before.generation_id == after.generation_id and before.exists == after.exists
+            and before.leader_id == after.leader_id and before.protocol == after.protocol
+            and before.protocol_type == after.protocol_type
+            and before.state_since == after.state_since
+            and before.rebalance_count == after.rebalance_count):
+        return False
+    if before.members is after.members:
+        return True
+    if len(before.members) != len(after.members):
+        return False
+    protocol = after.protocol
+    return all(a is b or _member_shape(a, protocol) == _member_shape(b, protocol)
+               for a, b in zip(before.members, after.members, strict=True))
 
 
 def _member_shape(m: Member, protocol: str | None) -> tuple[object, ...]:
     return (m.member_id, m.group_instance_id, m.client_id, m.client_host,
             m.session_timeout_ms, m.rebalance_timeout_ms, m.topics_for(protocol),
             m.assignment, m.joined_at)
+
+
+def group_shape_row(g: Group, heartbeats: bool) -> Row:
+    """What DescribeGroups would show of the group (the group_history columns but time and
+    position); without `heartbeats`, members' last_heartbeat is null."""
+    c = g.consumer
+    return {
+        "group_id": g.group_id,
+        "state": g.state,
+        "generation_id": g.generation_id,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol,
+        "leader_id": g.leader_id,
+        "members": [
+            {
+                **member_identity(m),
+                "subscription": list(m.topics_for(g.protocol)),
+                "assignment": tp_rows(m.assignment),
+                "last_heartbeat": m.last_heartbeat if heartbeats else None,
+                "joined_at": m.joined_at,
+                **_KIP848_MEMBER_FIELDS,
+            }
+            for m in g.members
+        ] if c is None else [_consumer_member_row(c, m, heartbeats) for m in c.members],
+        "member_count": len(g.member_ids),
+        "state_since": g.state_since,
+        "rebalance_count": g.rebalance_count,
+        "group_type": g.group_type,
+        "group_epoch": None if c is None else c.group_epoch,
+        "assignment_epoch": None if c is None else c.assignment_epoch,
+    }
+
+
+def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) -> Row:
+    names = c.topic_names()
+    return {
+        **member_identity(m),
+        "subscription": list(m.subscribed_topic_names),
+        "assignment": [{"topic": names[t], "partition": p}
+                       for t, ps in m.assigned_partitions if t in names for p in ps],
+        "last_heartbeat": m.last_record if heartbeats else None,
+        "joined_at": m.joined_at,
+        "member_epoch": m.member_epoch,
+        "previous_member_epoch": m.previous_member_epoch,
+        "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
+        "rack_id": m.rack_id,
+        "server_assignor": m.server_assignor,
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assigned_partitions": topic_id_rows(m.assigned_partitions),
+        "partitions_pending_revocation": topic_id_rows(m.partitions_pending_revocation),
+        "target_partitions": topic_id_rows(c.target(m.member_id)),
+    }

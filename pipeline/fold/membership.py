@@ -159,7 +159,7 @@ def _replace_static_member(g: Group, e: Event, step: Step, old: Member) -> Group
     )
     if g.state == STABLE:
         if select_protocol(g) == g.protocol:
-            g = g.with_member(replace(member, awaiting_join=False))
+            g = g.with_member(member.evolve(awaiting_join=False))
             step.snapshot_record(g)  # same generation, the new member id persisted
             return g
         return prepare_rebalance(g, step, Cause.STATIC_MEMBER_REJOINED, new_id)
@@ -190,7 +190,7 @@ def _join_existing_member(g: Group, e: Event, step: Step, member_id: str) -> Gro
         cause = Cause.LEADER_REJOINED if g.leader_id == member_id else Cause.METADATA_CHANGED
         return prepare_rebalance(g.with_member(updated), step, cause, member_id)
     # Unchanged follower (or unchanged member while completing): the current generation.
-    return g.with_member(replace(m, last_heartbeat=step.now))
+    return g.with_member(m.evolve(last_heartbeat=step.now))
 
 
 def on_sync(g: Group, e: Event, step: Step) -> Group:
@@ -205,11 +205,11 @@ def on_sync(g: Group, e: Event, step: Step) -> Group:
     g = _synced(g, m, step.now)
     if g.state == STABLE or g.leader_id != m.member_id:
         if g.state == COMPLETING_REBALANCE:
-            g = g.with_member(replace(g.member(m.member_id) or m, awaiting_sync=True))
+            g = g.with_member((g.member(m.member_id) or m).evolve(awaiting_sync=True))
         return g
     given = dict(e.assignments or ())
     members = tuple(  # setAndPropagateAssignment
-        replace(propagated(x, step.now), assignment=tuple(sorted(given.get(x.member_id, ()))))
+        propagated(x, step.now).evolve(assignment=tuple(sorted(given.get(x.member_id, ()))))
         for x in g.members
     )
     g = transition(g.evolve(members=members), step, STABLE, Cause.LEADER_SYNC, m.member_id)
@@ -221,7 +221,7 @@ def _synced(g: Group, m: Member, now: int) -> Group:
     pending = g.pending_sync - {m.member_id}
     g = g.evolve(pending_sync=pending, sync_deadline=g.sync_deadline if pending else None)
     current = g.member(m.member_id) or m
-    return g.with_member(replace(current, last_heartbeat=now))
+    return g.with_member(current.evolve(last_heartbeat=now))
 
 
 def _validate_generation(g: Group, e: Event) -> Member:
@@ -238,7 +238,7 @@ def on_heartbeat(g: Group, e: Event, step: Step) -> Group:
     if g.state == PREPARING_REBALANCE:
         # The answer is REBALANCE_IN_PROGRESS, yet the session is kept alive.
         step.answer(errors.REBALANCE_IN_PROGRESS)
-    return g.with_member(replace(m, last_heartbeat=step.now))
+    return g.with_member(m.evolve(last_heartbeat=step.now))
 
 
 def on_leave(g: Group, e: Event, step: Step) -> Group:

@@ -74,7 +74,7 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
         if e.generation_id != g.generation_id:
             raise Refused(errors.ILLEGAL_GENERATION)
         # The old coordinator counts a commit as a heartbeat.
-        g = g.with_member(replace(member, last_heartbeat=step.now))
+        g = g.with_member(member.evolve(last_heartbeat=step.now))
     elif not transactional:
         raise Refused(errors.UNKNOWN_MEMBER_ID)  # generation-less commit to a live group
     if not transactional and g.state == COMPLETING_REBALANCE:
@@ -141,9 +141,13 @@ def sweep_time(t: int, cfg: CoordinatorConfig) -> int:
     return -(-t // interval) * interval
 
 
-def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
-    """When the next expiration sweep will remove something (an offset, or the group itself)."""
-    best = min((t for _, t in _thresholds(g, cfg)), default=None)
+def expiry_deadline(g: Group, cfg: CoordinatorConfig, before: int | None = None) -> int | None:
+    """When the next expiration sweep will remove something (an offset, or the group itself).
+
+    With `before`, a time after which the answer does not matter (the caller only fires
+    timers due before it), offsets are left out when none could be swept before it: the
+    subscription, the costly part, is then never worked out (after every event, mostly)."""
+    best = min((t for _, t in _thresholds(g, cfg, before)), default=None)
     if best is not None:
         best = sweep_time(best, cfg)
     if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
@@ -152,7 +156,8 @@ def expiry_deadline(g: Group, cfg: CoordinatorConfig) -> int | None:
     return best
 
 
-def _thresholds(g: Group, cfg: CoordinatorConfig) -> Iterator[tuple[TopicPartition, int]]:
+def _thresholds(g: Group, cfg: CoordinatorConfig,
+                before: int | None = None) -> Iterator[tuple[TopicPartition, int]]:
     """(offset, the time from which it may expire) for every offset that may, per KIP-211.
 
     As `OffsetMetadataManager.cleanupExpiredOffsets`: the group's expiration condition
@@ -165,9 +170,13 @@ def _thresholds(g: Group, cfg: CoordinatorConfig) -> Iterator[tuple[TopicPartiti
     base = _expiration_base(g)
     if base is None:
         return
+    retention = cfg.offsets_retention_ms
+    if before is not None and sweep_time(min(
+            base(o) + retention if o.expire_timestamp is None else o.expire_timestamp
+            for o in g.offsets.values()), cfg) >= before:
+        return  # the earliest any offset could go, subscribed or not, is not before `before`
     subscribed = g.subscribed_topics or frozenset()
     pending = {tp for p in g.pending_txns.values() for tp in p}
-    retention = cfg.offsets_retention_ms
     for tp, o in g.offsets.items():
         if tp in pending or tp[0] in subscribed:
             continue
@@ -188,7 +197,9 @@ def _expiration_base(g: Group) -> Callable[[Offset], int] | None:
     if g.state == EMPTY:
         since = g.state_since
         return _committed_at if since is None else (lambda _: since)
-    if g.protocol_type == "consumer" and g.state == STABLE and g.subscribed_topics is not None:
+    # `subscribed_topics is not None` for a classic consumer-protocol group, without building it.
+    if g.protocol_type == "consumer" and g.state == STABLE and g.members and (
+            g.protocol is not None):
         return _committed_at
     return None
 

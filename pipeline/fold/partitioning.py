@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 _K = TypeVar("_K", bound=Hashable)
@@ -14,8 +15,12 @@ _MIN_TREEIFY_CAPACITY = 64
 _INT_MIN = -(1 << 31)
 
 
+@lru_cache(maxsize=1 << 16)
 def java_string_hash(value: str) -> int:
-    """Java `String.hashCode`: 31*h + c over UTF-16 code units, wrapped to a signed int32."""
+    """Java `String.hashCode`: 31*h + c over UTF-16 code units, wrapped to a signed int32.
+
+    Cached: every snapshot hashes all its member ids again to rebuild the members HashMap's
+    order, and the ids repeat for a group's whole life."""
     h = 0
     data = value.encode("utf-16-be")
     for i in range(0, len(data), 2):

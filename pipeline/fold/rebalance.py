@@ -53,7 +53,7 @@ def prepare_rebalance(g: Group, step: Step, cause: str, member_id: str | None) -
         # parked in SyncGroup get REBALANCE_IN_PROGRESS and a fresh session.
         g = finish_rebalance(g, step, ABANDONED)
         g = g.evolve(members=tuple(
-            replace(propagated(m, step.now), assignment=()) for m in g.members))
+            propagated(m, step.now).evolve(assignment=()) for m in g.members))
     timeout = g.rebalance_timeout_ms
     if g.state == EMPTY:
         delay = step.config.initial_rebalance_delay_ms
@@ -72,7 +72,7 @@ def propagated(m: Member, now: int) -> Member:
     so time spent waiting for a slow leader never counts against its session."""
     if not m.awaiting_sync:
         return m
-    return replace(m, awaiting_sync=False, last_heartbeat=now)
+    return m.evolve(awaiting_sync=False, last_heartbeat=now)
 
 
 def maybe_prepare_or_complete(g: Group, step: Step, cause: str, member_id: str | None) -> Group:
@@ -125,7 +125,7 @@ def complete_join(g: Group, step: Step, cause: str) -> Group:
             return g.evolve(rebalance=later)
         g = g.evolve(leader_id=joined)
     members = tuple(
-        replace(m, awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
+        m.evolve(awaiting_join=False, is_new=False, last_heartbeat=step.now) for m in kept)
     g = g.evolve(members=members, generation_id=next_generation(g.generation_id),
         pending_sync=frozenset(m.member_id for m in members),
         sync_deadline=step.now + g.rebalance_timeout_ms,

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Row, offset_columns
-from pipeline.fold.events import member_identity, topic_id_rows, tp_rows
-from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group
-from pipeline.fold.states import MEMBER_STATE_NAMES
+from pipeline.fold.history import group_shape_row
+from pipeline.fold.model import Group
 from pipeline.fold.timers import next_deadline
-
-_KIP848_MEMBER_FIELDS = dict.fromkeys((
-    "member_epoch", "previous_member_epoch", "member_state", "rack_id", "server_assignor",
-    "subscribed_topic_regex", "assigned_partitions", "partitions_pending_revocation",
-    "target_partitions",
-))
 
 
 def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
@@ -30,58 +23,6 @@ def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
         "late_count": g.late_count,
         "pending_transactions": len(g.pending_txns),
         "next_deadline": next_deadline(g, cfg),
-    }
-
-
-def group_shape_row(g: Group, heartbeats: bool) -> Row:
-    """What DescribeGroups would show of the group (the group_history columns but time and
-    position); without `heartbeats`, members' last_heartbeat is null."""
-    c = g.consumer
-    return {
-        "group_id": g.group_id,
-        "state": g.state,
-        "generation_id": g.generation_id,
-        "protocol_type": g.protocol_type,
-        "protocol": g.protocol,
-        "leader_id": g.leader_id,
-        "members": [
-            {
-                **member_identity(m),
-                "subscription": list(m.topics_for(g.protocol)),
-                "assignment": tp_rows(m.assignment),
-                "last_heartbeat": m.last_heartbeat if heartbeats else None,
-                "joined_at": m.joined_at,
-                **_KIP848_MEMBER_FIELDS,
-            }
-            for m in g.members
-        ] if c is None else [_consumer_member_row(c, m, heartbeats) for m in c.members],
-        "member_count": len(g.member_ids),
-        "state_since": g.state_since,
-        "rebalance_count": g.rebalance_count,
-        "group_type": g.group_type,
-        "group_epoch": None if c is None else c.group_epoch,
-        "assignment_epoch": None if c is None else c.assignment_epoch,
-    }
-
-
-def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) -> Row:
-    names = c.topic_names()
-    return {
-        **member_identity(m),
-        "subscription": list(m.subscribed_topic_names),
-        "assignment": [{"topic": names[t], "partition": p}
-                       for t, ps in m.assigned_partitions if t in names for p in ps],
-        "last_heartbeat": m.last_record if heartbeats else None,
-        "joined_at": m.joined_at,
-        "member_epoch": m.member_epoch,
-        "previous_member_epoch": m.previous_member_epoch,
-        "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id,
-        "server_assignor": m.server_assignor,
-        "subscribed_topic_regex": m.subscribed_topic_regex,
-        "assigned_partitions": topic_id_rows(m.assigned_partitions),
-        "partitions_pending_revocation": topic_id_rows(m.partitions_pending_revocation),
-        "target_partitions": topic_id_rows(c.target(m.member_id)),
     }
 
 

@@ -8,11 +8,11 @@ fires before a record whose time is after `t`; a record at exactly `t` comes fir
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Step
+from pipeline.fold.history import record_shape
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import expire, expiry_deadline
 from pipeline.fold.rebalance import (
@@ -29,7 +29,9 @@ PENDING, NEW_MEMBER, SESSION, JOIN, SYNC, EXPIRE = range(6)
 Timer = tuple[int, int, str]  # (due, kind, member id or "")
 
 
-def next_timer(g: Group, cfg: CoordinatorConfig) -> Timer | None:
+def next_timer(g: Group, cfg: CoordinatorConfig, before: int | None = None) -> Timer | None:
+    """The first timer due; with `before`, an expiry sweep due at or after it may be left
+    out (the caller fires only timers due before it)."""
     if not g.journal:
         return None
     timers: list[Timer] = [
@@ -46,7 +48,7 @@ def next_timer(g: Group, cfg: CoordinatorConfig) -> Timer | None:
         timers.append((g.rebalance.join_deadline, JOIN, ""))
     if g.state in (COMPLETING_REBALANCE, STABLE) and g.pending_sync and g.sync_deadline:
         timers.append((g.sync_deadline, SYNC, ""))
-    swept = expiry_deadline(g, cfg)
+    swept = expiry_deadline(g, cfg, before)
     if swept is not None:
         timers.append((swept, EXPIRE, ""))
     return min(timers) if timers else None
@@ -101,17 +103,16 @@ def _pending_sync_expired(g: Group, step: Step) -> Group:
 
 
 def advance(g: Group, until: int, cfg: CoordinatorConfig, steps: list[Step],
-            on_step: Callable[[Group, Group, Step], Group] | None = None) -> Group:
+            records: bool = False) -> Group:
     """Fire, in time order, every timer due strictly before `until`; each firing is one step,
-    handed with the group before and after it to `on_step`."""
+    whose shape change, if any, goes to group_history."""
     for _ in range(100_000):
-        timer = next_timer(g, cfg)
+        timer = next_timer(g, cfg, until)
         if timer is None or timer[0] >= until:
             return g
         due = max(timer[0], g.clock if g.clock is not None else timer[0])
-        step = Step(cfg, due, g.position)
+        step = Step(cfg, due, g.position, keep_records=records)
         before, g = g, fire(g, timer, step).evolve(clock=due)
-        if on_step is not None:
-            g = on_step(before, g, step)
+        g = record_shape(before, g, step)
         steps.append(step)
     raise RuntimeError(f"group {g.group_id!r}: timers keep firing at {g.clock}; a fold bug")

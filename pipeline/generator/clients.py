@@ -13,10 +13,10 @@ import random
 from dataclasses import dataclass, field
 
 from pipeline.fold import CoordinatorConfig, Event, Group, Protocol, advance, apply
-from pipeline.fold.assignors import Subscription, assign
 from pipeline.fold.context import Outputs
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE
+from pipeline.generator.assignors import Subscription, assign
 
 EAGER = frozenset({"range", "roundrobin", "sticky"})
 
@@ -71,14 +71,14 @@ class GroupSim:
         self.last_time = t
         e = Event(None, None, t, self.group_id, event_type, **values)  # type: ignore[arg-type]
         positioned = _positioned(self.group, e, self.config.offsets_topic_num_partitions)
-        r = apply(self.group, positioned, self.config)
+        r = apply(self.group, positioned, self.config, records=True)
         self.group = r.group
         self.log.append(("request", e))
         self._keep(r.outputs, True)
         return not r.outputs.rejected
 
     def advance_to(self, t: int) -> None:
-        r = advance(self.group, max(t, self.last_time), self.config)
+        r = advance(self.group, max(t, self.last_time), self.config, records=True)
         self.group = r.group
         self._keep(r.outputs, False)
 

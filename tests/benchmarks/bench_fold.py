@@ -1,31 +1,130 @@
-"""Benchmark (not a test): the pure fold's single-core throughput on a generated log.
+"""Benchmark (not a test): the pure fold's single-core speed from Arrow, against a touch floor.
 
-    .venv/bin/python tests/benchmarks/bench_fold.py --events 1000000 --groups 2000
+    PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/bench_fold.py --events 1000000 \
+        --groups 2000 --log-kind offsets-topic     # or journal; --profile for where time goes
 
-Generates the log first (not timed), then folds every group's events in one process and
-prints events/s, with the state size per group as stored by the streaming job.
+Generates the log (not timed) and cuts it into one Arrow table per group, times as
+timestamp[us], as Spark hands a group to applyInArrow. Then, in CPU seconds of this process,
+median of `--repeat` runs: the touch floor (each group's columns to Python lists and a plain
+loop reading every value of every row, nothing else), and the fold from Arrow (the same
+conversion, then `fold` over `EventColumns`). Prints both, their ratio and events/s, and the
+state size per group (`dumps`) against the bytes of the group's own GROUP_METADATA record
+(`pipeline.decode` encoders), alone and with its OFFSET_COMMIT records. Issue 13's targets:
+ratio <= 3 (offsets-topic) / <= 6 (journal); >= 250 k / 80 k events/s; state <= 2x the record.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
-from pipeline.fold import CoordinatorConfig, Event, dumps, fold
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.decode.encode import encode_record
+from pipeline.fold import CoordinatorConfig, Group, dumps, fold
+from pipeline.fold.context import Step
+from pipeline.fold.events import EVENT_COLUMNS, EventColumns
 from pipeline.generator import LogSpec, generate
 
+TIMES = ("event_time", "commit_timestamp", "expire_timestamp", "current_state_timestamp")
+Batches = list[tuple[str, pa.Table]]
 
-def fold_all(by_group: dict[str | None, list[Event]], config: CoordinatorConfig) -> tuple[float, list[int]]:
-    start = time.perf_counter()
-    sizes = []
-    for group_id, events in by_group.items():
-        if group_id is None:
+
+def arrow_batches(spec: LogSpec) -> tuple[int, Batches]:
+    """The generated log as one Arrow table per group, in the log's order."""
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    n = 0
+    for e in generate(spec):
+        if e.group_id is not None:
+            rows[e.group_id].append(e.to_row())
+            n += 1
+    schema = pa.Table.from_pylist([r for group in rows.values() for r in group]).schema
+    for name in TIMES:
+        schema = schema.set(schema.get_field_index(name), pa.field(name, pa.timestamp("us")))
+    us = {name: 1000 for name in TIMES}
+
+    def table(group: list[dict[str, Any]]) -> pa.Table:
+        micro = [{**r, **{k: None if r[k] is None else r[k] * us[k] for k in TIMES}}
+                 for r in group]
+        return pa.Table.from_pylist(micro, schema=schema)
+
+    return n, [(g, table(group)) for g, group in rows.items()]
+
+
+def columns(table: pa.Table) -> EventColumns:
+    """A group's Arrow table as `EventColumns`: times in integer ms, nested values as lists;
+    a column of nulls only is left out (the fold reads a missing column as nulls)."""
+    out: EventColumns = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if column.null_count == len(column):
             continue
-        result = fold(group_id, events, config)
-        sizes.append(len(dumps(result.group)))
-    return time.perf_counter() - start, sizes
+        if pa.types.is_timestamp(column.type):
+            column = pc.divide(column.cast(pa.int64()), 1000)
+        out[name] = column.to_pylist()
+    return out
+
+
+def touch(batches: Batches, _: CoordinatorConfig) -> None:
+    needed = [name for name in EVENT_COLUMNS if name in batches[0][1].column_names]
+    for _, table in batches:
+        cols = columns(table.select(needed))
+        for row in zip(*cols.values(), strict=True):
+            for _value in row:
+                pass  # reading is the whole floor
+
+
+def fold_all(batches: Batches, config: CoordinatorConfig) -> list[Group]:
+    return [fold(group_id, columns(table), config).group for group_id, table in batches]
+
+
+def cpu_seconds(run: Callable[[Batches, CoordinatorConfig], Any], batches: Batches,
+                config: CoordinatorConfig, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        run(batches, config)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def record_bytes(g: Group, config: CoordinatorConfig) -> tuple[int, int]:
+    """Bytes of the GROUP_METADATA record Kafka would write for `g` now, and of its
+    OFFSET_COMMIT records (key and value each)."""
+    step = Step(config, g.clock or 0, None, keep_records=True)
+    step.snapshot_record(g)
+    key, value = encode_record(step.out.records[0].to_row())
+    offsets = 0
+    for (topic, partition), o in g.offsets.items():
+        k, v = encode_record({"event_type": "OFFSET_COMMIT", "group_id": g.group_id,
+                              "topic": topic, "partition": partition,
+                              "committed_offset": o.committed_offset,
+                              "leader_epoch": o.leader_epoch, "commit_metadata": o.metadata,
+                              "commit_timestamp": o.commit_timestamp,
+                              "expire_timestamp": o.expire_timestamp})
+        offsets += len(k) + len(v or b"")
+    return len(key) + len(value or b""), offsets
+
+
+def report_state(groups: list[Group], config: CoordinatorConfig) -> None:
+    live = [g for g in groups if g.exists and g.consumer is None]
+    state = [len(dumps(g)) for g in live]
+    meta, offsets = zip(*(record_bytes(g, config) for g in live), strict=True)
+    with_offsets = [m + o for m, o in zip(meta, offsets, strict=True)]
+    med = statistics.median
+    print(f"state per group ({len(live):,} live classic groups): median {med(state):,.0f} B, "
+          f"max {max(state):,} B")
+    print(f"  its GROUP_METADATA record: median {med(meta):,.0f} B -> state/record "
+          f"{med(s / m for s, m in zip(state, meta, strict=True)):.1f}x (median of ratios)")
+    print(f"  with its OFFSET_COMMIT records: median {med(with_offsets):,.0f} B -> "
+          f"{med(s / m for s, m in zip(state, with_offsets, strict=True)):.1f}x")
 
 
 def main() -> None:
@@ -33,29 +132,27 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--log-kind", default="journal")
+    parser.add_argument("--log-kind", default="offsets-topic")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="profile one fold run")
     args = parser.parse_args()
-    t = time.perf_counter()
-    events = generate(LogSpec(groups=args.groups, events=args.events, seed=args.seed,
-                              log_kind=args.log_kind))
-    print(f"generated {len(events):,} events for {args.groups:,} groups "
-          f"in {time.perf_counter() - t:.1f} s")
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in events:
-        by_group[e.group_id].append(e)
     config = CoordinatorConfig()
-    times = []
-    sizes: list[int] = []
-    for _ in range(args.repeat):
-        elapsed, sizes = fold_all(by_group, config)
-        times.append(elapsed)
-    median = statistics.median(times)
-    print(f"fold: median {median:.2f} s of {args.repeat} runs "
-          f"({', '.join(f'{x:.2f}' for x in times)}), {len(events) / median:,.0f} events/s "
-          f"on one core")
-    print(f"state per group: median {statistics.median(sizes):,.0f} bytes, "
-          f"max {max(sizes):,} bytes")
+    t = time.perf_counter()
+    n, batches = arrow_batches(LogSpec(groups=args.groups, events=args.events, seed=args.seed,
+                                       log_kind=args.log_kind, config=config))
+    print(f"{args.log_kind}: {n:,} events, {len(batches):,} groups, generated and cut into "
+          f"Arrow tables in {time.perf_counter() - t:.0f} s")
+    floor = cpu_seconds(touch, batches, config, args.repeat)
+    folded = cpu_seconds(fold_all, batches, config, args.repeat)
+    print(f"touch floor: {floor:.2f} s CPU; fold from Arrow: {folded:.2f} s CPU "
+          f"(medians of {args.repeat}) -> fold/floor {folded / floor:.1f}x")
+    print(f"fold from Arrow: {n / folded:,.0f} events/s on one core "
+          f"({1e6 * folded / n:.1f} us an event); touch floor {n / floor:,.0f} events/s")
+    report_state(fold_all(batches, config), config)
+    if args.profile:
+        profile = cProfile.Profile()
+        profile.runcall(fold_all, batches, config)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(15)
 
 
 if __name__ == "__main__":

@@ -86,8 +86,9 @@ class Log:
                 for m, a in members.items()),
         )
 
-    def replay(self, config: CoordinatorConfig | None = None) -> FoldResult:
-        return fold(self.group, self.events, config or CoordinatorConfig())
+    def replay(self, config: CoordinatorConfig | None = None,
+               records: bool = False) -> FoldResult:
+        return fold(self.group, self.events, config or CoordinatorConfig(), records=records)
 
     def stable_group(self, *members: str, partitions: int = 4, session: int = 10_000) -> Log:
         """Members join (two-phase, dynamic); once the initial delay is over the first one,

@@ -226,7 +226,7 @@ def test_an_empty_consumer_group_dies_once_its_offsets_expired() -> None:
     g = log.replay().group
     assert g.state == "Empty"
     r = advance(g, T0 + CONFIG.offsets_retention_ms + 2 * CONFIG.offsets_retention_check_interval_ms,
-                CONFIG)
+                CONFIG, records=True)
     assert (r.group.exists, r.group.state, r.group.consumer, r.group.offsets) == (
         False, "Dead", None, {})
     assert [e.event_type for e in r.outputs.records][-1] == "CONSUMER_GROUP_METADATA_TOMBSTONE"

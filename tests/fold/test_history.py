@@ -8,7 +8,7 @@ import random
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
-from pipeline.fold.rows import group_shape_row
+from pipeline.fold.history import group_shape_row
 from pipeline.generator import LogSpec, generate
 from tests.fold.records import T0, by_group
 

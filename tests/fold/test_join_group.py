@@ -177,7 +177,7 @@ def test_static_member_rejoining_a_stable_group_unchanged_keeps_the_generation()
     log.at(9_000).sync("a-1", 1, {"a-1": [("orders", 0)], "b-2": [("orders", 1)]})
     log.sync("b-2", 1)
     log.at(10_000).join("b-9", new=True, instance="inst-b")  # restarted: new member id
-    r = log.replay()
+    r = log.replay(records=True)
     assert r.group.state == "Stable"
     assert r.group.generation_id == 1
     assert [m.member_id for m in r.group.members] == ["a-1", "b-9"]

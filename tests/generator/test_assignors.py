@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.fold.assignors import (
+from pipeline.generator.assignors import (
     ASSIGNORS,
     AssignorError,
     Subscription,

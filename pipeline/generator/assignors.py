@@ -1,5 +1,6 @@
 """Kafka's client-side partition assignors ("range", "roundrobin", "sticky", "cooperative-sticky")
-as pure functions, so a replay can recompute what a classic group's leader handed out: they
+as pure functions, run by the generator's simulated group leaders (the fold never assigns: a
+classic group's assignment comes from its leader's SyncGroup or a snapshot). They
 follow RangeAssignor, RoundRobinAssignor and AbstractStickyAssignor with its two subclasses in
 apache/kafka 3.9 / 4.0 (reference §5), non-rack-aware, with Java's ordering rules reproduced
 (String.compareTo by UTF-16 code unit, java.util.HashMap iteration order wherever the Java code
