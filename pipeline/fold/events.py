@@ -159,6 +159,13 @@ class Event:
         return row
 
 
+def events_of(columns: EventColumns) -> list[Event]:
+    """`EventColumns` as `Event`s (the inverse of `columns_of`; absent columns read as null)."""
+    names = list(columns)
+    return [Event.from_row(dict(zip(names, row, strict=True)))
+            for row in zip(*columns.values(), strict=True)]
+
+
 def columns_of(events: list[Event]) -> EventColumns:
     """`events` as `EventColumns`, every column present."""
     rows = [e.to_row() for e in events]

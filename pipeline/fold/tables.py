@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, offset_columns
-from pipeline.fold.events import Event
+from pipeline.fold.events import Event, EventColumns, events_of
 from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
 from pipeline.fold.model import Group
 from pipeline.fold.rows import group_state_row
@@ -31,7 +31,8 @@ DELETED = "_deleted"  # a committed_offsets row that deletes its key
 STATE = "_state"
 
 
-def replay_group(group_id: str | None, start: bytes | Group | None, events: Iterable[Event],
+def replay_group(group_id: str | None, start: bytes | Group | None,
+                 events: Iterable[Event] | EventColumns,
                  until: int | None, cfg: CoordinatorConfig, watermark: int | None = None,
                  seed: bool = False) -> tuple[Group | None, Tables]:
     """Fold `events` of `group_id` onto `start`, then fire every timer due before `until`.
@@ -44,7 +45,7 @@ def replay_group(group_id: str | None, start: bytes | Group | None, events: Iter
     read again after a failure, so pass a list, not an iterator.
     """
     if group_id is None:
-        return None, {"rejected_events": reject_unkeyed(events)}
+        return None, {"rejected_events": reject_unkeyed(as_events(events))}
     before: Group | None = None
     try:
         loaded = loads(start) if isinstance(start, bytes) else start
@@ -86,12 +87,18 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
     return {table: rows for table, rows in tables.items() if rows}
 
 
-def failed_tables(group_id: str | None, events: Iterable[Event], before: Group | None,
+def as_events(events: Iterable[Event] | EventColumns) -> list[Event]:
+    """Rows as `Event`s, from either form (for the rows that become rejected rows whole)."""
+    return events_of(events) if isinstance(events, dict) else list(events)
+
+
+def failed_tables(group_id: str | None, events: Iterable[Event] | EventColumns, before: Group | None,
                   exc: BaseException) -> Tables:
     """The rows of a group whose fold raised: each event rejected as INTERNAL (with the
     state the group had before the call), and the FAILED row with the traceback."""
     text = f"{type(exc).__name__}: {exc}"
     reason = f"{INTERNAL}: {text if len(text) <= 1000 else text[:997] + '...'}"
-    tables: Tables = {"rejected_events": [rejected_row(e, reason, before) for e in events]}
+    tables: Tables = {"rejected_events": [rejected_row(e, reason, before)
+                                          for e in as_events(events)]}
     tables[FAILED] = [{"group_id": group_id, "reason": "".join(traceback.format_exception(exc))}]
     return {table: rows for table, rows in tables.items() if rows}

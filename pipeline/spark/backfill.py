@@ -91,7 +91,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         cut: int | None = opts.until_ms
     else:
         cut = None if max_ms is None else max_ms - delay_ms(opts.watermark_delay)
-    _check_replaceable(spark, opts)
+    filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database)
     wire = (events.groupBy("group_id")
             .applyInArrow(batch_fold(cfg, cut, seed=opts.until_ms is None), wire_schema())
@@ -107,7 +107,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         kept = wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False)))  # offsets gone by the end
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
                          table_rows(kept if table == "committed_offsets" else wire, table),
-                         table in APPEND_TABLES)
+                         table in APPEND_TABLES, table in filled)
                  for table in OUTPUT_TABLES])
         # Last, so a manifest exists only when every table was replaced.
         seeds = wire.filter(F.col("_table") == SEED_TABLE).select("group_id", "_state")
@@ -120,21 +120,28 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     return manifest
 
 
-def _check_replaceable(spark: SparkSession, opts: BackfillOptions) -> None:
-    if opts.replace:
-        return
-    filled = [t for t in OUTPUT_TABLES
+def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:
+    """The output tables that already hold rows; refused unless `replace` is asked for."""
+    filled = {t for t in OUTPUT_TABLES
               if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
-              and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()]
-    if filled:
+              and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()}
+    if filled and not opts.replace:
         raise UsageError(
-            f"{opts.warehouse} already holds rows in {', '.join(filled)}: pass --replace to "
-            "replace every table (one Delta commit each; older versions stay readable by "
+            f"{opts.warehouse} already holds rows in {', '.join(sorted(filled))}: pass --replace "
+            "to replace every table (one Delta commit each; older versions stay readable by "
             "time travel), or give a new --warehouse")
+    return filled
 
 
-def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool) -> None:
-    """Overwrite one table in one commit; an append-only table is opened for just that."""
+def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
+             filled: bool) -> None:
+    """Replace one table's rows in one commit. An empty table is appended to: the same rows,
+    and no appendOnly toggle (Delta refuses even an empty append-only table an overwrite),
+    so a fresh warehouse costs one commit a table. A filled append-only table is opened for
+    just the overwrite."""
+    if not filled:
+        rows.write.format("delta").mode("append").save(path)
+        return
     table = "delta.`" + path.replace("`", "``") + "`"
     if append_only:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")

@@ -29,6 +29,7 @@ from pyspark.sql.types import ArrayType, IntegerType, LongType, StructType, Time
 
 from pipeline.fold import Event
 from pipeline.fold.context import Row
+from pipeline.fold.events import EventColumns, events_of
 from pipeline.fold.tables import Tables
 from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
 from pipeline.times import PANDAS_MS_RANGE
@@ -40,45 +41,54 @@ PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionD
 _EXACT = 2**53  # beyond this a float64 no longer holds every integer
 
 
-def events_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> list[Event]:
-    """`schema` is `event_schema()`, built on the driver: workers have no JVM to parse DDL."""
-    events: list[Event] = []
-    for pdf in frames:
-        if len(pdf):
-            events.extend(events_from_frame(pdf, schema))
-    return events
+def columns_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> EventColumns:
+    """A group's rows as `EventColumns` (times in ms, ints exact, nested values plain), from
+    the stream's pandas frames. `schema` is `event_schema()`, built on the driver: workers
+    have no JVM to parse DDL."""
+    parts = [columns_from_frame(pdf, schema) for pdf in frames if len(pdf)]
+    if len(parts) == 1:
+        return parts[0]
+    return {f.name: [v for part in parts for v in part[f.name]] for f in schema.fields}
 
 
-def events_from_frame(pdf: pd.DataFrame, schema: StructType) -> list[Event]:
-    columns = []
+def columns_from_frame(pdf: pd.DataFrame, schema: StructType) -> EventColumns:
+    columns: EventColumns = {}
     for f in schema.fields:
         if f.name not in pdf.columns:
-            columns.append([None] * len(pdf))
+            columns[f.name] = [None] * len(pdf)
         elif isinstance(f.dataType, TimestampType):
-            columns.append(_millis(pdf[f.name]))
+            columns[f.name] = _millis(pdf[f.name])
         elif isinstance(f.dataType, IntegerType | LongType):
-            columns.append(_ints(pdf[f.name]))
+            columns[f.name] = _ints(pdf[f.name])
         elif isinstance(f.dataType, ArrayType):
-            columns.append([_plain(v) for v in pdf[f.name]])
+            columns[f.name] = [_plain(v) for v in pdf[f.name]]
         else:
-            s = pdf[f.name]
-            columns.append([None if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-                            else v for v in s.tolist()])
-    names = [f.name for f in schema.fields]
-    return [Event.from_row(dict(zip(names, values, strict=True))) for values in zip(*columns, strict=True)]
+            columns[f.name] = [None if v is None or v is pd.NA or (isinstance(v, float) and v != v)
+                               else v for v in pdf[f.name].tolist()]
+    return columns
 
 
-def events_from_arrow(table: pa.Table) -> list[Event]:
-    """The batch path: Spark's Arrow table of a group's rows (timestamps in microseconds)."""
-    columns: dict[str, list[Any]] = {}
+def columns_from_arrow(table: pa.Table) -> EventColumns:
+    """The batch path: Spark's Arrow table of a group's rows (timestamps in microseconds) as
+    `EventColumns`; a column with no value is left out (the fold reads it as nulls), but for
+    group_id, which keeps the row count when every other value is null too."""
+    columns: EventColumns = {}
     for name in table.column_names:
         column = table.column(name)
+        if column.null_count == len(column) and name != "group_id":
+            continue
         if pa.types.is_timestamp(column.type):
             column = pc.divide(column.cast(pa.int64()), _PER_MS[column.type.unit])
         columns[name] = column.to_pylist()
-    names = list(columns)
-    return [Event.from_row(dict(zip(names, values, strict=True)))
-            for values in zip(*columns.values(), strict=True)]
+    return columns
+
+
+def events_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> list[Event]:
+    return events_of(columns_from_frames(frames, schema))
+
+
+def events_from_arrow(table: pa.Table) -> list[Event]:
+    return events_of(columns_from_arrow(table))
 
 
 _PER_MS = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}  # seconds never occur: Spark sends us

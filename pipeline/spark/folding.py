@@ -20,9 +20,10 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pipeline.fold import CoordinatorConfig, Event, Group, dumps, loads, next_deadline
+from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
+from pipeline.fold.events import EventColumns
 from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
-from pipeline.spark.convert import events_from_arrow, events_from_frames, wire_frame, wire_table
+from pipeline.spark.convert import columns_from_arrow, columns_from_frames, wire_frame, wire_table
 from pipeline.spark.quiet import quiet_padded_concat
 from pipeline.spark.tables import SEED, event_schema, wire_schema
 
@@ -43,13 +44,13 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
         watermark = state.getCurrentWatermarkMs()
         now = watermark if watermark > 0 else None
         start: bytes | None = None
-        events: list[Event] = []
+        events: EventColumns = {}
         try:
             if state.hasTimedOut:
                 start = state.get[0]
             else:
                 seed, event_frames = split_seed(frames)
-                events = events_from_frames(event_frames, events_type)
+                events = columns_from_frames(event_frames, events_type)
                 start = state.get[0] if state.exists else seed
             after, tables = replay_group(group_id, start, events, now, cfg, now)
             wire = wire_frame(tables, wire_type)
@@ -105,9 +106,9 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
     def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
         group_id = key[0].as_py()
         group_id = None if group_id is None else str(group_id)
-        events: list[Event] = []
+        events: EventColumns = {}
         try:
-            events = events_from_arrow(table)
+            events = columns_from_arrow(table)
             return wire_table(replay_group(group_id, None, events, until_ms, cfg, seed=seed)[1],
                               wire_type)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
