@@ -27,8 +27,11 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from pyspark.sql import SparkSession
 
+from pipeline.generator import LogSpec, generate
 from pipeline.spark import jars
+from pipeline.spark.eventlog import write_event_log
 from schemas import OUTPUT_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,8 +84,9 @@ def executor_env(home: Path) -> Path:
 SMALL = [word for key, value in {
     "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}.items()
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
+}.items()
     for word in ("--conf", f"{key}={value}")]
 
 
@@ -209,10 +213,10 @@ def test_the_wheel_alone_carries_the_jobs_and_their_conf(cluster: Cluster) -> No
 
 
 def test_backfill_and_replay_on_the_cluster_agree_and_are_named_in_the_metastore(
-        cluster: Cluster) -> None:
+        cluster: Cluster, spark: SparkSession) -> None:
     events, batch, stream = (cluster.root / d for d in ("events", "wh-batch", "wh-stream"))
-    cluster.submit(("generate", ["--output", str(events), "--groups", "6", "--events", "600",
-                                 "--seed", "3", "--profile", "cluster"]))
+    # The log is data, written by the suite's session; the jobs under test run on the cluster.
+    write_event_log(spark, generate(LogSpec(groups=6, events=600, seed=3)), str(events))
     said, _ = cluster.submit(
         ("backfill", ["--events", str(events), "--warehouse", str(batch), "--database", "",
                       "--profile", "cluster"]),
