@@ -77,7 +77,8 @@ def rows_of(outputs: list[Any]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", default="offsets-topic-bad-rows")
-    parser.add_argument("--baseline", default="main")
+    # The last revision with the hand-coded converter (it took (table, row) pairs).
+    parser.add_argument("--baseline", default="7c5f109")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     spark = SparkSession.builder.master("local[1]").getOrCreate()  # DDL parsing only
