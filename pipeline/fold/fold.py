@@ -22,7 +22,7 @@ from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
-from pipeline.fold.plain import Batch, PlainCommit, apply_commits, takes_plain_commits
+from pipeline.fold.quiet import NOT_QUIET, STALE, TAKEN, Batch, QuietRun
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import advance as advance_timers
 from pipeline.fold.validation import position_defect, row_defect
@@ -83,22 +83,29 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
         late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
         if late:
             g = g.evolve(late_count=g.late_count + late)
-    plain = batch.plain_commits(home) if not records else [None] * batch.size
-    run: list[PlainCommit] = []  # plain commits not yet applied, in log order
-    last = g.position
+    # Quiet rows (plain commits, heartbeats and commits of members of a Stable group) go in
+    # runs on one working copy; every other row, and a quiet one a run cannot take exactly,
+    # through its handler. Never with `records`: the generator wants every record.
+    quiet = batch.quiet_rows(home) if not records else [None] * batch.size
+    run: QuietRun | None = None
     for i in batch.order:
-        commit = plain[i]
-        if commit is not None and (last is None or (commit[0], commit[1]) > last) and (
-                takes_plain_commits(g)):
-            run.append(commit)
-            last = (commit[0], commit[1])
-            continue
-        if run:
-            g, run = apply_commits(g, run, config, out), []
+        row = quiet[i]
+        if row is not None:
+            if run is None and QuietRun.opens_on(g):
+                run = QuietRun(g, config)
+            taken = NOT_QUIET if run is None else run.take(row, out)
+            if taken == STALE:
+                assert run is not None
+                g, run = run.close(), None
+                run = QuietRun(g, config)
+                taken = run.take(row, out)
+            if taken == TAKEN:
+                continue
+        if run is not None:
+            g, run = run.close(), None
         g = _apply(g, batch.event(i), config, out, home, records)
-        last = g.position
-    if run:
-        g = apply_commits(g, run, config, out)
+    if run is not None:
+        g = run.close()
     return FoldResult(g, out)
 
 

@@ -167,7 +167,7 @@ def _thresholds(g: Group, cfg: CoordinatorConfig,
     """
     if not g.offsets:
         return
-    base = _expiration_base(g)
+    base = expiration_base(g)
     if base is None:
         return
     retention = cfg.offsets_retention_ms
@@ -186,7 +186,7 @@ def _thresholds(g: Group, cfg: CoordinatorConfig,
             yield tp, base(o) + retention
 
 
-def _expiration_base(g: Group) -> Callable[[Offset], int] | None:
+def expiration_base(g: Group) -> Callable[[Offset], int] | None:
     """The group's `offsetExpirationCondition`: from when an offset's retention counts, or
     None when nothing may expire (a rebalance under way, a non-consumer protocol while active).
     """

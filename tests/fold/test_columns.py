@@ -40,9 +40,10 @@ def test_columns_fold_exactly_like_events(kind: str) -> None:
         assert fold(by_columns.group, columns_of(events[half:]), CONFIG) == rest, group_id
 
 
-def test_bulk_commits_give_what_one_by_one_gives() -> None:
+@pytest.mark.parametrize("kind", ["offsets-topic", "journal"])
+def test_quiet_runs_give_what_one_by_one_gives(kind: str) -> None:
     # records=True takes every row through its handler: the general path, one at a time.
-    for group_id, events in _groups("offsets-topic").items():
+    for group_id, events in _groups(kind).items():
         bulk, single = fold(group_id, events, CONFIG), fold(group_id, events, CONFIG,
                                                              records=True)
         single.outputs.records.clear()

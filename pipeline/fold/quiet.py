@@ -1,0 +1,253 @@
+"""A group's rows as the fold reads them, and runs of quiet rows applied on one working copy.
+
+A quiet row cannot change the group's shape: it renews a member's session or puts an offset,
+writes its offset_history row (a commit) and moves the position, nothing else. Four kinds:
+
+- a plain commit: an OFFSET_COMMIT record as `__consumer_offsets` holds it (no generation,
+  so no request; no producer, so not transactional), to a group that exists;
+- a commit request (a generation) from a known member of a Stable classic group, in its
+  generation, with metadata under `offset.metadata.max.bytes`: Kafka's `validateOffsetCommit`
+  accepts it and counts it as a heartbeat;
+- a heartbeat from such a member in such a group (answered with no error in Stable);
+- a commit request with a negative generation to an Empty classic group (the admin client,
+  a consumer with manual assignment), which Kafka accepts without a member.
+
+All of them nothing undecodable and nothing nested, on the group's own partition, past the
+position before. `Batch` reads them as tuples, from `Event`s or straight from `EventColumns`,
+never building an `Event`. A `QuietRun` applies a run of them to one mutable working copy
+(offsets, each member's last heartbeat, the positions) and builds one new Group when it
+closes: the caller's Group is never changed, and a row the run cannot take exactly (a
+refusal, a timer that could fire before it, a row behind) closes the run and takes the
+general path, handler by handler. The tables and state are the general path's, row for row
+(`tests/fold/test_columns.py` and the golden tables prove it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.context import Outputs
+from pipeline.fold.events import Event, EventColumns
+from pipeline.fold.model import Group, Member, Offset
+from pipeline.fold.offsets import expiration_base, java_length, sweep_time
+from pipeline.fold.states import EMPTY, STABLE
+from pipeline.fold.timers import next_timer
+
+# (log_partition, log_offset, event_time, event_type, member_id, group_instance_id,
+#  generation_id, topic, partition, committed_offset, leader_epoch, commit_metadata,
+#  commit_timestamp, expire_timestamp)
+QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+_FIELDS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
+           "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
+           "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp")
+_TYPES = ("OFFSET_COMMIT", "HEARTBEAT")
+NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
+# Set on a quiet row only if it is something else or undecodable.
+_MUST_BE_NULL = ("producer_id", "decode_error")
+_NESTED = ("protocols", "assignments", "members", "topics_metadata", "subscribed_topic_names",
+           "classic_protocols", "assigned_partitions", "partitions_pending_revocation",
+           "regex_topics")
+
+
+class Batch:
+    """One group's rows, from a list of `Event`s or from `EventColumns`, in log order."""
+
+    def __init__(self, events: Iterable[Event] | Mapping[str, list[Any]]) -> None:
+        if isinstance(events, Mapping):
+            self.events: list[Event] | None = None
+            self.columns: Mapping[str, list[Any]] = events
+            self.size = len(next(iter(events.values()), ()))
+            parts, offsets = self._column("log_partition"), self._column("log_offset")
+            keys = [_order_key(parts[i], offsets[i]) for i in range(self.size)]
+        else:
+            self.events = list(events)
+            self.columns = {}
+            self.size = len(self.events)
+            keys = [_order_key(e.log_partition, e.log_offset) for e in self.events]
+        self._rows: list[tuple[Any, ...]] | None = None
+        # Rows without a usable position sort first; they are rejected without touching state.
+        self.order = sorted(range(self.size), key=keys.__getitem__)
+
+    def _column(self, name: str) -> list[Any]:
+        return self.columns.get(name) or [None] * self.size
+
+    def event(self, i: int) -> Event:
+        if self.events is not None:
+            return self.events[i]
+        if self._rows is None:  # transposed once, in C, for the rows that are not quiet
+            self._rows = list(zip(*self.columns.values(), strict=True))
+        return Event.from_row(dict(zip(self.columns, self._rows[i], strict=True)))
+
+    def event_times(self) -> list[int | None]:
+        if self.events is not None:
+            return [e.event_time for e in self.events]
+        return self._column("event_time")
+
+    def quiet_rows(self, home: int) -> list[QuietRow | None]:
+        """Per row, its values if it may be quiet (on partition `home`), else None; whether
+        it is depends on the group when its turn comes (`QuietRun.take`)."""
+        if self.events is not None:
+            return [_quiet_event(e, home) for e in self.events]
+        # Column by column (a list comprehension per column, not a check per cell per row).
+        types = self._column("event_type")
+        rows = [i for i, t in enumerate(types) if t in _TYPES]
+        for name in (*_MUST_BE_NULL, *_NESTED):
+            column = self.columns.get(name)
+            if column:
+                rows = [i for i in rows if column[i] is None]
+        values = list(zip(*(self._column(n) for n in _FIELDS), strict=True))
+        result: list[QuietRow | None] = [None] * self.size
+        for i in rows:
+            result[i] = _quiet(values[i], home)
+        return result
+
+
+def _order_key(partition: int | None, offset: int | None) -> tuple[int, int, int]:
+    if partition is None or offset is None:
+        return (0, 0, 0)
+    return (1, partition, offset)
+
+
+def _quiet_event(e: Event, home: int) -> QuietRow | None:
+    if (e.event_type not in _TYPES or e.producer_id is not None or e.decode_error is not None
+            or e.defect is not None):
+        return None
+    return _quiet(tuple(getattr(e, name) for name in _FIELDS), home)
+
+
+def _quiet(row: tuple[Any, ...], home: int) -> QuietRow | None:
+    # What position_defect, _foreign and row_defect would refuse stays general.
+    lp, lo, t, kind, member_id, _, generation, topic, partition, value = row[:10]
+    if lp != home or lo is None or lo < 0 or t is None:
+        return None
+    if kind == "HEARTBEAT":
+        return row if member_id is not None and generation is not None else None
+    if topic is None or partition is None or partition < 0 or value is None:
+        return None
+    return row
+
+
+class QuietRun:
+    """A run of quiet rows, applied in log order to one working copy of a group's offsets,
+    members' heartbeats and positions; `close` builds the one new Group."""
+
+    def __init__(self, g: Group, cfg: CoordinatorConfig) -> None:
+        self.group = g
+        self.cfg = cfg
+        # Requests are quiet only to a Stable classic group whose log carries requests
+        # already (the first request of a records-only log turns its timers on: general).
+        self.requests = g.journal and g.state == STABLE and g.consumer is None
+        # A commit with a negative generation to an Empty classic group (the admin client,
+        # a consumer with manual assignment) is accepted as it stands.
+        self.simple_commits = g.journal and g.state == EMPTY and g.consumer is None
+        self.members = {m.member_id: m for m in g.members} if self.requests else {}
+        self.static = {m.group_instance_id: m for m in reversed(g.members)  # the first wins
+                       if m.group_instance_id is not None} if self.requests else {}
+        # No timer is due before `due`: a row at or before it fires none. Heartbeats only push
+        # session deadlines later, and each commit lowers it to its own earliest sweep, so it
+        # stays a lower bound of the next timer for the whole run. Worked out at the first
+        # row that is otherwise quiet (a run may end at its first row).
+        self.due: int | None = None
+        self.timed = False
+        # From when a new offset's retention counts; the run changes nothing it depends on.
+        self.expiry_base = expiration_base(g) if g.journal else None
+        self.position = g.position
+        self.clock = g.clock
+        self.offsets: dict[tuple[str, int], Offset] | None = None  # copied at the first commit
+        self.beats: dict[str, int] = {}  # member id -> last heartbeat
+        self.positions: list[tuple[int, int]] = []
+        self.last_time: int | None = None
+
+    @staticmethod
+    def opens_on(g: Group) -> bool:
+        return g.exists  # a commit to no group creates it
+
+    def take(self, row: QuietRow, out: Outputs) -> int:
+        """Apply `row` if it is quiet here and now (TAKEN); if not, nothing changes, and
+        STALE says a new run, with the bound worked out again, may take it."""
+        (lp, lo, t, kind, member_id, instance_id, generation, topic, partition, value,
+         epoch, metadata, stamp, expire) = row
+        if self.position is not None and (lp, lo) <= self.position:
+            return NOT_QUIET  # DUPLICATE or OUT_OF_ORDER: the general path says which
+        member: Member | None = None
+        if generation is not None:
+            if kind == "OFFSET_COMMIT" and generation < 0 and self.simple_commits:
+                pass  # `validateOffsetCommit`: no member to check in an Empty group
+            elif not self.requests:
+                return NOT_QUIET
+            else:
+                member = self._member(member_id, instance_id)
+                if member is None or generation != self.group.generation_id:
+                    return NOT_QUIET  # refused: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ...
+            if kind == "OFFSET_COMMIT" and metadata and len(metadata) * 2 > (
+                    self.cfg.offset_metadata_max_bytes) and java_length(metadata) > (
+                    self.cfg.offset_metadata_max_bytes):
+                return NOT_QUIET  # OFFSET_METADATA_TOO_LARGE
+        elif kind != "OFFSET_COMMIT":
+            return NOT_QUIET
+        if not self.timed:
+            timer = next_timer(self.group, self.cfg)
+            self.due, self.timed = None if timer is None else timer[0], True
+        if self.due is not None and t > self.due:
+            # A timer may fire first, or the bound is stale: a run opened now would know.
+            return NOT_QUIET if not self.positions else STALE
+        clock = self.clock
+        now = t if clock is None or t > clock else clock
+        self.clock = now
+        self.position = (lp, lo)
+        self.positions.append(self.position)
+        self.last_time = t
+        if member is not None:
+            self.beats[member.member_id] = now  # a commit request counts as a heartbeat
+        if kind == "HEARTBEAT":
+            return TAKEN
+        metadata = "" if metadata is None else metadata
+        stamp = now if stamp is None else stamp
+        member_id = member_id or None
+        if self.offsets is None:
+            self.offsets = dict(self.group.offsets)
+        self.offsets[(topic, partition)] = Offset(
+            value, epoch, metadata, stamp, expire, member_id, generation, lp, lo)
+        out.offset_history.append({
+            "group_id": self.group.group_id, "topic": topic, "partition": partition,
+            "committed_offset": value, "leader_epoch": epoch, "commit_metadata": metadata,
+            "commit_timestamp": stamp, "expire_timestamp": expire, "member_id": member_id,
+            "generation_id": generation, "log_partition": lp, "log_offset": lo,
+            "event_time": now, "change": "COMMIT", "producer_id": None,
+        })
+        if self.expiry_base is not None:  # the new offset's earliest sweep, subscribed or not
+            offset = self.offsets[(topic, partition)]
+            sweep = sweep_time(expire if expire is not None else
+                               self.expiry_base(offset) + self.cfg.offsets_retention_ms,
+                               self.cfg)
+            if self.due is None or sweep < self.due:
+                self.due = sweep
+        return TAKEN
+
+    def _member(self, member_id: str | None, instance_id: str | None) -> Member | None:
+        """Kafka's `validateMember`, None where it refuses."""
+        if instance_id is not None:
+            static = self.static.get(instance_id)
+            return static if static is not None and static.member_id == member_id else None
+        return self.members.get(member_id)  # type: ignore[arg-type]
+
+    def close(self) -> Group:
+        g = self.group
+        if not self.positions:
+            return g
+        changes: dict[str, Any] = {}
+        if self.offsets is not None:
+            changes["offsets"] = self.offsets
+        if self.beats:
+            beats = self.beats
+            changes["members"] = tuple(
+                m.evolve(last_heartbeat=beats[m.member_id]) if m.member_id in beats else m
+                for m in g.members)
+        keep = self.cfg.recent_positions
+        return g.evolve(position=self.position, recent=(*g.recent, *self.positions[-keep:])[-keep:],
+                        seq=0, clock=self.clock, last_event_time=self.last_time, **changes)
+
+
+__all__ = ["NOT_QUIET", "STALE", "TAKEN", "Batch", "EventColumns", "QuietRow", "QuietRun"]
