@@ -1,16 +1,23 @@
-"""A group's state as versioned, compact JSON bytes, and back: what the streaming job stores.
+"""A group's state as versioned, compact JSON, deflated to bytes, and back: what the streaming
+job stores (and the backfill hands it as a seed).
 
-Never pickle: the bytes are plain JSON with a format version `v`. Records are positional
-lists in the field order of their dataclass, named once per format version; an older format
-is upgraded by explicit steps in `_UPGRADES` before it is read. Format 2 added `consumer`,
-the KIP-848 part of a group (null for classic groups); a format-1 state upgrades to null.
-Format 3 added `member_capacity`, the table size of Kafka's members HashMap (leader
-succession follows its order); a format-2 state gets the smallest table its members fit.
+Never pickle: the state is a JSON document with a format version `v` (`document`), and its
+bytes are that document's UTF-8 deflated with zlib (RFC 1950), which keeps a group's state
+within 2x its own GROUP_METADATA record where the JSON alone is ~5x (bench_fold prints both).
+Bytes that start with `{` are read as the undeflated JSON that states were stored as before.
+
+Records are positional lists in the field order of their dataclass, named once per format
+version; an older format is upgraded by explicit steps in `_UPGRADES` before it is read.
+Format 2 added `consumer`, the KIP-848 part of a group (null for classic groups); a format-1
+state upgrades to null. Format 3 added `member_capacity`, the table size of Kafka's members
+HashMap (leader succession follows its order); a format-2 state gets the smallest table its
+members fit.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
@@ -28,6 +35,7 @@ from pipeline.fold.model import (
 )
 
 FORMAT_VERSION = 3
+_LEVEL = 6  # zlib's default: level 9 saves <1 % more on a group's state
 
 _MEMBER = [f.name for f in fields(Member)]
 _OFFSET = [f.name for f in fields(Offset)]
@@ -48,6 +56,11 @@ class StateFormatError(ValueError):
 
 
 def dumps(g: Group) -> bytes:
+    return zlib.compress(_json(document(g)), _LEVEL)
+
+
+def document(g: Group) -> dict[str, Any]:
+    """The state as its JSON document (what `dumps` deflates)."""
     doc: dict[str, Any] = {"v": FORMAT_VERSION}
     doc.update({name: getattr(g, name) for name in _GROUP_SCALARS})
     doc["members"] = [_member_list(m) for m in g.members]
@@ -62,12 +75,19 @@ def dumps(g: Group) -> bytes:
     doc["position"] = None if g.position is None else list(g.position)
     doc["recent"] = [list(p) for p in g.recent]
     doc["consumer"] = None if g.consumer is None else _consumer_doc(g.consumer)
+    return doc
+
+
+def _json(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def loads(data: bytes) -> Group:
     try:
-        doc = json.loads(data.decode("utf-8"))
+        text = data if data[:1] == b"{" else zlib.decompress(data)
+        doc = json.loads(text.decode("utf-8"))
+    except zlib.error as exc:
+        raise StateFormatError(f"group state is neither JSON nor deflated JSON: {exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StateFormatError(f"group state is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("v"), int):

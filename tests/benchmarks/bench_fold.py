@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.ipc
 import pyarrow.compute as pc
+import pyarrow.ipc
 
 from pipeline.decode.encode import encode_record
 from pipeline.fold import CoordinatorConfig, Group, dumps, fold

@@ -7,12 +7,13 @@ import dataclasses
 import json
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 
 from pipeline.fold import dumps, loads
-from pipeline.fold.serde import FORMAT_VERSION, StateFormatError
+from pipeline.fold.serde import FORMAT_VERSION, StateFormatError, document
 from tests.fold.records import Log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +35,21 @@ def test_state_round_trips_through_bytes_exactly() -> None:
 
 
 def test_state_bytes_are_versioned_json_not_pickle() -> None:
-    doc = json.loads(dumps(busy_group()))
+    data = dumps(busy_group())
+    doc = json.loads(zlib.decompress(data))
     assert doc["v"] == FORMAT_VERSION
+    assert doc == document(busy_group())
+    assert len(data) < len(json.dumps(doc)) / 2  # deflated, not JSON as it stands
 
 
-@pytest.mark.parametrize("data", [b"\x80\x04K\x01.", b"{}", b'{"v": 99}', b'{"v": 1}', b"\xff"])
+def test_undeflated_state_bytes_stored_before_still_load() -> None:
+    g = busy_group()
+    old = json.dumps(document(g), separators=(",", ":")).encode("utf-8")
+    assert old[:1] == b"{" and loads(old) == g
+
+
+@pytest.mark.parametrize("data", [b"\x80\x04K\x01.", b"{}", b'{"v": 99}', b'{"v": 1}', b"\xff", b"",
+                                  zlib.compress(b"\x80\x04K\x01."), zlib.compress(b"[1]")])
 def test_unreadable_state_is_a_clear_error(data: bytes) -> None:
     with pytest.raises(StateFormatError):
         loads(data)
@@ -83,7 +94,7 @@ def test_evolve_copies_every_field_like_dataclasses_replace() -> None:
 
 
 def test_a_format_2_state_upgrades_to_the_smallest_members_table_that_holds_its_members() -> None:
-    doc = json.loads(dumps(busy_group()))
+    doc = document(busy_group())
     del doc["member_capacity"]
     doc["v"] = 2
     g = loads(json.dumps(doc).encode())

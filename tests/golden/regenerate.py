@@ -15,12 +15,12 @@ The same inputs give byte-identical files. A summary of each case is printed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
 
-from pipeline.fold import CoordinatorConfig, dumps
+from pipeline.fold import CoordinatorConfig
+from pipeline.fold.serde import document
 from tests.golden.cases import CASES, Case
 from tests.golden.coverage import REQUIRED, summary
 from tests.golden.files import (
@@ -70,7 +70,7 @@ def regenerate(case: Case) -> dict[str, Any]:
     tables = encode_tables(replayed.tables)
     for table, rows in tables.items():
         write_lines(folder / f"{table}.jsonl.gz", rows)
-    write_lines(folder / GROUPS, ({"group_id": g, "state": json.loads(dumps(replayed.groups[g]))}
+    write_lines(folder / GROUPS, ({"group_id": g, "state": document(replayed.groups[g])}
                                   for g in sorted(replayed.groups)))
     unknown = sorted(set(case.covers) - REQUIRED)
     if unknown:

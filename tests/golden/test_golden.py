@@ -9,6 +9,7 @@ Kafka's source as the witness; if not, the diff below says where the output move
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter, defaultdict
 from functools import cache
 from typing import Any
@@ -71,7 +72,7 @@ def test_each_case_summary_describes_its_stored_files(stored: StoredCase) -> Non
 
 
 def _parsed(data: bytes) -> Any:
-    return json.loads(data)
+    return json.loads(zlib.decompress(data))
 
 
 def _short(value: Any, width: int = 240) -> str:
