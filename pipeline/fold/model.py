@@ -10,7 +10,7 @@ before anything is built, leaves the group exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -258,6 +258,16 @@ class Group:
         table = self._member_table()
         table.put(member.member_id, java_string_hash(member.member_id))
         return self.evolve(members=(*members, member), member_capacity=table.capacity)
+
+    def with_members(self, members: Iterable[Member]) -> Group:
+        """`with_member` for each of `members` in turn, with one HashMap for all of them."""
+        by_id = {m.member_id: m for m in self.members}  # member ids are unique
+        table = self._member_table()
+        for member in members:
+            if member.member_id not in by_id:
+                table.put(member.member_id, java_string_hash(member.member_id))
+            by_id[member.member_id] = member  # a present key keeps its place
+        return self.evolve(members=tuple(by_id.values()), member_capacity=table.capacity)
 
     def hashmap_members(self) -> tuple[Member, ...]:
         """The members as Kafka's `ClassicGroup.members` (a java.util.HashMap keyed by member

@@ -56,9 +56,7 @@ def _snapshot_group(g: Group, e: Event, now: int) -> Group:
         protocol=e.protocol, leader_id=e.leader_id,
         state_since=e.current_state_timestamp if e.current_state_timestamp is not None else now,
     )
-    for m in members:  # ClassicGroup.fromRecord puts the record's members in its order
-        snap = snap.with_member(m)
-    return snap
+    return snap.with_members(members)  # ClassicGroup.fromRecord puts them in the record's order
 
 
 def _creation_record(snap: Group) -> bool:
