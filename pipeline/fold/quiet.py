@@ -66,7 +66,6 @@ class Batch:
             self.columns = {}
             self.size = len(self.events)
             keys = [_order_key(e.log_partition, e.log_offset) for e in self.events]
-        self._rows: list[tuple[Any, ...]] | None = None
         # Rows without a usable position sort first; they are rejected without touching state.
         self.order = sorted(range(self.size), key=keys.__getitem__)
 
@@ -76,9 +75,9 @@ class Batch:
     def event(self, i: int) -> Event:
         if self.events is not None:
             return self.events[i]
-        if self._rows is None:  # transposed once, in C, for the rows that are not quiet
-            self._rows = list(zip(*self.columns.values(), strict=True))
-        return Event.from_row(dict(zip(self.columns, self._rows[i], strict=True)))
+        # Only this row's non-null cells: most rows of a log never get here (quiet rows).
+        return Event.from_row({name: value for name, column in self.columns.items()
+                               if (value := column[i]) is not None})
 
     def event_times(self) -> list[int | None]:
         if self.events is not None:
@@ -155,7 +154,8 @@ class QuietRun:
         self.expiry_base = expiration_base(g) if g.journal else None
         self.position = g.position
         self.clock = g.clock
-        self.offsets: dict[tuple[str, int], Offset] | None = None  # copied at the first commit
+        self.group_id = g.group_id
+        self.latest: dict[tuple[str, int], tuple[Any, ...]] = {}  # partition -> Offset values
         self.beats: dict[str, int] = {}  # member id -> last heartbeat
         self.positions: list[tuple[int, int]] = []
         self.last_time: int | None = None
@@ -196,32 +196,34 @@ class QuietRun:
         clock = self.clock
         now = t if clock is None or t > clock else clock
         self.clock = now
-        self.position = (lp, lo)
-        self.positions.append(self.position)
+        position = self.position = (lp, lo)
+        self.positions.append(position)
         self.last_time = t
         if member is not None:
             self.beats[member.member_id] = now  # a commit request counts as a heartbeat
         if kind == "HEARTBEAT":
             return TAKEN
-        metadata = "" if metadata is None else metadata
-        stamp = now if stamp is None else stamp
+        if metadata is None:
+            metadata = ""
+        if stamp is None:
+            stamp = now
         member_id = member_id or None
-        if self.offsets is None:
-            self.offsets = dict(self.group.offsets)
-        self.offsets[(topic, partition)] = Offset(
-            value, epoch, metadata, stamp, expire, member_id, generation, lp, lo)
+        # Only the last commit of a partition in the run becomes an Offset (at `close`).
+        self.latest[(topic, partition)] = (value, epoch, metadata, stamp, expire, member_id,
+                                           generation, lp, lo)
         out.offset_history.append({
-            "group_id": self.group.group_id, "topic": topic, "partition": partition,
+            "group_id": self.group_id, "topic": topic, "partition": partition,
             "committed_offset": value, "leader_epoch": epoch, "commit_metadata": metadata,
             "commit_timestamp": stamp, "expire_timestamp": expire, "member_id": member_id,
             "generation_id": generation, "log_partition": lp, "log_offset": lo,
             "event_time": now, "change": "COMMIT", "producer_id": None,
         })
         if self.expiry_base is not None:  # the new offset's earliest sweep, subscribed or not
-            offset = self.offsets[(topic, partition)]
-            sweep = sweep_time(expire if expire is not None else
-                               self.expiry_base(offset) + self.cfg.offsets_retention_ms,
-                               self.cfg)
+            if expire is None:
+                expire = self.expiry_base(Offset(value, epoch, metadata, stamp, expire,
+                                                 member_id, generation, lp, lo)) + (
+                    self.cfg.offsets_retention_ms)
+            sweep = sweep_time(expire, self.cfg)
             if self.due is None or sweep < self.due:
                 self.due = sweep
         return TAKEN
@@ -238,8 +240,11 @@ class QuietRun:
         if not self.positions:
             return g
         changes: dict[str, Any] = {}
-        if self.offsets is not None:
-            changes["offsets"] = self.offsets
+        if self.latest:
+            offsets = dict(g.offsets)
+            for tp, values in self.latest.items():  # first-seen order, as puts one by one
+                offsets[tp] = Offset(*values)
+            changes["offsets"] = offsets
         if self.beats:
             beats = self.beats
             changes["members"] = tuple(
