@@ -1,10 +1,13 @@
 """A group's rows as the fold reads them, and runs of quiet rows applied on one working copy.
 
-A quiet row cannot change the group's shape: it renews a member's session or puts an offset,
-writes its offset_history row (a commit) and moves the position, nothing else. Four kinds:
+A quiet row cannot change the group's shape: it renews a member's session or puts an offset
+(at once, or pending until its transaction's marker), writes its offset_history rows and
+moves the position, nothing else. The kinds:
 
 - a plain commit: an OFFSET_COMMIT record as `__consumer_offsets` holds it (no generation,
-  so no request; no producer, so not transactional), to a group that exists;
+  so no request), to a group that exists, transactional (a producer id) or not;
+- a transaction marker, to a group whose log carries no requests (where timers run, an
+  abort may let older offsets expire sooner, so the general path works the timers out);
 - a commit request (a generation) from a known member of a Stable classic group, in its
   generation, with metadata under `offset.metadata.max.bytes`: Kafka's `validateOffsetCommit`
   accepts it and counts it as a heartbeat;
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pipeline.fold.config import CoordinatorConfig
-from pipeline.fold.context import Outputs
+from pipeline.fold.context import Outputs, offset_columns
 from pipeline.fold.events import Event, EventColumns
 from pipeline.fold.model import Group, Member, Offset
 from pipeline.fold.offsets import expiration_base, java_length, sweep_time
@@ -37,15 +40,16 @@ from pipeline.fold.timers import next_timer
 
 # (log_partition, log_offset, event_time, event_type, member_id, group_instance_id,
 #  generation_id, topic, partition, committed_offset, leader_epoch, commit_metadata,
-#  commit_timestamp, expire_timestamp)
-QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+#  commit_timestamp, expire_timestamp, producer_id, txn_result)
+QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
 _FIELDS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
            "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
-           "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp")
-_TYPES = ("OFFSET_COMMIT", "HEARTBEAT")
+           "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
+           "producer_id", "txn_result")
+_TYPES = ("OFFSET_COMMIT", "HEARTBEAT", "TXN_MARKER")
 NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
-# Set on a quiet row only if it is something else or undecodable.
-_MUST_BE_NULL = ("producer_id", "decode_error")
+# Set on a quiet row only if it is undecodable.
+_MUST_BE_NULL = ("decode_error",)
 _NESTED = ("protocols", "assignments", "members", "topics_metadata", "subscribed_topic_names",
            "classic_protocols", "assigned_partitions", "partitions_pending_revocation",
            "regex_topics")
@@ -110,8 +114,7 @@ def _order_key(partition: int | None, offset: int | None) -> tuple[int, int, int
 
 
 def _quiet_event(e: Event, home: int) -> QuietRow | None:
-    if (e.event_type not in _TYPES or e.producer_id is not None or e.decode_error is not None
-            or e.defect is not None):
+    if e.event_type not in _TYPES or e.decode_error is not None or e.defect is not None:
         return None
     return _quiet(tuple(getattr(e, name) for name in _FIELDS), home)
 
@@ -123,6 +126,8 @@ def _quiet(row: tuple[Any, ...], home: int) -> QuietRow | None:
         return None
     if kind == "HEARTBEAT":
         return row if member_id is not None and generation is not None else None
+    if kind == "TXN_MARKER":
+        return row if row[14] is not None and row[15] in ("COMMIT", "ABORT") else None
     if topic is None or partition is None or partition < 0 or value is None:
         return None
     return row
@@ -156,6 +161,7 @@ class QuietRun:
         self.clock = g.clock
         self.group_id = g.group_id
         self.latest: dict[tuple[str, int], tuple[Any, ...]] = {}  # partition -> Offset values
+        self.txns: dict[int, dict[tuple[str, int], Offset]] | None = None  # copied when touched
         self.beats: dict[str, int] = {}  # member id -> last heartbeat
         self.positions: list[tuple[int, int]] = []
         self.last_time: int | None = None
@@ -168,11 +174,16 @@ class QuietRun:
         """Apply `row` if it is quiet here and now (TAKEN); if not, nothing changes, and
         STALE says a new run, with the bound worked out again, may take it."""
         (lp, lo, t, kind, member_id, instance_id, generation, topic, partition, value,
-         epoch, metadata, stamp, expire) = row
+         epoch, metadata, stamp, expire, producer, result) = row
         if self.position is not None and (lp, lo) <= self.position:
             return NOT_QUIET  # DUPLICATE or OUT_OF_ORDER: the general path says which
         member: Member | None = None
-        if generation is not None:
+        if kind == "TXN_MARKER":
+            if self.group.journal:
+                return NOT_QUIET  # an abort may let offsets expire sooner: timers to work out
+        elif producer is not None and generation is not None:
+            return NOT_QUIET  # a transactional commit request
+        elif generation is not None:
             if kind == "OFFSET_COMMIT" and generation < 0 and self.simple_commits:
                 pass  # `validateOffsetCommit`: no member to check in an Empty group
             elif not self.requests:
@@ -185,7 +196,7 @@ class QuietRun:
                     self.cfg.offset_metadata_max_bytes) and java_length(metadata) > (
                     self.cfg.offset_metadata_max_bytes):
                 return NOT_QUIET  # OFFSET_METADATA_TOO_LARGE
-        elif kind != "OFFSET_COMMIT":
+        elif kind == "HEARTBEAT":
             return NOT_QUIET
         if not self.timed:
             timer = next_timer(self.group, self.cfg)
@@ -203,11 +214,20 @@ class QuietRun:
             self.beats[member.member_id] = now  # a commit request counts as a heartbeat
         if kind == "HEARTBEAT":
             return TAKEN
+        if kind == "TXN_MARKER":
+            self._marker(producer, result, now, out)
+            return TAKEN
         if metadata is None:
             metadata = ""
         if stamp is None:
             stamp = now
         member_id = member_id or None
+        if producer is not None:  # pending until its producer's marker
+            if self.txns is None:
+                self.txns = {pid: dict(p) for pid, p in self.group.pending_txns.items()}
+            self.txns.setdefault(producer, {})[(topic, partition)] = Offset(
+                value, epoch, metadata, stamp, expire, member_id, generation, lp, lo)
+            return TAKEN
         # Only the last commit of a partition in the run becomes an Offset (at `close`).
         self.latest[(topic, partition)] = (value, epoch, metadata, stamp, expire, member_id,
                                            generation, lp, lo)
@@ -228,6 +248,37 @@ class QuietRun:
                 self.due = sweep
         return TAKEN
 
+    def _marker(self, producer: int, result: str, now: int, out: Outputs) -> None:
+        """`offsets.on_txn_marker` on the working copy: the producer's pending offsets are
+        dropped (ABORT) or put over any older record of their partition (COMMIT)."""
+        if self.txns is None:
+            if producer not in self.group.pending_txns:
+                return
+            self.txns = {pid: dict(p) for pid, p in self.group.pending_txns.items()}
+        pending = self.txns.pop(producer, None)
+        if pending is None:
+            return  # nothing of this producer's is pending in this group
+        history, group_id = out.offset_history, self.group_id
+        extra = {"event_time": now, "change": "TXN_ABORTED", "producer_id": producer}
+        if result == "ABORT":
+            for tp, o in sorted(pending.items()):
+                history.append(offset_columns(group_id, tp, o) | extra)
+            return
+        extra["change"] = "COMMIT"
+        for tp, o in sorted(pending.items()):
+            current = self.latest.get(tp)
+            at: tuple[int, int] | None
+            if current is not None:
+                at = (current[7], current[8])
+            else:
+                old = self.group.offsets.get(tp)
+                at = None if old is None else (old.log_partition, old.log_offset)
+            if at is None or at < (o.log_partition, o.log_offset):
+                self.latest[tp] = (o.committed_offset, o.leader_epoch, o.metadata,
+                                   o.commit_timestamp, o.expire_timestamp, o.member_id,
+                                   o.generation_id, o.log_partition, o.log_offset)
+                history.append(offset_columns(group_id, tp, o) | extra)
+
     def _member(self, member_id: str | None, instance_id: str | None) -> Member | None:
         """Kafka's `validateMember`, None where it refuses."""
         if instance_id is not None:
@@ -245,6 +296,8 @@ class QuietRun:
             for tp, values in self.latest.items():  # first-seen order, as puts one by one
                 offsets[tp] = Offset(*values)
             changes["offsets"] = offsets
+        if self.txns is not None:
+            changes["pending_txns"] = self.txns
         if self.beats:
             beats = self.beats
             changes["members"] = tuple(
