@@ -22,7 +22,7 @@ from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
-from pipeline.fold.quiet import NOT_QUIET, STALE, TAKEN, Batch, QuietRun
+from pipeline.fold.quiet import NOT_QUIET, STALE, TAKEN, Batch, QuietRow, QuietRun
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import advance as advance_timers
 from pipeline.fold.validation import position_defect, row_defect
@@ -86,13 +86,20 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
     # Quiet rows (plain commits, heartbeats and commits of members of a Stable group) go in
     # runs on one working copy; every other row, and a quiet one a run cannot take exactly,
     # through its handler. Never with `records`: the generator wants every record.
-    quiet = batch.quiet_rows(home) if not records else [None] * batch.size
+    quiet: list[QuietRow | None] = batch.quiet_rows(home) if not records else [None] * batch.size
     run: QuietRun | None = None
-    for i in batch.order:
+    order, k = batch.order, 0
+    while k < len(order):
+        i = order[k]
         row = quiet[i]
         if row is not None:
             if run is None and QuietRun.opens_on(g):
                 run = QuietRun(g, config)
+            if run is not None:
+                taken = run.take_records(quiet, order, k, out)
+                if taken:
+                    k += taken
+                    continue
             taken = NOT_QUIET if run is None else run.take(row, out)
             if taken == STALE:
                 assert run is not None
@@ -100,10 +107,12 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
                 run = QuietRun(g, config)
                 taken = run.take(row, out)
             if taken == TAKEN:
+                k += 1
                 continue
         if run is not None:
             g, run = run.close(), None
         g = _apply(g, batch.event(i), config, out, home, records)
+        k += 1
     if run is not None:
         g = run.close()
     return FoldResult(g, out)

@@ -170,6 +170,49 @@ class QuietRun:
     def opens_on(g: Group) -> bool:
         return g.exists  # a commit to no group creates it
 
+    def take_records(self, rows: list[QuietRow | None], order: list[int], start: int,
+                     out: Outputs) -> int:
+        """`take` for the bulk of a records-only log, in one loop: the plain commit records
+        (no generation, no producer) at `order[start:]`, as many as come in a row, to a group
+        whose log carries no requests (so no timer can fire). Returns how many it took."""
+        if self.group.journal:
+            return 0
+        position, clock, group_id = self.position, self.clock, self.group_id
+        latest, positions, history = self.latest, self.positions, out.offset_history.append
+        taken = 0
+        for i in order[start:]:
+            row = rows[i]
+            if row is None or row[3] != "OFFSET_COMMIT" or row[6] is not None or (
+                    row[14] is not None):
+                break
+            (lp, lo, t, _, member_id, _, _, topic, partition, value, epoch, metadata, stamp,
+             expire, _, _) = row
+            at = (lp, lo)
+            if position is not None and at <= position:
+                break  # DUPLICATE or OUT_OF_ORDER: the general path says which
+            position = at
+            positions.append(at)
+            if clock is None or t > clock:
+                clock = t
+            if metadata is None:
+                metadata = ""
+            if stamp is None:
+                stamp = clock
+            member_id = member_id or None
+            latest[(topic, partition)] = (value, epoch, metadata, stamp, expire, member_id,
+                                          None, lp, lo)
+            history({
+                "group_id": group_id, "topic": topic, "partition": partition,
+                "committed_offset": value, "leader_epoch": epoch, "commit_metadata": metadata,
+                "commit_timestamp": stamp, "expire_timestamp": expire, "member_id": member_id,
+                "generation_id": None, "log_partition": lp, "log_offset": lo,
+                "event_time": clock, "change": "COMMIT", "producer_id": None,
+            })
+            self.last_time = t
+            taken += 1
+        self.position, self.clock = position, clock
+        return taken
+
     def take(self, row: QuietRow, out: Outputs) -> int:
         """Apply `row` if it is quiet here and now (TAKEN); if not, nothing changes, and
         STALE says a new run, with the bound worked out again, may take it."""
