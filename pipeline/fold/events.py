@@ -203,7 +203,7 @@ def _member_row(m: SnapshotMember) -> dict[str, Any]:
 def _read_tps(value: Any) -> tuple[TopicPartition, ...]:
     if value is None:
         return ()
-    return tuple((_str(tp["topic"]), _int(tp["partition"])) for tp in value)
+    return tuple((_str(tp.get("topic")), _int(tp.get("partition"))) for tp in value)
 
 
 def _str(value: Any) -> str:
@@ -226,14 +226,14 @@ def _read_protocols(value: Any) -> tuple[Protocol, ...] | None:
     if value is None:
         return None
     return tuple(
-        Protocol(_str(p["name"]), tuple(_str(t) for t in (p["topics"] or ()))) for p in value
+        Protocol(_str(p.get("name")), tuple(_str(t) for t in (p.get("topics") or ()))) for p in value
     )
 
 
 def _read_assignments(value: Any) -> tuple[tuple[str, tuple[TopicPartition, ...]], ...] | None:
     if value is None:
         return None
-    return tuple((_str(a["member_id"]), _read_tps(a["partitions"])) for a in value)
+    return tuple((_str(a.get("member_id")), _read_tps(a.get("partitions"))) for a in value)
 
 
 def _read_members(value: Any) -> tuple[SnapshotMember, ...] | None:
@@ -241,7 +241,7 @@ def _read_members(value: Any) -> tuple[SnapshotMember, ...] | None:
         return None
     return tuple(
         SnapshotMember(
-            member_id=_str(m["member_id"]),
+            member_id=_str(m.get("member_id")),
             group_instance_id=m.get("group_instance_id"),
             client_id=m.get("client_id"),
             client_host=m.get("client_host"),
@@ -263,8 +263,8 @@ def _read_topics_metadata(value: Any) -> tuple[TopicMetadata, ...] | None:
         return None
     return tuple(
         TopicMetadata(
-            _str(t["topic_id"]), _str(t["topic_name"]), _int(t["num_partitions"]),
-            tuple((_int(p["partition"]), _read_strings(p.get("racks")) or ())
+            _str(t.get("topic_id")), _str(t.get("topic_name")), _int(t.get("num_partitions")),
+            tuple((_int(p.get("partition")), _read_strings(p.get("racks")) or ())
                   for p in (t.get("partition_metadata") or ())),
         )
         for t in value
@@ -274,7 +274,7 @@ def _read_topics_metadata(value: Any) -> tuple[TopicMetadata, ...] | None:
 def _read_classic_protocols(value: Any) -> tuple[tuple[str, bytes], ...] | None:
     if value is None:
         return None
-    return tuple((_str(p["name"]), _bytes(p["metadata"])) for p in value)
+    return tuple((_str(p.get("name")), _bytes(p.get("metadata"))) for p in value)
 
 
 def _bytes(value: Any) -> bytes:
@@ -286,7 +286,7 @@ def _bytes(value: Any) -> bytes:
 def _read_topic_ids(value: Any) -> TopicIdPartitions | None:
     if value is None:
         return None
-    return tuple((_str(t["topic_id"]), tuple(_int(p) for p in (t["partitions"] or ())))
+    return tuple((_str(t.get("topic_id")), tuple(_int(p) for p in (t.get("partitions") or ())))
                  for t in value)
 
 

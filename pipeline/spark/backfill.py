@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
-from pipeline.spark.eventlog import select_events
+from pipeline.spark.eventlog import packed_events, select_events
 from pipeline.spark.folding import FAILED, batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
 from pipeline.spark.parallel import run_all
@@ -93,9 +93,8 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         cut = None if max_ms is None else max_ms - delay_ms(opts.watermark_delay)
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database)
-    wire = (events.groupBy("group_id")
-            .applyInArrow(batch_fold(cfg, cut, seed=opts.until_ms is None), wire_schema())
-            .persist(StorageLevel.MEMORY_AND_DISK))
+    wire = folded_history(events, cfg, cut, seed=opts.until_ms is None).persist(
+        StorageLevel.MEMORY_AND_DISK)
     try:
         counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
         log.info("folded %s groups from version %d of %s: %s", counts.get("group_state", 0),
@@ -118,6 +117,14 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         wire.unpersist()
     log.info("backfill done: %s", manifest.to_json())
     return manifest
+
+
+def folded_history(events: DataFrame, cfg: CoordinatorConfig, cut: int | None,
+                   seed: bool) -> DataFrame:
+    """Every group's whole history folded, its timers run up to `cut`: the wire rows. The
+    events cross into Python packed (`packed_events`), per group as Arrow."""
+    return packed_events(events).groupBy("group_id").applyInArrow(
+        batch_fold(cfg, cut, seed=seed), wire_schema())
 
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:

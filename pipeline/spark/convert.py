@@ -15,6 +15,7 @@ straight into Arrow int64, and the pandas frame's int columns are object columns
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import cache
 from operator import itemgetter
@@ -31,6 +32,7 @@ from pipeline.fold import Event
 from pipeline.fold.context import Row
 from pipeline.fold.events import EventColumns, events_of
 from pipeline.fold.tables import Tables
+from pipeline.spark.eventlog import PACKED
 from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
@@ -80,6 +82,20 @@ def columns_from_arrow(table: pa.Table) -> EventColumns:
         if pa.types.is_timestamp(column.type):
             column = pc.divide(column.cast(pa.int64()), _PER_MS[column.type.unit])
         columns[name] = column.to_pylist()
+    return columns
+
+
+def columns_from_packed(table: pa.Table) -> EventColumns:
+    """`columns_from_arrow` for `eventlog.packed_events`' rows: each packed JSON object read
+    back (times in ms already), one column for each name any row holds, and the byte columns
+    as Arrow carried them."""
+    rows = [json.loads(text) for text in table.column(PACKED).to_pylist()]
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns: EventColumns = {name: [row.get(name) for row in rows] for name in names}
+    rest = columns_from_arrow(table.drop_columns([PACKED]))
+    columns.update(rest)
     return columns
 
 

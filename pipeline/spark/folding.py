@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
 from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
-from pipeline.spark.convert import columns_from_arrow, columns_from_frames, wire_frame, wire_table
+from pipeline.spark.convert import columns_from_frames, columns_from_packed, wire_frame, wire_table
 from pipeline.spark.quiet import quiet_padded_concat
 from pipeline.spark.tables import SEED, event_schema, wire_schema
 
@@ -100,7 +100,8 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
                ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
     """applyInArrow: a group's whole history in one call, then its timers up to `until_ms`;
     with `seed`, also the group's final state as a `SEED_TABLE` row. Arrow in and out: the
-    pandas conversions cost more than the fold itself on groups of a few hundred rows."""
+    pandas conversions cost more than the fold itself on groups of a few hundred rows. The
+    rows come packed (`eventlog.packed_events`): one JSON object a row, not 60 columns."""
     wire_type = to_arrow_schema(wire_schema(), timezone="UTC")
 
     def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
@@ -108,10 +109,11 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
         group_id = None if group_id is None else str(group_id)
         events: EventColumns = {}
         try:
-            events = columns_from_arrow(table)
+            events = columns_from_packed(table)
             return wire_table(replay_group(group_id, None, events, until_ms, cfg, seed=seed)[1],
                               wire_type)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             return wire_table(failed_tables(group_id, events, None, exc), wire_type)
 
     return fold_history
+

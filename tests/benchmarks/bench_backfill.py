@@ -40,20 +40,23 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
 from pipeline.spark.convert import events_from_arrow
 from pipeline.spark.eventlog import select_events, write_event_log
-from pipeline.spark.folding import batch_fold
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
-from pipeline.spark.tables import wire_schema
 
 
 class PeakMemory:
-    """Samples the resident memory of this process and all its descendants every 0.2 s."""
+    """Samples, every 0.2 s, the proportional set size (PSS: a page shared by n processes
+    counts 1/n, so shared pages are counted once in a sum) of this process and all its
+    descendants, apart: the driver (this Python), the JVM, and Spark's Python workers (the
+    daemon and its forks, summed). Keeps each part's peak and the peak of the sum."""
+
+    PARTS = ("driver", "jvm", "workers")
 
     def __init__(self) -> None:
-        self.peak = 0
+        self.peak: dict[str, int] = dict.fromkeys((*self.PARTS, "total"), 0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -66,26 +69,38 @@ class PeakMemory:
         self._thread.join()
 
     def _run(self) -> None:
+        me = Path("/proc/self").resolve().name
         while not self._stop.wait(0.2):
-            self.peak = max(self.peak, _tree_rss(Path("/proc/self").resolve().name))
+            parts = _tree_pss(me)
+            for name, value in (*parts.items(), ("total", sum(parts.values()))):
+                self.peak[name] = max(self.peak[name], value)
 
     def reset(self) -> None:
-        self.peak = 0
+        self.peak = dict.fromkeys(self.peak, 0)
+
+    def report(self) -> str:
+        return ", ".join(f"{name} {self.peak[name] / 2**30:.2f} GiB" for name in self.peak)
 
 
-def _tree_rss(pid: str) -> int:
-    total, todo = 0, [pid]
+def _tree_pss(root: str) -> dict[str, int]:
+    parts = dict.fromkeys(PeakMemory.PARTS, 0)
+    todo = [(root, "driver")]
     while todo:
-        p = todo.pop()
+        pid, part = todo.pop()
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += (task / "children").read_text().split()
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            if name == "java":
+                part = "jvm"
+            elif part == "jvm":
+                part = "workers"  # a process the JVM started: pyspark's daemon and workers
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    parts[part] += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [(child, part) for child in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-    return total
+    return parts
 
 
 def timed(runs: int, setup: Callable[[], Any], work: Callable[[Any], Any]) -> list[float]:
@@ -113,8 +128,8 @@ def floor_all(spark: SparkSession, log: str) -> None:
 
 
 def fold_only(spark: SparkSession, log: str, cfg: CoordinatorConfig) -> None:
-    (select_events(spark.read.format("delta").load(log)).groupBy("group_id")
-     .applyInArrow(batch_fold(cfg, None, seed=True), wire_schema())
+    """The backfill's own fold (run_backfill's), to a noop sink."""
+    (folded_history(select_events(spark.read.format("delta").load(log)), cfg, None, seed=True)
      .write.format("noop").mode("overwrite").save())
 
 
@@ -181,14 +196,15 @@ def pure_fold(events: list[Event], cfg: CoordinatorConfig) -> list[int]:
     return [len(dumps(fold(g, evs, cfg).group)) for g, evs in by_group.items() if g is not None]
 
 
-def make_log(spark: SparkSession, path: Path, events: int, groups: int) -> list[Event]:
+def make_log(spark: SparkSession, path: Path, events: int, groups: int,
+             kind: str) -> list[Event]:
     """The log's events; generated and written once, then read back from the Delta table."""
     t = time.perf_counter()
     if (path / "_delta_log").is_dir():
         log = events_from_arrow(select_events(spark.read.format("delta").load(str(path))).toArrow())
         print(f"read {len(log):,} events back from {path} in {time.perf_counter() - t:.0f} s")
         return log
-    log = generate(LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01))
+    log = generate(LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01, log_kind=kind))
     print(f"generated {len(log):,} events, {groups:,} groups in {time.perf_counter() - t:.0f} s")
     write_event_log(spark, log, str(path), commits=8)
     return log
@@ -200,6 +216,7 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--stream-repeat", type=int, default=1, help="the stream is the slow one")
+    p.add_argument("--log-kind", default="journal", help="journal or offsets-topic")
     p.add_argument("--log-dir", default=str(Path(tempfile.gettempdir()) / "bench-backfill"))
     p.add_argument("--skip-small", action="store_true", help="no linearity run")
     p.add_argument("--only-log", action="store_true", help="write the logs, measure nothing")
@@ -211,14 +228,14 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     spark = build_session("bench-backfill", "local")
     spark.sparkContext.setLogLevel("ERROR")
-    log_path = root / f"events-{args.events}-{args.groups}"
-    small_path = root / f"events-{args.events // 10}-{args.groups // 10}"
+    log_path = root / f"{args.log_kind}-{args.events}-{args.groups}"
+    small_path = root / f"{args.log_kind}-{args.events // 10}-{args.groups // 10}"
     if args.only_log:
-        make_log(spark, log_path, args.events, args.groups)
-        make_log(spark, small_path, args.events // 10, args.groups // 10)
+        make_log(spark, log_path, args.events, args.groups, args.log_kind)
+        make_log(spark, small_path, args.events // 10, args.groups // 10, args.log_kind)
         spark.stop()
         return
-    events = make_log(spark, log_path, args.events, args.groups)
+    events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)
     log = str(log_path)
     results: dict[str, list[float]] = {}
@@ -251,11 +268,11 @@ def main() -> None:
             lambda o: stream_to_noop(spark, folded_stream(read_events(spark, o), o), o.checkpoint))
         results["stream"] = timed(args.stream_repeat, lambda: options("stream"),
                                   lambda o: run_replay(spark, o))
-        spark_peak = memory.peak
+        spark_peak = memory.report()
     results["pure"] = timed(args.repeat, lambda: None, lambda _: pure_fold(events, cfg))
     small: list[float] = []
     if not args.skip_small:
-        make_log(spark, small_path, args.events // 10, args.groups // 10)
+        make_log(spark, small_path, args.events // 10, args.groups // 10, args.log_kind)
         small_log = str(small_path)
         run_backfill(spark, BackfillOptions(events=small_log, database=None, config=cfg,
                                             warehouse=str(fresh(root, "wh-small"))))
@@ -293,7 +310,7 @@ def main() -> None:
         print(f"  backfill 10x events / 1x events time   {ratio:.2f}   (target <= 11)")
     if size is not None:
         print(f"state per group (serialized): median {size[0]:,.0f} B, max {size[1]:,} B")
-    print(f"peak resident memory, Spark runs (driver + JVM + workers): {spark_peak / 2**30:.2f} GiB")
+    print(f"peak memory (PSS) of the Spark runs: {spark_peak}")
 
 
 if __name__ == "__main__":

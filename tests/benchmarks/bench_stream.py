@@ -2,9 +2,13 @@
 
     .venv/bin/python tests/benchmarks/bench_stream.py --events 30000 --groups 40 --small 200
 
-Writes a generated log, replays it with a processing-time trigger (the catch-up batch:
-events/s), then appends small commits one by one to the warm stream and prints each
-micro-batch's duration and where it went (Spark's durationMs per phase).
+Writes a generated log (twice: one copy per stream), replays it with a processing-time
+trigger (the catch-up batch: events/s), and starts beside it a trivial stateful stream over
+the other copy: applyInPandasWithState counting rows per group, its output appended to one
+Delta table. Then, `--rounds` times, appends `--small` events to both logs and lets each
+stream take them; prints each replay micro-batch's duration and where it went (Spark's
+durationMs per phase), and the median latency of both streams with their ratio (issue 14's
+target: the replay <= 1.5x the trivial stream's).
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.eventlog import write_event_log
@@ -26,15 +37,16 @@ def main() -> None:
     p.add_argument("--events", type=int, default=30_000)
     p.add_argument("--groups", type=int, default=40)
     p.add_argument("--small", type=int, default=200, help="events per incremental commit")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=10)
     args = p.parse_args()
     events = generate(LogSpec(groups=args.groups, events=args.events + args.small * args.rounds,
                               seed=3))
     head, tail = events[:args.events], events[args.events:]
     spark = build_session("bench-stream", "local")
     root = Path(tempfile.mkdtemp(prefix="bench-stream-"))
-    log = str(root / "events")
+    log, other = str(root / "events"), str(root / "events-trivial")
     write_event_log(spark, head, log)
+    write_event_log(spark, head, other)
     start = time.monotonic()
     replay = start_replay(spark, ReplayOptions(
         events=log, warehouse=str(root / "wh"), checkpoint=str(root / "ck"),
@@ -43,24 +55,55 @@ def main() -> None:
     catch_up = time.monotonic() - start
     print(f"catch-up: {len(head):,} events, {args.groups} groups, {catch_up:.1f} s, "
           f"{len(head) / catch_up:,.0f} events/s (includes query start)")
-    latencies = []
+    trivial = start_trivial(spark, other, root)
+    trivial.processAllAvailable()
+    latencies: list[int] = []
+    trivial_latencies: list[int] = []
     for i in range(args.rounds):
         chunk = tail[i * args.small:(i + 1) * args.small]
         write_event_log(spark, chunk, log, mode="append")
-        seen = replay.query.lastProgress["batchId"] if replay.query.lastProgress else -1
-        replay.query.processAllAvailable()
-        batches = [b for b in replay.query.recentProgress
-                   if b["batchId"] > seen and b["numInputRows"] > 0]
-        for b in batches:
+        for b in new_batches(replay.query):
             latencies.append(b["batchDuration"])
             phases = {k: v for k, v in b["durationMs"].items() if v > 50}
             print(f"incremental batch {b['batchId']}: {b['numInputRows']} rows, "
                   f"{b['batchDuration']} ms; phases {phases}")
-    if latencies:
-        print(f"warm micro-batch latency: median {statistics.median(latencies):.0f} ms "
-              f"for ~{args.small} events")
+        write_event_log(spark, chunk, other, mode="append")
+        trivial_latencies += [b["batchDuration"] for b in new_batches(trivial)]
+    if latencies and trivial_latencies:
+        mine, floor = statistics.median(latencies), statistics.median(trivial_latencies)
+        print(f"warm micro-batch latency, median of {len(latencies)}: replay {mine:.0f} ms; "
+              f"trivial stateful stream with one Delta append {floor:.0f} ms (median of "
+              f"{len(trivial_latencies)}) -> {mine / floor:.2f}x (target <= 1.5x), "
+              f"~{args.small} events a batch")
     replay.stop()
+    trivial.stop()
     spark.stop()
+
+
+def new_batches(query: StreamingQuery) -> list[dict[str, Any]]:
+    """Let `query` take what was appended; the progress of the batches that read rows."""
+    seen = query.lastProgress["batchId"] if query.lastProgress else -1
+    query.processAllAvailable()
+    return [b for b in query.recentProgress if b["batchId"] > seen and b["numInputRows"] > 0]
+
+
+def count_rows(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
+               state: Any) -> Iterator[pd.DataFrame]:
+    n = (state.get[0] if state.exists else 0) + sum(len(f) for f in frames)
+    state.update((n,))
+    yield pd.DataFrame({"group_id": [key[0]], "n": [n]})
+
+
+def start_trivial(spark: SparkSession, log: str, root: Path) -> StreamingQuery:
+    """The floor of a warm micro-batch: the same source, watermark and stateful operator,
+    a function that only counts, one Delta append."""
+    events = spark.readStream.format("delta").load(log).withWatermark(
+        "event_time", "10 minutes")
+    counted = events.groupBy("group_id").applyInPandasWithState(
+        count_rows, "group_id string, n long", "n long", "append", GroupStateTimeout.NoTimeout)
+    return (counted.writeStream.format("delta").outputMode("append")
+            .option("checkpointLocation", str(root / "ck-trivial"))
+            .trigger(processingTime="1 second").start(str(root / "trivial")))
 
 
 if __name__ == "__main__":
