@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
+from pipeline.fold.tables import DELETED
 from pipeline.spark import paths
 from pipeline.spark.eventlog import packed_events, select_events
 from pipeline.spark.folding import FAILED, batch_fold
@@ -103,13 +104,11 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
-        kept = wire.filter(~F.coalesce(F.col("_deleted"), F.lit(False)))  # offsets gone by the end
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
-                         table_rows(kept if table == "committed_offsets" else wire, table),
-                         table in APPEND_TABLES, table in filled)
+                         _final_rows(wire, table), table in APPEND_TABLES, table in filled)
                  for table in OUTPUT_TABLES])
         # Last, so a manifest exists only when every table was replaced.
-        seeds = wire.filter(F.col("_table") == SEED_TABLE).select("group_id", "_state")
+        seeds = table_rows(wire, SEED_TABLE)
         (seeds.coalesce(1).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
          .save(seed_path(opts.warehouse)))
@@ -117,6 +116,13 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         wire.unpersist()
     log.info("backfill done: %s", manifest.to_json())
     return manifest
+
+
+def _final_rows(wire: DataFrame, table: str) -> DataFrame:
+    if table != "committed_offsets":
+        return table_rows(wire, table)
+    rows = table_rows(wire, table, extra=True)  # an offset gone by the end is no row
+    return rows.filter(~F.coalesce(F.col(DELETED), F.lit(False))).drop(DELETED)
 
 
 def folded_history(events: DataFrame, cfg: CoordinatorConfig, cut: int | None,

@@ -1,39 +1,46 @@
-"""Arrow and pandas at the edge of the fold: Spark's rows in as Events, the fold's rows out.
+"""Arrow, pandas and JSON at the edge of the fold: Spark's rows in, the fold's rows out.
 
 In, Spark hands a group's rows over as pandas frames (stream), where a null timestamp is NaT
-and an array a numpy array, or as Arrow (backfill); the fold wants plain Python values and
-integer milliseconds. Out, one converter driven by the schemas turns the rows per table
-(`pipeline.fold.tables`) into Arrow, times at any depth included, and the wire union and
-the pandas frame are thin steps on top of it. Times are UTC (the session's time zone).
+and an array a numpy array, or packed (backfill: `eventlog.packed_events`, one JSON object a
+row); the fold wants plain Python values and integer milliseconds. Out, every row leaves as
+one JSON object under its table's column names on the narrow wire (`tables.wire_schema`),
+for both backends alike: `packed_tables` checks that each int and time, at any depth, fits
+its column's type (naming the column if not, so the group's call is rejected as INTERNAL
+instead of a value going wrong), and the JVM parses each table's rows back into its schema
+(`sinks.table_rows`). Times are UTC (the session's time zone).
 
 Integers never pass through float: a float64 holds integers exactly only up to 2^53, and
 pandas turns an int64 column with a null into float64. The stream asks Spark for nullable
 integer columns (`PREFER_INT_EXTENSION`, set by `replay.py`), and a float column that
-reaches `_ints` anyway is refused unless every value is exact; going out, Python ints go
-straight into Arrow int64, and the pandas frame's int columns are object columns of them.
+reaches `_ints` anyway is refused unless every value is exact; going out, JSON carries
+Python ints as they are.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterable
-from functools import cache
-from operator import itemgetter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, IntegerType, LongType, StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    IntegerType,
+    LongType,
+    StructType,
+    TimestampType,
+)
 
 from pipeline.fold import Event
-from pipeline.fold.context import Row
 from pipeline.fold.events import EventColumns, events_of
 from pipeline.fold.tables import Tables
 from pipeline.spark.eventlog import PACKED
-from pipeline.spark.tables import EXTRA_COLUMNS, wire_name
+from pipeline.spark.tables import WIRE_ROW, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 
@@ -140,161 +147,96 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def wire_table(rows: Tables, schema: pa.Schema) -> pa.Table:
-    """The rows as one Arrow table of the wire schema (`schema`: `wire_schema()`'s Arrow
-    form), every column through `arrow_column`."""
-    n, columns = _wire_columns(rows)
-    arrays = [arrow_column(columns[f.name], f.type, f.name) if f.name in columns
-              else pa.nulls(n, f.type) for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
+Checks = dict[str, tuple[tuple[str, DataType], ...]]  # table -> its columns holding numbers
 
 
-def _wire_columns(rows: Tables) -> tuple[int, dict[str, list[Any]]]:
-    """The wire union as Python columns: tables one after another, each table's columns
-    under their wire names, null where another table's rows are; no entry for a column no
-    table has."""
-    tables = {table: table_rows for table, table_rows in rows.items() if table_rows}
-    n = sum(map(len, tables.values()))
-    columns: dict[str, list[Any]] = {"_table": []}
-    at = 0
-    for table, table_rows in tables.items():
-        names = _names(table, table_rows)
-        for name, values in zip(names, _columns(table_rows, names), strict=True):
-            column = columns.setdefault(wire_name(table, name), [None] * n)
-            column[at:at + len(values)] = values
-        columns["_table"] += [table] * len(table_rows)
-        at += len(table_rows)
-    return n, columns
+def wire_checks() -> Checks:
+    """What `packed_tables` checks, per table: on the driver (the workers have no JVM to
+    parse the schemas' DDL), handed to the functions Spark ships."""
+    return {table: tuple((f.name, f.dataType) for f in table_schema(table).fields
+                         if _has_numbers(f.dataType)) for table in OUTPUT_TABLES}
 
 
-def table_arrow(table: str, rows: list[Row], wire: pa.Schema) -> pa.Table:
-    """One table's rows as Arrow, typed by its columns in the wire schema (the shape a later
-    issue writes per table; the wire is the union of these)."""
-    names = _names(table, rows)
-    fields = [wire.field(wire_name(table, name)).with_name(name) for name in names]
-    arrays = [arrow_column(values, f.type, f"{table}.{f.name}")
-              for f, values in zip(fields, _columns(rows, names), strict=True)]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
+    """The rows as the wire carries them: each row's table, and the row as one JSON object
+    under its table's column names (times in epoch ms, bytes in base64), every int and time
+    at any depth first checked to fit its column's type, naming the column if it does not
+    (`sinks.table_rows` parses them back into each table's own schema in the JVM)."""
+    names: list[str] = []
+    texts: list[str] = []
+    for table, table_rows in rows.items():
+        if not table_rows:
+            continue
+        for name, dtype in checks.get(table, ()):  # none for the seed and FAILED rows
+            for path, kind, values in _walk(name, dtype, [row.get(name) for row in table_rows]):
+                _check_fits(path, kind, values)
+        names += [table] * len(table_rows)
+        texts += map(_DUMPS, table_rows)
+    return names, texts
 
 
-def _names(table: str, rows: list[Row]) -> list[str]:
-    """A table's columns: its schemas/ columns (plus the wire's extra `_deleted` flag) or,
-    for the engine's own tables (FAILED, SEED_TABLE), the first row's."""
-    return list(_COLUMNS.get(table) or rows[0]) + list(EXTRA_COLUMNS.get(table, ()))
+def wire_table(rows: Tables, checks: Checks) -> pa.Table:
+    """The backfill's applyInArrow output (`tables.wire_schema`)."""
+    names, texts = packed_tables(rows, checks)
+    return pa.Table.from_arrays([pa.array(names, pa.string()), pa.array(texts, pa.string())],
+                                schema=_WIRE)
 
 
-def _columns(rows: list[Row], names: list[str]) -> list[list[Any]]:
-    """The rows' values column by column; a row without a column (a deleted offset's) has null."""
-    if len(names) < 2:  # itemgetter of one name gives values, not tuples
-        return [[r.get(name) for r in rows] for name in names]
-    try:
-        return [list(c) for c in zip(*map(itemgetter(*names), rows), strict=True)]
-    except KeyError:
-        return [[r.get(name) for r in rows] for name in names]
+def wire_frame(rows: Tables, checks: Checks) -> pd.DataFrame:
+    """The stream's applyInPandasWithState output (`tables.wire_schema`)."""
+    names, texts = packed_tables(rows, checks)
+    return pd.DataFrame({"_table": pd.Series(names, dtype=object),
+                         WIRE_ROW: pd.Series(texts, dtype=object)})
 
 
-def arrow_column(values: list[Any], target: pa.DataType, name: str) -> pa.Array:
-    """Fold values (times in ms, ints as Python ints) as an Arrow array of `target`, at any
-    depth: times are built in milliseconds, checked against what pandas can hold (so both
-    backends refuse alike) and cast to the target's unit by Arrow; every other value goes
-    straight in, Arrow refusing an int out of its type's range."""
-    wide = _in_ms(target)
-    try:
-        array = pa.array(values, type=target if wide is None else wide)
-    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        if target.id in _KIND:
-            _check_fits(name, _KIND[target.id], values)  # names the value that does not fit
-        raise ValueError(f"{name}: {exc}") from exc
-    if wide is None:
-        return array
-    _check_times(array, target, name)
-    return array.cast(target)
+def _base64(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not a value of any column")
 
 
-@cache
-def _in_ms(t: pa.DataType) -> pa.DataType | None:
-    """`t` with its times, at any depth, in milliseconds; None if it holds no time."""
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("ms", t.tz)
-    if pa.types.is_list(t):
-        inner = _in_ms(t.value_type)
-        return None if inner is None else pa.list_(t.value_field.with_type(inner))
-    if pa.types.is_struct(t):
-        fields = [(f, _in_ms(f.type)) for f in t]
-        if all(inner is None for _, inner in fields):
-            return None
-        return pa.struct([f if inner is None else f.with_type(inner) for f, inner in fields])
-    return None
+_DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                          default=_base64).encode
+_WIRE = pa.schema([pa.field("_table", pa.string(), nullable=False),
+                   pa.field(WIRE_ROW, pa.string())])
 
 
-def _check_times(array: pa.Array, target: pa.DataType, name: str) -> None:
-    """Raise if a time (at any depth) is out of pandas' range, naming the column."""
-    if pa.types.is_list(target):
-        _check_times(array.flatten(), target.value_type, name)
-    elif pa.types.is_struct(target):
-        for child, f in zip(array.flatten(), target, strict=True):
-            _check_times(child, f.type, f"{name}.{f.name}")
-    elif pa.types.is_timestamp(target) and array.null_count < len(array):
-        low, high = pc.min_max(array).values()
-        _check_fits(name, "timestamp", [low.value, high.value])
+def _walk(path: str, dtype: DataType, values: list[Any]) -> Iterator[tuple[str, str, list[Any]]]:
+    if isinstance(dtype, ArrayType):
+        yield from _walk(path, dtype.elementType, [x for v in values if v for x in v])
+    elif isinstance(dtype, StructType):
+        present = [v for v in values if v is not None]
+        for f in dtype.fields:
+            if _has_numbers(f.dataType):
+                yield from _walk(f"{path}.{f.name}", f.dataType,
+                                 [v.get(f.name) for v in present])
+    else:
+        yield path, _KIND[type(dtype)], values
 
 
-def wire_frame(rows: Tables, schema: StructType | pa.Schema) -> pd.DataFrame:
-    """The wire rows as the pandas frame applyInPandasWithState returns: top-level times as
-    naive UTC datetime64[ns], every other column an object column of Python values (nested
-    times naive UTC datetimes). Times and top-level ints are range-checked as in
-    `wire_table`; Spark refuses any other value that does not fit as it converts."""
-    if isinstance(schema, StructType):
-        schema = to_arrow_schema(schema, timezone="UTC")
-    n, columns = _wire_columns(rows)
-    nulls = np.full(n, None, dtype=object)
-    no_times = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
-    return pd.DataFrame({f.name: _pandas_column(columns[f.name], f.type, f.name)
-                         if f.name in columns else
-                         no_times if pa.types.is_timestamp(f.type) else nulls
-                         for f in schema}, copy=False)
+def _has_numbers(t: DataType) -> bool:
+    if isinstance(t, ArrayType):
+        return _has_numbers(t.elementType)
+    if isinstance(t, StructType):
+        return any(_has_numbers(f.dataType) for f in t.fields)
+    return type(t) in _KIND
 
 
-def _pandas_column(values: list[Any], t: pa.DataType, name: str) -> np.ndarray:
-    if pa.types.is_timestamp(t):
-        _check_fits(name, "timestamp", values)
-        # The session time zone is UTC: naive datetimes, through integers (numpy's own
-        # ms -> ns cast overflows near 1677).
-        ms = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
-        return ms.view("datetime64[ms]").astype("datetime64[ns]")
-    if _in_ms(t) is not None:
-        values = arrow_column(values, t, name).cast(_naive(t)).to_pylist()
-    elif t.id in _KIND:  # Spark's own conversion would refuse it too, without the name
-        _check_fits(name, _KIND[t.id], values)
-    # Every other column an object column: left to pandas, [2**63 - 1, None] becomes float64
-    # and 2**63, and a column of nulls float64, which Arrow cannot make a list or struct of.
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
-@cache
-def _naive(t: pa.DataType) -> pa.DataType:
-    """`t` with its times, at any depth, without a time zone: to_pylist gives naive ones."""
-    if pa.types.is_timestamp(t):
-        return pa.timestamp(t.unit)
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_naive(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_naive(f.type)) for f in t])
-    return t
-
-
-_NAT = np.iinfo(np.int64).min  # numpy's NaT
-_KIND = {pa.int32().id: "int", pa.int64().id: "bigint", pa.timestamp("ms").id: "timestamp"}
+_KIND: dict[type[DataType], str] = {IntegerType: "int", LongType: "bigint",
+                                    TimestampType: "timestamp"}
 _BOUNDS = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1),
            "timestamp": PANDAS_MS_RANGE}
 
 
 def _check_fits(name: str, kind: str, values: list[Any]) -> None:
-    """Raise if a value cannot be stored as `kind`, naming the column, in both backends alike
-    (pandas would wrap a time past 2262 silently, Arrow would refuse an int out of range)."""
+    """Raise if a value cannot be stored as `kind`, naming the column: the JSON parser in
+    the JVM would make a null of it, and pandas, reading the table, wraps a time past 2262."""
     present = [v for v in values if v is not None]
     if not present:
         return
+    for v in present:
+        if type(v) is not int:
+            raise ValueError(f"{name} = {v!r} is not an integer ({kind})")
     low, high = min(present), max(present)
     bounds = _BOUNDS[kind]
     if low < bounds[0] or high > bounds[1]:

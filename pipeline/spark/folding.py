@@ -18,14 +18,19 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
 from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
-from pipeline.spark.convert import columns_from_frames, columns_from_packed, wire_frame, wire_table
+from pipeline.spark.convert import (
+    columns_from_frames,
+    columns_from_packed,
+    wire_checks,
+    wire_frame,
+    wire_table,
+)
 from pipeline.spark.quiet import quiet_padded_concat
-from pipeline.spark.tables import SEED, event_schema, wire_schema
+from pipeline.spark.tables import SEED, event_schema
 
 # The last line of defence (pipeline.fold.tables): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
@@ -35,7 +40,7 @@ __all__ = ["FAILED", "INTERNAL", "batch_fold", "split_seed", "stateful_fold"]
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
     events_type = event_schema()  # on the driver: workers have no JVM to parse DDL
-    wire_type = to_arrow_schema(wire_schema(), timezone="UTC")
+    checks = wire_checks()  # on the driver, as the schemas are parsed
 
     def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
                    state: Any) -> Iterator[pd.DataFrame]:
@@ -53,13 +58,13 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 events = columns_from_frames(event_frames, events_type)
                 start = state.get[0] if state.exists else seed
             after, tables = replay_group(group_id, start, events, now, cfg, now)
-            wire = wire_frame(tables, wire_type)
+            wire = wire_frame(tables, checks)
             stored = None if after is None else (dumps(after), next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
             if before is not None:
                 store(state, dumps(before), next_deadline(before, cfg), watermark)
-            yield wire_frame(failed_tables(group_id, events, before, exc), wire_type)
+            yield wire_frame(failed_tables(group_id, events, before, exc), checks)
             return
         if stored is not None:
             store(state, *stored, watermark)
@@ -102,7 +107,7 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
     with `seed`, also the group's final state as a `SEED_TABLE` row. Arrow in and out: the
     pandas conversions cost more than the fold itself on groups of a few hundred rows. The
     rows come packed (`eventlog.packed_events`): one JSON object a row, not 60 columns."""
-    wire_type = to_arrow_schema(wire_schema(), timezone="UTC")
+    checks = wire_checks()
 
     def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
         group_id = key[0].as_py()
@@ -111,9 +116,9 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
         try:
             events = columns_from_packed(table)
             return wire_table(replay_group(group_id, None, events, until_ms, cfg, seed=seed)[1],
-                              wire_type)
+                              checks)
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
-            return wire_table(failed_tables(group_id, events, None, exc), wire_type)
+            return wire_table(failed_tables(group_id, events, None, exc), checks)
 
     return fold_history
 

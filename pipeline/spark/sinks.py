@@ -15,8 +15,18 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from pipeline.spark import paths
 from pipeline.spark.catalog import (
@@ -27,7 +37,7 @@ from pipeline.spark.catalog import (
 )
 from pipeline.spark.folding import FAILED
 from pipeline.spark.parallel import run_all
-from pipeline.spark.tables import APPEND_TABLES, table_schema, wire_name
+from pipeline.spark.tables import APPEND_TABLES, WIRE_ROW, row_schema, table_schema
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -39,15 +49,50 @@ def log_failed_groups(wire: DataFrame, failed: int, where: str) -> None:
     """Log each group whose fold raised, once, with its traceback (the FAILED wire rows)."""
     if not failed:
         return
-    for row in wire.filter(F.col("_table") == FAILED).select("group_id", "reason").collect():
+    for row in table_rows(wire, FAILED).collect():
         log.error("%s: group %s could not be folded; its rows went to rejected_events as "
                   "INTERNAL and its state stays as it was:\n%s", where, row["group_id"],
                   row["reason"])
 
 
-def table_rows(wire: DataFrame, table: str) -> DataFrame:
-    cols = [F.col(wire_name(table, f.name)).alias(f.name) for f in table_schema(table).fields]
-    return wire.filter(F.col("_table") == table).select(*cols)
+def table_rows(wire: DataFrame, table: str, extra: bool = False) -> DataFrame:
+    """`table`'s rows of the wire, parsed into the table's own schema (with `extra`, also
+    the columns its rows carry beyond it, as committed_offsets' `_deleted`)."""
+    schema = row_schema(table)
+    parsed = wire.filter(F.col("_table") == table).select(
+        F.from_json(F.col(WIRE_ROW), _as_json(schema), {"mode": "FAILFAST"}).alias("r"))
+    keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
+    return parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
+                           for f in keep])
+
+
+def _as_json(t: DataType) -> DataType:
+    """`t` as the JSON holds it: times as epoch ms (bigint), bytes as base64 (string)."""
+    if isinstance(t, TimestampType):
+        return LongType()
+    if isinstance(t, BinaryType):
+        return StringType()
+    if isinstance(t, ArrayType):
+        return ArrayType(_as_json(t.elementType), t.containsNull)
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _as_json(f.dataType), f.nullable)
+                           for f in t.fields])
+    return t
+
+
+def _restored(c: Column, t: DataType) -> Column:
+    """The value `c` of JSON type `_as_json(t)` as type `t`, at any depth."""
+    if _as_json(t) == t:
+        return c
+    if isinstance(t, TimestampType):
+        return F.timestamp_millis(c)
+    if isinstance(t, BinaryType):
+        return F.unbase64(c)
+    if isinstance(t, ArrayType):
+        return F.transform(c, lambda x: _restored(x, t.elementType))
+    assert isinstance(t, StructType)
+    return F.when(c.isNull(), F.lit(None)).otherwise(F.struct(
+        *[_restored(c.getField(f.name), f.dataType).alias(f.name) for f in t.fields]))
 
 
 def _on_keys(table: str) -> str:
@@ -136,7 +181,7 @@ class BatchWriter:
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
 
     def _merge_offsets(self, spark: SparkSession, wire: DataFrame) -> None:
-        rows = wire.filter(F.col("_table") == "committed_offsets")
+        rows = table_rows(wire, "committed_offsets", extra=True)
         cols = [F.col(f.name) for f in table_schema("committed_offsets").fields]
         source = rows.select(*cols, F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
         values = {f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}

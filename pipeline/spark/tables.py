@@ -1,29 +1,38 @@
 """Spark schemas of the contract, built from `schemas/`, and the wire row the fold emits.
 
-The streaming fold can return only one row type, so every output row travels as one wide
-"wire" row: `_table` names the table it belongs to and the other columns are the union of
-all tables' columns (`members` of group_state and group_history becomes `state_members`,
-the only name clash, with rejected_events' event `members`).
-`_state` carries a group's serialized fold state out of the batch backfill (the seed a
-stream continues from); streaming leaves it null.
+The fold can return only one row type, so every output row travels as one narrow "wire"
+row: `_table` names the table it belongs to and `_row` holds the row as one JSON object
+under that table's column names (times in epoch milliseconds, bytes in base64; written by
+`convert.packed_tables`, parsed back in the JVM by `sinks.table_rows`). The backfill's seed
+rows (`SEED_TABLE`: group_id and `_state`, the group's serialized fold state a stream
+continues from) and a failed group's row (`FAILED`: group_id and the traceback) travel the
+same way.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from pipeline.fold.tables import DELETED, SEED_TABLE
+from pipeline.fold.tables import DELETED, FAILED, SEED_TABLE, STATE
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events",
                  "error_responses", "group_history")
 STATE_SCHEMA = "state binary"
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
+WIRE_ROW = "_row"  # the wire's column holding a row as JSON
 # SEED_TABLE (pipeline.fold.tables) is the wire's tag and the folder under the warehouse.
 __all__ = ["APPEND_TABLES", "EXTRA_COLUMNS", "SEED", "SEED_TABLE", "STATE_SCHEMA",
-           "event_schema", "table_schema", "wire_name", "wire_schema"]
+           "WIRE_ROW", "event_schema", "row_schema", "table_schema", "wire_schema"]
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 
@@ -45,22 +54,21 @@ def table_schema(table: str) -> StructType:
     return _struct(OUTPUT_TABLES[table])
 
 
-def wire_name(table: str, column: str) -> str:
-    return "state_members" if column == "members" and table in _STATE_SHAPED else column
-
-
-_STATE_SHAPED = frozenset({"group_state", "group_history"})
+@cache
+def wire_schema() -> StructType:
+    return StructType([StructField("_table", StringType(), False),
+                       StructField(WIRE_ROW, StringType(), True)])
 
 
 @cache
-def wire_schema() -> StructType:
-    fields: dict[str, StructField] = {"_table": StructField("_table", DataType.fromDDL(
-        "string"), False), "_deleted": StructField("_deleted", DataType.fromDDL("boolean")),
-        "_state": StructField("_state", DataType.fromDDL("binary"))}
-    for table in OUTPUT_TABLES:
-        for f in table_schema(table).fields:
-            name = wire_name(table, f.name)
-            if name in fields and fields[name].dataType != f.dataType:
-                raise TypeError(f"wire column {name!r} has two types: {table} disagrees")
-            fields.setdefault(name, StructField(name, f.dataType, True))
-    return StructType(list(fields.values()))
+def row_schema(table: str) -> StructType:
+    """What a wire row of `table` holds: the table's columns, and the extra ones its rows
+    carry (committed_offsets' `_deleted`); for the seed and FAILED rows, theirs."""
+    if table == SEED_TABLE:
+        return StructType([StructField("group_id", StringType()),
+                           StructField(STATE, BinaryType())])
+    if table == FAILED:
+        return StructType([StructField("group_id", StringType()),
+                           StructField("reason", StringType())])
+    extra = [StructField(name, BooleanType()) for name in EXTRA_COLUMNS.get(table, ())]
+    return StructType([*table_schema(table).fields, *extra])

@@ -1,12 +1,14 @@
 """Benchmark (not a test): the fold's output rows into Arrow (backfill) and pandas (stream),
-today's converter against main's, on one golden log's per-group calls.
+today's converter (JSON rows on a two-column wire) against an older one, on one golden log's
+per-group calls.
 
     PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/bench_convert.py --case offsets-topic-bad-rows
 
 Folds every group of the stored log in one call (not timed), as the backfill does, then
-times converting every call's rows, medians of `--repeat`, and checks both converters give
-the same wire rows. `--baseline`: the git revision whose `pipeline/spark/convert.py` is
-the old converter (it took (table, row) pairs).
+times converting every call's rows, medians of `--repeat`, and checks both give as many
+rows (what each row holds is the Spark tests' business: the wire formats differ).
+`--baseline`: the git revision whose `pipeline/spark/convert.py` is the old converter
+(by default 04e76d7, the last with the 89-column Arrow wire; it takes tables and a schema).
 """
 
 from __future__ import annotations
@@ -31,21 +33,32 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pipeline.fold import Event
 from pipeline.fold.tables import Tables, replay_group
 from pipeline.spark import convert
-from pipeline.spark.tables import wire_schema
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
 
 
-def old_converter(revision: str) -> ModuleType:
-    source = subprocess.run(["git", "show", f"{revision}:pipeline/spark/convert.py"],
-                            check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "old_convert.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("old_convert", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def old_converter(revision: str) -> tuple[ModuleType, ModuleType]:
+    """`revision`'s convert.py, importing `revision`'s tables.py as pipeline.spark.tables;
+    both modules."""
+    folder = Path(tempfile.mkdtemp())
+    modules = {}
+    for name in ("tables", "convert"):
+        source = subprocess.run(["git", "show", f"{revision}:pipeline/spark/{name}.py"],
+                                check=True, capture_output=True, text=True).stdout
+        path = folder / f"old_{name}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(f"old_{name}", path)
+        assert spec is not None and spec.loader is not None
+        modules[name] = importlib.util.module_from_spec(spec)
+    current = sys.modules["pipeline.spark.tables"]
+    sys.modules["pipeline.spark.tables"] = modules["tables"]
+    try:
+        for module in modules.values():
+            assert module.__spec__ is not None and module.__spec__.loader is not None
+            module.__spec__.loader.exec_module(module)
+    finally:
+        sys.modules["pipeline.spark.tables"] = current
+    return modules["convert"], modules["tables"]
 
 
 def calls(name: str) -> list[Tables]:
@@ -67,33 +80,34 @@ def timed(convert_all: Callable[[], list[Any]], repeat: int) -> tuple[float, lis
     return statistics.median(times), out
 
 
-def rows_of(outputs: list[Any]) -> list[str]:
-    """Every wire row of every call, as sortable text (the two order rows differently)."""
-    rows = (r for o in outputs for r in (o.to_pylist() if isinstance(o, pa.Table)
-                                         else o.to_dict("records")))
-    return sorted(repr(sorted(r.items())) for r in rows)
+def rows_of(outputs: list[Any]) -> int:
+    return sum(o.num_rows if isinstance(o, pa.Table) else len(o) for o in outputs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", default="offsets-topic-bad-rows")
-    # The last revision with the hand-coded converter (it took (table, row) pairs).
-    parser.add_argument("--baseline", default="7c5f109")
+    # The last revision with the 89-column Arrow wire (a schema-driven converter of tables).
+    parser.add_argument("--baseline", default="04e76d7")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     spark = SparkSession.builder.master("local[1]").getOrCreate()  # DDL parsing only
-    wire, arrow = wire_schema(), to_arrow_schema(wire_schema(), timezone="UTC")
+    import pipeline.spark.tables  # noqa: F401 - the current one, swapped out while the old loads
+    old, old_tables = old_converter(args.baseline)
+    wire = old_tables.wire_schema()
+    arrow = to_arrow_schema(wire, timezone="UTC")
+    checks = convert.wire_checks()
     spark.stop()
-    old, per_call = old_converter(args.baseline), calls(args.case)
-    tagged = [[(t, r) for t, rows in tables.items() for r in rows] for tables in per_call]
-    n = sum(len(t) for t in tagged)
+    per_call = calls(args.case)
+    n = sum(len(rows) for tables in per_call for rows in tables.values())
     print(f"{args.case}: {len(per_call)} calls, {n} rows, CPU seconds, median of {args.repeat}")
     for kind, new_fn, old_fn, schema in (("arrow", convert.wire_table, old.wire_table, arrow),
                                         ("pandas", convert.wire_frame, old.wire_frame, wire)):
-        t_new, new_out = timed(lambda f=new_fn, s=schema: [f(c, s) for c in per_call], args.repeat)
-        t_old, old_out = timed(lambda f=old_fn, s=schema: [f(c, s) for c in tagged], args.repeat)
+        t_new, new_out = timed(lambda f=new_fn: [f(c, checks) for c in per_call], args.repeat)
+        t_old, old_out = timed(lambda f=old_fn, s=schema: [f(c, s) for c in per_call],
+                               args.repeat)
         if rows_of(new_out) != rows_of(old_out):
-            sys.exit(f"the converters disagree on the {kind} wire rows")
+            sys.exit(f"the converters give different numbers of {kind} wire rows")
         print(f"  {kind:6} before {t_old:.3f} s ({n / t_old:,.0f} rows/s), after {t_new:.3f} s "
               f"({n / t_new:,.0f} rows/s): {t_old / t_new:.2f}x")
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.tables import DELETED, Tables, replay_group
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.convert import wire_frame
+from pipeline.spark.convert import wire_checks, wire_frame
 from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
 from pipeline.spark.sinks import table_rows
 from pipeline.spark.tables import wire_schema
@@ -36,7 +36,7 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
     for group_id, group_events in by_group.items():
         for table, rows in replay_group(group_id, None, group_events, watermark, config)[1].items():
             tables[table] += [r for r in rows if not r.get(DELETED)]
-    wire = spark.createDataFrame(wire_frame(tables, wire_schema()), wire_schema())
+    wire = spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())
     return {table: table_rows(wire, table) for table in OUTPUT_TABLES}
 
 

@@ -17,13 +17,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.conversion import ArrowBatchTransformer, PandasToArrowConversion
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.tables import FAILED, replay_group
-from pipeline.spark.convert import events_from_arrow, events_from_frames, wire_frame, wire_table
+from pipeline.spark.convert import (
+    events_from_arrow,
+    events_from_frames,
+    wire_checks,
+    wire_frame,
+    wire_table,
+)
 from pipeline.spark.eventlog import events_to_arrow, write_event_log
 from pipeline.spark.tables import event_schema, wire_schema
 from pipeline.times import PANDAS_MS_RANGE
@@ -116,7 +121,6 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
     from_pandas = events_from_frames([spark_pandas(table)], event_schema())
     assert [e.to_row() for e in from_pandas] == [e.to_row() for e in events]
     # The fold: nothing raises; every row is applied or rejected with a reason.
-    wire_arrow = to_arrow_schema(wire_schema(), timezone="UTC")
     for group_id, group_events in by_group(events).items():
         assert group_id is not None
         tables = replay_group(group_id, None, group_events, PANDAS_MS_RANGE[1], CONFIG)[1]
@@ -128,14 +132,14 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
         # both refuse the same value, a time past 2262 (a deadline of an event near 2262:
         # README, Known limits), so both backends reject that call's rows as INTERNAL alike.
         try:
-            frame = wire_frame(tables, wire_schema())
+            frame = wire_frame(tables, wire_checks())
         except ValueError as refused:
             assert "does not fit the column's type (timestamp)" in str(refused)
             with pytest.raises(ValueError) as also:
-                wire_table(tables, wire_arrow)
+                wire_table(tables, wire_checks())
             assert str(also.value) == str(refused)
             continue
-        assert spark_arrow(frame).to_pylist() == wire_table(tables, wire_arrow).to_pylist()
+        assert spark_arrow(frame).to_pylist() == wire_table(tables, wire_checks()).to_pylist()
 
 
 def test_a_small_stream_of_extreme_rows_equals_the_backfill_and_the_pure_fold(

@@ -1,34 +1,32 @@
-"""The one converter from the fold's rows per table to Arrow (backfill) and to the stream's
-pandas frame: times at any depth exact, ints never through float, a value that does not fit
-refused with its column's name in both, and the wire exactly the union of the tables.
-Spark only parses the schemas here; the frames go through Spark's own pandas-to-Arrow step."""
+"""The one converter from the fold's rows per table to the narrow wire (JSON rows, the same
+for the backfill's Arrow and the stream's pandas), and the JVM's parse of each table's rows
+back into its schema: times at any depth exact, ints never through float, bytes and flags
+whole, a value that does not fit refused with its column's name."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.tables import Tables, replay_group
-from pipeline.spark.convert import table_arrow, wire_frame, wire_table
-from pipeline.spark.tables import wire_name, wire_schema
+from pipeline.fold.tables import DELETED, SEED_TABLE, STATE, Tables, replay_group
+from pipeline.spark.convert import wire_checks, wire_frame, wire_table
+from pipeline.spark.sinks import table_rows
+from pipeline.spark.tables import table_schema, wire_schema
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
-from tests.spark.test_boundary import spark_arrow
 
 pytestmark = pytest.mark.spark
 CONFIG = CoordinatorConfig()
 
 
-@pytest.fixture(scope="module")
-def wire(spark: SparkSession) -> pa.Schema:
-    return to_arrow_schema(wire_schema(), timezone="UTC")
+def naive_utc(ms: int) -> Any:
+    """How Spark's collect() gives a time of a UTC session: a naive datetime."""
+    return utc_datetime(ms).replace(tzinfo=None)
 
 
 @pytest.fixture(scope="module")
@@ -48,54 +46,71 @@ def _state_row(calls: list[Tables], **changes: Any) -> Tables:
     return {"group_state": [{**row, "members": [member], **changes}]}
 
 
-def _both(rows: Tables, wire: pa.Schema) -> list[dict[str, Any]]:
-    arrow = wire_table(rows, wire).to_pylist()
-    assert spark_arrow(wire_frame(rows, wire_schema())).to_pylist() == arrow
-    return arrow
+def _through(spark: SparkSession, rows: Tables, table: str, extra: bool = False
+             ) -> list[dict[str, Any]]:
+    """`table`'s rows as the JVM reads them back off the wire, and checks the stream's frame
+    carries what the backfill's Arrow table does."""
+    arrow = wire_table(rows, wire_checks())
+    frame = wire_frame(rows, wire_checks())
+    assert frame.to_dict("list") == arrow.to_pydict()
+    wire = spark.createDataFrame(arrow.to_pandas(), wire_schema())
+    return [r.asDict(recursive=True) for r in table_rows(wire, table, extra).collect()]
 
 
-def test_times_at_any_depth_reach_both_outputs_exactly(calls: list[Tables], wire: pa.Schema) -> None:
+def test_times_at_any_depth_come_back_exactly(spark: SparkSession, calls: list[Tables]) -> None:
     low, high = PANDAS_MS_RANGE
     rows = _state_row(calls, member={"last_heartbeat": high, "joined_at": low},
                       state_since=high - 1, next_deadline=None)
-    [out] = _both(rows, wire)
-    assert out["state_members"][0]["last_heartbeat"] == utc_datetime(high)
-    assert out["state_members"][0]["joined_at"] == utc_datetime(low)
-    assert out["state_since"] == utc_datetime(high - 1) and out["next_deadline"] is None
+    [out] = _through(spark, rows, "group_state")
+    assert out["members"][0]["last_heartbeat"] == naive_utc(high)
+    assert out["members"][0]["joined_at"] == naive_utc(low)
+    assert out["state_since"] == naive_utc(high - 1) and out["next_deadline"] is None
 
 
-def test_ints_never_pass_through_float(calls: list[Tables], wire: pa.Schema) -> None:
+def test_ints_never_pass_through_float(spark: SparkSession, calls: list[Tables]) -> None:
     row = next(r for t in calls for r in t.get("committed_offsets", []))
     rows = {"committed_offsets": [{**row, "committed_offset": 2**53 + 1},
                                   {**row, "committed_offset": 2**63 - 1, "leader_epoch": None}]}
-    assert [r["committed_offset"] for r in _both(rows, wire)] == [2**53 + 1, 2**63 - 1]
+    out = _through(spark, rows, "committed_offsets")
+    assert [r["committed_offset"] for r in out] == [2**53 + 1, 2**63 - 1]
+
+
+def test_bytes_and_flags_come_back_exactly(spark: SparkSession, calls: list[Tables]) -> None:
+    seed = next(t[SEED_TABLE] for t in calls if SEED_TABLE in t)
+    [state] = _through(spark, {SEED_TABLE: seed}, SEED_TABLE)
+    assert state == seed[0] and isinstance(state[STATE], bytes | bytearray)
+    gone = {"group_id": "g", "topic": "t", "partition": 0, DELETED: True}
+    [out] = _through(spark, {"committed_offsets": [gone]}, "committed_offsets", extra=True)
+    assert out[DELETED] is True and out["committed_offset"] is None
 
 
 @pytest.mark.parametrize(("changes", "named"), [
-    ({"member": {"last_heartbeat": PANDAS_MS_RANGE[1] + 1}}, "state_members.last_heartbeat = "),
+    ({"member": {"last_heartbeat": PANDAS_MS_RANGE[1] + 1}}, "members.last_heartbeat = "),
     ({"state_since": PANDAS_MS_RANGE[0] - 1}, "state_since = "),
     ({"generation_id": 2**31}, "generation_id = 2147483648 does not fit"),
     ({"rebalance_count": 2**63}, "rebalance_count = 9223372036854775808 does not fit"),
+    ({"member": {"session_timeout_ms": True}}, "members.session_timeout_ms = True is not"),
+    ({"member_count": "3"}, "member_count = '3' is not an integer"),
 ])
 def test_a_value_that_does_not_fit_is_refused_naming_its_column(
-        calls: list[Tables], wire: pa.Schema, changes: dict[str, Any], named: str) -> None:
+        spark: SparkSession, calls: list[Tables], changes: dict[str, Any], named: str) -> None:
     rows = _state_row(calls, **changes)
     with pytest.raises(ValueError, match=named):
-        wire_table(rows, wire)
+        wire_table(rows, wire_checks())
     with pytest.raises(ValueError, match=named):
-        wire_frame(rows, wire)
+        wire_frame(rows, wire_checks())
 
 
-def test_the_wire_is_the_tables_one_after_another(calls: list[Tables], wire: pa.Schema) -> None:
-    for tables in calls:
-        out = wire_table(tables, wire).to_pylist()
-        assert [r["_table"] for r in out] == [t for t, rows in tables.items() for _ in rows]
-        at = 0
-        for table, rows in tables.items():
-            alone = table_arrow(table, rows, wire).to_pylist()
-            assert [{c: r[wire_name(table, c)] for c in a} for r, a in
-                    zip(out[at:at + len(rows)], alone, strict=True)] == alone
-            assert all(v is None for r, a in zip(out[at:at + len(rows)], alone, strict=True)
-                       for c, v in r.items()
-                       if c != "_table" and c not in {wire_name(table, n) for n in a})
-            at += len(rows)
+def test_every_table_comes_back_as_its_own_schema_whole(
+        spark: SparkSession, calls: list[Tables]) -> None:
+    tables: Tables = defaultdict(list)
+    for call in calls:
+        for table, rows in call.items():
+            tables[table] += rows
+    wire = spark.createDataFrame(wire_table(tables, wire_checks()).to_pandas(), wire_schema())
+    for table in OUTPUT_TABLES:
+        back = table_rows(wire, table)
+        assert back.schema == table_schema(table), table
+        assert back.count() == len(tables.get(table, [])), table
+    names = [r["_table"] for r in wire.collect()]
+    assert names == [t for t, rows in tables.items() for _ in rows]
