@@ -235,9 +235,8 @@ class QuietRun:
                 member = self._member(member_id, instance_id)
                 if member is None or generation != self.group.generation_id:
                     return NOT_QUIET  # refused: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ...
-            if kind == "OFFSET_COMMIT" and metadata and len(metadata) * 2 > (
-                    self.cfg.offset_metadata_max_bytes) and java_length(metadata) > (
-                    self.cfg.offset_metadata_max_bytes):
+            if kind == "OFFSET_COMMIT" and java_length(metadata or "") > (
+                    self.cfg.offset_metadata_max_bytes):  # the handler's very check
                 return NOT_QUIET  # OFFSET_METADATA_TOO_LARGE
         elif kind == "HEARTBEAT":
             return NOT_QUIET

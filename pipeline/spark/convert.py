@@ -93,17 +93,30 @@ def columns_from_arrow(table: pa.Table) -> EventColumns:
 
 
 def columns_from_packed(table: pa.Table) -> EventColumns:
-    """`columns_from_arrow` for `eventlog.packed_events`' rows: each packed JSON object read
-    back (times in ms already), one column for each name any row holds, and the byte columns
-    as Arrow carried them."""
-    rows = [json.loads(text) for text in table.column(PACKED).to_pylist()]
+    """`columns_from_arrow` for `eventlog.packed_events`' rows (the backfill): each packed
+    JSON object read back (times in ms already), one column for each name any row holds,
+    and the byte columns as Arrow carried them."""
+    columns = _unpacked(table.column(PACKED).to_pylist())
+    columns.update(columns_from_arrow(table.drop_columns([PACKED])))
+    return columns
+
+
+def columns_from_packed_frames(frames: Iterable[pd.DataFrame], schema: StructType
+                               ) -> EventColumns:
+    """The same from the stream's pandas frames; `schema`: group_id and the byte columns
+    (`eventlog.unpacked_schema()`, built on the driver)."""
+    frames = [pdf for pdf in frames if len(pdf)]
+    columns = _unpacked([text for pdf in frames for text in pdf[PACKED].tolist()])
+    columns.update(columns_from_frames(frames, schema))
+    return columns
+
+
+def _unpacked(texts: list[str]) -> EventColumns:
+    rows = [json.loads(text) for text in texts]
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
-    columns: EventColumns = {name: [row.get(name) for row in rows] for name in names}
-    rest = columns_from_arrow(table.drop_columns([PACKED]))
-    columns.update(rest)
-    return columns
+    return {name: [row.get(name) for row in rows] for name in names}
 
 
 def events_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> list[Event]:

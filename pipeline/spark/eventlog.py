@@ -68,13 +68,13 @@ def _holds(t: DataType, kind: type[DataType]) -> bool:
     return False
 
 
-def packed_events(events: DataFrame) -> DataFrame:
+def packed_events(events: DataFrame, *keep: str) -> DataFrame:
     """The narrow pipe into the fold (`select_events`' rows in): group_id, each row's other
     values as one JSON object (`PACKED`; nulls left out, times as epoch milliseconds), and
     the columns holding bytes as they are (JSON would carry them as base64). A row of a
     60-column log holds a handful of values, and Spark hands a JSON string to Python at a
-    fifth of the cost of 60 Arrow columns (bench_backfill). `convert.columns_from_packed`
-    reads it back."""
+    fifth of the cost of 60 Arrow columns. `convert.columns_from_packed` (Arrow) and
+    `columns_from_packed_frames` (pandas) read it back. `keep`: columns to carry as well."""
     packed: list[Column] = []
     for f in event_schema().fields:
         if f.name == "group_id" or _holds(f.dataType, BinaryType):
@@ -85,8 +85,14 @@ def packed_events(events: DataFrame) -> DataFrame:
             raise TypeError(f"{f.name}: a time inside a nested column cannot be packed as ms")
         else:
             packed.append(F.col(f.name))
-    binary = [f.name for f in event_schema().fields if _holds(f.dataType, BinaryType)]
-    return events.select("group_id", F.to_json(F.struct(*packed)).alias(PACKED), *binary)
+    return events.select(*unpacked_schema().names, F.to_json(F.struct(*packed)).alias(PACKED),
+                         *keep)
+
+
+def unpacked_schema() -> StructType:
+    """The columns `packed_events` carries as they are: group_id and those holding bytes."""
+    return StructType([f for f in event_schema().fields
+                       if f.name == "group_id" or _holds(f.dataType, BinaryType)])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

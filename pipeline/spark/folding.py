@@ -23,14 +23,15 @@ from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
 from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
 from pipeline.spark.convert import (
-    columns_from_frames,
     columns_from_packed,
+    columns_from_packed_frames,
     wire_checks,
     wire_frame,
     wire_table,
 )
+from pipeline.spark.eventlog import unpacked_schema
 from pipeline.spark.quiet import quiet_padded_concat
-from pipeline.spark.tables import SEED, event_schema
+from pipeline.spark.tables import SEED
 
 # The last line of defence (pipeline.fold.tables): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
@@ -39,7 +40,7 @@ __all__ = ["FAILED", "INTERNAL", "batch_fold", "split_seed", "stateful_fold"]
 
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
-    events_type = event_schema()  # on the driver: workers have no JVM to parse DDL
+    as_is = unpacked_schema()  # on the driver: workers have no JVM to parse DDL
     checks = wire_checks()  # on the driver, as the schemas are parsed
 
     def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
@@ -55,7 +56,7 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 start = state.get[0]
             else:
                 seed, event_frames = split_seed(frames)
-                events = columns_from_frames(event_frames, events_type)
+                events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
             after, tables = replay_group(group_id, start, events, now, cfg, now)
             wire = wire_frame(tables, checks)

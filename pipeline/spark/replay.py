@@ -28,7 +28,7 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
 from pipeline.spark.convert import PREFER_INT_EXTENSION
-from pipeline.spark.eventlog import select_events
+from pipeline.spark.eventlog import packed_events, select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
 from pipeline.spark.paths import is_path
@@ -115,7 +115,8 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
         F.col("event_time").alias("event_time", metadata={}),
         F.lit("2200-01-01 00:00:00").cast("timestamp").alias(GUARD, metadata={WATERMARK_KEY: delay}),
     )
-    return unguarded.groupBy("group_id").applyInPandasWithState(
+    # Into the fold packed (`packed_events`), with the seed and the watermark's guard.
+    return packed_events(unguarded, SEED, GUARD).groupBy("group_id").applyInPandasWithState(
         stateful_fold(opts.config), wire_schema(), STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout,
     )
