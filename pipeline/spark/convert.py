@@ -40,7 +40,7 @@ from pipeline.fold import Event
 from pipeline.fold.events import EventColumns, events_of
 from pipeline.fold.tables import Tables
 from pipeline.spark.eventlog import PACKED
-from pipeline.spark.tables import WIRE_ROW, table_schema
+from pipeline.spark.tables import WIRE_ROW, holds, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 
@@ -167,7 +167,7 @@ def wire_checks() -> Checks:
     """What `packed_tables` checks, per table: on the driver (the workers have no JVM to
     parse the schemas' DDL), handed to the functions Spark ships."""
     return {table: tuple((f.name, f.dataType) for f in table_schema(table).fields
-                         if _has_numbers(f.dataType)) for table in OUTPUT_TABLES}
+                         if holds(f.dataType, _NUMBERS)) for table in OUTPUT_TABLES}
 
 
 def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
@@ -220,23 +220,16 @@ def _walk(path: str, dtype: DataType, values: list[Any]) -> Iterator[tuple[str, 
     elif isinstance(dtype, StructType):
         present = [v for v in values if v is not None]
         for f in dtype.fields:
-            if _has_numbers(f.dataType):
+            if holds(f.dataType, _NUMBERS):
                 yield from _walk(f"{path}.{f.name}", f.dataType,
                                  [v.get(f.name) for v in present])
     else:
         yield path, _KIND[type(dtype)], values
 
 
-def _has_numbers(t: DataType) -> bool:
-    if isinstance(t, ArrayType):
-        return _has_numbers(t.elementType)
-    if isinstance(t, StructType):
-        return any(_has_numbers(f.dataType) for f in t.fields)
-    return type(t) in _KIND
-
-
 _KIND: dict[type[DataType], str] = {IntegerType: "int", LongType: "bigint",
                                     TimestampType: "timestamp"}
+_NUMBERS = tuple(_KIND)
 _BOUNDS = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1),
            "timestamp": PANDAS_MS_RANGE}
 

@@ -9,10 +9,10 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType, TimestampType
+from pyspark.sql.types import BinaryType, StructType, TimestampType
 
 from pipeline.fold import Event
-from pipeline.spark.tables import event_schema
+from pipeline.spark.tables import event_schema, holds
 from pipeline.spark.validate import check_event_schema
 from pipeline.times import PANDAS_MS_RANGE
 
@@ -58,16 +58,6 @@ def select_events(df: DataFrame) -> DataFrame:
 PACKED = "_packed"  # a packed event row: its values as one JSON object (`packed_events`)
 
 
-def _holds(t: DataType, kind: type[DataType]) -> bool:
-    if isinstance(t, kind):
-        return True
-    if isinstance(t, ArrayType):
-        return _holds(t.elementType, kind)
-    if isinstance(t, StructType):
-        return any(_holds(f.dataType, kind) for f in t.fields)
-    return False
-
-
 def packed_events(events: DataFrame, *keep: str) -> DataFrame:
     """The narrow pipe into the fold (`select_events`' rows in): group_id, each row's other
     values as one JSON object (`PACKED`; nulls left out, times as epoch milliseconds), and
@@ -75,24 +65,24 @@ def packed_events(events: DataFrame, *keep: str) -> DataFrame:
     60-column log holds a handful of values, and Spark hands a JSON string to Python at a
     fifth of the cost of 60 Arrow columns. `convert.columns_from_packed` (Arrow) and
     `columns_from_packed_frames` (pandas) read it back. `keep`: columns to carry as well."""
+    as_is = unpacked_schema().names
     packed: list[Column] = []
     for f in event_schema().fields:
-        if f.name == "group_id" or _holds(f.dataType, BinaryType):
+        if f.name in as_is:
             continue
         if isinstance(f.dataType, TimestampType):
             packed.append(F.unix_millis(F.col(f.name)).alias(f.name))
-        elif _holds(f.dataType, TimestampType):
+        elif holds(f.dataType, TimestampType):
             raise TypeError(f"{f.name}: a time inside a nested column cannot be packed as ms")
         else:
             packed.append(F.col(f.name))
-    return events.select(*unpacked_schema().names, F.to_json(F.struct(*packed)).alias(PACKED),
-                         *keep)
+    return events.select(*as_is, F.to_json(F.struct(*packed)).alias(PACKED), *keep)
 
 
 def unpacked_schema() -> StructType:
     """The columns `packed_events` carries as they are: group_id and those holding bytes."""
     return StructType([f for f in event_schema().fields
-                       if f.name == "group_id" or _holds(f.dataType, BinaryType)])
+                       if f.name == "group_id" or holds(f.dataType, BinaryType)])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import cache
 
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     BooleanType,
     DataType,
@@ -32,9 +33,20 @@ SEED = "_seed"  # a hand-off row's column: the group's state as the backfill lef
 WIRE_ROW = "_row"  # the wire's column holding a row as JSON
 # SEED_TABLE (pipeline.fold.tables) is the wire's tag and the folder under the warehouse.
 __all__ = ["APPEND_TABLES", "EXTRA_COLUMNS", "SEED", "SEED_TABLE", "STATE_SCHEMA",
-           "WIRE_ROW", "event_schema", "row_schema", "table_schema", "wire_schema"]
+           "WIRE_ROW", "event_schema", "holds", "row_schema", "table_schema", "wire_schema"]
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
+
+
+def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bool:
+    """Whether type `t` is, or holds at any depth, a value of one of `kinds`."""
+    if isinstance(t, kinds):
+        return True
+    if isinstance(t, ArrayType):
+        return holds(t.elementType, kinds)
+    if isinstance(t, StructType):
+        return any(holds(f.dataType, kinds) for f in t.fields)
+    return False
 
 
 def _struct(columns: tuple[Column, ...]) -> StructType:
