@@ -105,11 +105,12 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
-                         _final_rows(wire, table), table in APPEND_TABLES, table in filled)
+                         _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
+                         table in filled)
                  for table in OUTPUT_TABLES])
         # Last, so a manifest exists only when every table was replaced.
-        seeds = table_rows(wire, SEED_TABLE)
-        (seeds.coalesce(1).write.format("delta").mode("overwrite")
+        seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
+        (seeds.write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
          .save(seed_path(opts.warehouse)))
     finally:
@@ -118,10 +119,10 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     return manifest
 
 
-def _final_rows(wire: DataFrame, table: str) -> DataFrame:
+def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
     if table != "committed_offsets":
-        return table_rows(wire, table)
-    rows = table_rows(wire, table, extra=True)  # an offset gone by the end is no row
+        return table_rows(wire, table, count=count)
+    rows = table_rows(wire, table, extra=True, count=count)  # an offset gone by the end is no row
     return rows.filter(~F.coalesce(F.col(DELETED), F.lit(False))).drop(DELETED)
 
 
