@@ -37,7 +37,7 @@ from pipeline.spark.catalog import (
 )
 from pipeline.spark.folding import FAILED
 from pipeline.spark.parallel import run_all
-from pipeline.spark.tables import APPEND_TABLES, WIRE_ROW, row_schema, table_schema
+from pipeline.spark.tables import APPEND_TABLES, WIRE_ROW, holds, row_schema, table_schema
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
@@ -95,7 +95,7 @@ def _as_json(t: DataType) -> DataType:
 
 def _restored(c: Column, t: DataType) -> Column:
     """The value `c` of JSON type `_as_json(t)` as type `t`, at any depth."""
-    if _as_json(t) == t:
+    if not holds(t, (TimestampType, BinaryType)):
         return c
     if isinstance(t, TimestampType):
         return F.timestamp_millis(c)
