@@ -1,16 +1,26 @@
 """Writing a micro-batch of wire rows to the Delta tables, idempotently per batch.
 
-History tables are appended with Delta's `txnAppId`/`txnVersion`, current tables are
-MERGEd with the same pair set on the session, so a batch Spark retries after a crash is
-skipped by Delta instead of being written twice. Tables live at `<warehouse>/<table>`.
-The batch's tables are written side by side (`pipeline.spark.parallel`), each its own commit.
+History tables are appended to, current tables MERGEd, each table in one Delta commit of its
+own, side by side (`pipeline.spark.parallel`). Tables live at `<warehouse>/<table>`.
+
+Exactly once: every commit carries the batch's mark in its `userMetadata` (the stream's app
+id and the batch id). Before writing a table, the writer reads the table's newest commits
+and skips the table if its last mark for this app is this batch or a later one: a batch
+Spark runs again after a crash writes only the tables it had not committed. A table with no
+mark of this app yet (new, backfilled, or written before marks) is written with Delta's own
+`txnAppId`/`txnVersion` as well, which Delta checks itself. Marks, not Delta's pair, on
+every other write: Delta answers its check by rebuilding the table's snapshot state in a
+Spark job before each write, which made a small append ~3.7x slower here (1.35 s against
+0.37 s; reading the last commits costs ~0.2 s). What the pair would add beyond this, a
+refusal of two processes writing the same batch at once, Spark already forbids: one
+checkpoint runs one query at a time.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -50,6 +60,8 @@ ROWS_PER_FILE = 1_000_000
 CHECKPOINT_INTERVAL = 100
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
 log = logging.getLogger("replay")
 
 
@@ -142,6 +154,38 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
                   f"USING DELTA LOCATION '{path}'")
 
 
+def batch_mark(app_id: str, batch_id: int) -> str:
+    """A commit's `userMetadata` saying which stream and which of its batches wrote it."""
+    return json.dumps({"replay_app": app_id, "batch": batch_id})
+
+
+def _marked_batch(metadata: str | None, app_id: str) -> int | None:
+    try:
+        mark = json.loads(metadata) if metadata else None
+    except ValueError:
+        return None  # another writer's free text
+    if isinstance(mark, dict) and mark.get("replay_app") == app_id \
+            and isinstance(mark.get("batch"), int):
+        return int(mark["batch"])
+    return None
+
+
+def last_batch(spark: SparkSession, path: str, app_id: str) -> int | None:
+    """The batch of `app_id`'s newest mark among the commits of the table at `path`, newest
+    first (a page of them, then the whole history); None if no commit carries one."""
+    table = DeltaTable.forPath(spark, path)
+    for limit in (HISTORY_PAGE, None):
+        history = table.history(limit) if limit else table.history()
+        commits = history.select("userMetadata").collect()
+        for (metadata,) in commits:
+            batch = _marked_batch(metadata, app_id)
+            if batch is not None:
+                return batch
+        if limit is not None and len(commits) < limit:
+            break
+    return None
+
+
 @dataclass
 class BatchWriter:
     """The foreachBatch function of the replay job."""
@@ -160,22 +204,24 @@ class BatchWriter:
             counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
             log_failed_groups(wire, counts.get(FAILED, 0), f"batch {batch_id}")
             spark = wire.sparkSession
-            writes: list[Callable[[], None]] = [
-                partial(self._append, wire, table, batch_id, counts[table])
-                for table in APPEND_TABLES if counts.get(table)]
-            if counts.get("group_state"):
-                writes.append(partial(self._merge_state, spark, wire, counts["group_state"]))
-            if counts.get("committed_offsets"):
-                writes.append(partial(self._merge_offsets, spark, wire,
-                                      counts["committed_offsets"]))
-            # The MERGEs read the idempotence pair from the session; the appends name it too.
-            spark.conf.set(TXN_APP_ID, self.app_id)
-            spark.conf.set(TXN_VERSION, str(batch_id))
+            tables = [t for t in OUTPUT_TABLES if counts.get(t)]
+            unmarked: list[str] = []  # no mark of this app yet: Delta's pair decides
+            # Every commit of the batch carries its mark (the MERGEs take it from the session).
+            spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
             try:
-                run_all(writes)
+                run_all([partial(self._write_once, wire, t, batch_id, counts[t], unmarked)
+                         for t in tables])
+                if unmarked:
+                    spark.conf.set(TXN_APP_ID, self.app_id)
+                    spark.conf.set(TXN_VERSION, str(batch_id))
+                    try:
+                        for table in sorted(unmarked, key=tables.index):
+                            self._write(wire, table, counts[table])
+                    finally:
+                        spark.conf.unset(TXN_APP_ID)
+                        spark.conf.unset(TXN_VERSION)
             finally:
-                spark.conf.unset(TXN_APP_ID)
-                spark.conf.unset(TXN_VERSION)
+                spark.conf.unset(COMMIT_METADATA)
         finally:
             wire.unpersist()
         self.progress[batch_id] = {
@@ -185,10 +231,25 @@ class BatchWriter:
             "write_s": time.monotonic() - start,
         }
 
-    def _append(self, wire: DataFrame, table: str, batch_id: int, count: int) -> None:
-        (table_rows(wire, table, count=count).write.format("delta").mode("append")
-         .option("txnAppId", self.app_id).option("txnVersion", batch_id)
-         .save(self.path(table)))
+    def _write_once(self, wire: DataFrame, table: str, batch_id: int, count: int,
+                    unmarked: list[str]) -> None:
+        """Write `table` unless its marks say this batch is in it; a table without a mark of
+        this app is left in `unmarked` for a write under Delta's own pair."""
+        last = last_batch(wire.sparkSession, self.path(table), self.app_id)
+        if last is None:
+            unmarked.append(table)
+        elif last < batch_id:
+            self._write(wire, table, count)
+
+    def _write(self, wire: DataFrame, table: str, count: int) -> None:
+        spark = wire.sparkSession
+        if table == "group_state":
+            self._merge_state(spark, wire, count)
+        elif table == "committed_offsets":
+            self._merge_offsets(spark, wire, count)
+        else:
+            (table_rows(wire, table, count=count).write.format("delta").mode("append")
+             .save(self.path(table)))
 
     def _merge_state(self, spark: SparkSession, wire: DataFrame, count: int) -> None:
         source = table_rows(wire, "group_state", count=count)

@@ -12,13 +12,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.backfill import folded_history
+from pipeline.spark.eventlog import select_events, write_event_log
+from pipeline.spark.sinks import BatchWriter, ensure_tables, table_rows
+from schemas import OUTPUT_TABLES
 from tests.spark.backends import (
+    CONFIG,
     DELAY,
     assert_same_tables,
     pure_tables,
@@ -76,6 +81,46 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
             victim.kill()
     resumed = streaming_tables(spark, path, tmp_path)  # same checkpoint, same warehouse
     assert_same_tables(resumed, pure_tables(spark, events))
+
+
+def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_deltas_check(
+        spark: SparkSession, tmp_path: Path) -> None:
+    log = str(tmp_path / "events")
+    write_event_log(spark, generate(LogSpec(groups=3, events=150, seed=5)), log)
+    wire = folded_history(select_events(spark.read.format("delta").load(log)), CONFIG, None,
+                          seed=False).persist()
+    warehouse = str(tmp_path / "warehouse")
+    ensure_tables(spark, warehouse, None)
+    filled = [t for t in OUTPUT_TABLES if table_rows(wire, t).count()]
+    assert {"offset_history", "group_state", "committed_offsets"} <= set(filled)
+
+    def versions() -> dict[str, int]:
+        return {t: DeltaTable.forPath(spark, f"{warehouse}/{t}").history(1).first()["version"]
+                for t in OUTPUT_TABLES}
+
+    def rows(table: str) -> int:
+        return spark.read.format("delta").load(f"{warehouse}/{table}").count()
+
+    # A table written before marks: batch 5 is in it under Delta's own (appId, version).
+    (table_rows(wire, "offset_history").write.format("delta").mode("append")
+     .option("txnAppId", "app").option("txnVersion", 5).save(f"{warehouse}/offset_history"))
+    once = rows("offset_history")
+    writer = BatchWriter(warehouse, "app")
+    start = versions()
+    writer(wire, 5)  # every other table gets its first marked commit; offset_history none
+    after = versions()
+    assert {t for t in OUTPUT_TABLES if after[t] != start[t]} == set(filled) - {"offset_history"}
+    assert rows("offset_history") == once
+    for batch_id in (5, 4):  # the same batch again, or an older one: no commit anywhere
+        writer(wire, batch_id)
+        assert versions() == after
+    writer(wire, 6)
+    assert {t for t, v in versions().items() if v != after[t]} == set(filled)
+    assert rows("offset_history") == 2 * once
+    moved = versions()
+    writer(wire, 6)
+    assert versions() == moved
+    wire.unpersist()
 
 
 def test_late_out_of_order_and_broken_rows_are_rejected_or_counted_and_the_stream_goes_on(
