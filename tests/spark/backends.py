@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig, Event
@@ -56,6 +57,12 @@ def backfill_tables(spark: SparkSession, events_path: str, root: Path,
                                         database=None, watermark_delay=DELAY, config=CONFIG,
                                         **options))
     return read_tables(spark, warehouse)
+
+
+def table_versions(spark: SparkSession, warehouse: Path) -> dict[str, int]:
+    """Each output table's newest Delta version: what a write that commits moves."""
+    return {t: DeltaTable.forPath(spark, str(warehouse / t)).history(1).first()["version"]
+            for t in OUTPUT_TABLES}
 
 
 def read_tables(spark: SparkSession, warehouse: Path) -> dict[str, DataFrame]:

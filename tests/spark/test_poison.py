@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from delta.tables import DeltaTable
 from pyspark import cloudpickle
 from pyspark.sql import SparkSession
 
@@ -18,7 +17,6 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.replay import ReplayOptions, run_replay
-from schemas import OUTPUT_TABLES
 from tests.fold.records import Log
 from tests.spark.backends import (
     DELAY,
@@ -27,6 +25,7 @@ from tests.spark.backends import (
     pure_tables,
     read_tables,
     streaming_tables,
+    table_versions,
 )
 
 pytestmark = pytest.mark.spark
@@ -128,11 +127,6 @@ def test_hostile_rows_neither_kill_nor_bend_the_stream_or_the_backfill(
         events=log, warehouse=str(warehouse), checkpoint=str(tmp_path / "stream" / "checkpoint"),
         database=None, watermark_delay=DELAY))
     assert table_versions(spark, warehouse) == before
-
-
-def table_versions(spark: SparkSession, warehouse: Path) -> dict[str, int]:
-    return {t: DeltaTable.forPath(spark, str(warehouse / t)).history(1).first()["version"]
-            for t in OUTPUT_TABLES}
 
 
 class Tripwire(int):
