@@ -5,6 +5,10 @@ partition Kafka would give it, offsets rise in time order. `log_kind="journal"` 
 clients' requests plus the coordinator's snapshots and tombstones (an instrumented
 coordinator); `"offsets-topic"` keeps only what a real `__consumer_offsets` holds for the
 same history. `bad_rows` mixes in malformed rows and duplicate deliveries at that fraction of the log.
+
+A log too big for one process is generated in `parts`: each part simulates its own share of
+the groups and events in a process of its own, and numbers its records so that the parts,
+written side by side, make one log (`generate`).
 """
 
 from __future__ import annotations
@@ -49,15 +53,25 @@ class LogSpec:
                 raise ValueError(f"{name} must be a fraction in [0, 1), got {value!r}")
 
 
-def generate(spec: LogSpec) -> list[Event]:
+def generate(spec: LogSpec, part: int = 0, parts: int = 1) -> list[Event]:
+    """The log `spec` describes; with `parts` > 1, part `part` of a log of that shape made of
+    `parts` independent pieces: the groups i = part (mod parts), simulated from a seed of
+    their own on the same topics, with their share of the events, and in each partition the
+    offsets = part (mod parts), so that the parts together hold each position once. A log
+    in parts is not the log `generate(spec)` gives in one piece, but one of the same shape."""
+    if not 0 <= part < parts:
+        raise ValueError(f"part must be in [0, {parts}), got {part}")
     rng = random.Random(spec.seed)
     topics = {f"topic-{i}": rng.randint(1, 12) for i in range(8)}
-    sims = [_make_group(i, rng, topics, spec) for i in range(spec.groups)]
-    _simulate(sims, spec, rng)
+    if parts > 1:
+        rng = random.Random(f"{spec.seed}/{part}/{parts}")
+    sims = [_make_group(i, rng, topics, spec) for i in range(part, spec.groups, parts)]
+    share = spec.events // parts + (1 if part < spec.events % parts else 0)
+    _simulate(sims, replace(spec, events=max(share, 1)), rng)
     per_group = [_kept(s, spec.log_kind) for s in sims]
     if spec.bad_rows:
         per_group = [_with_malformed(rows, spec.bad_rows, rng) for rows in per_group]
-    events = _positioned(per_group, spec, rng)
+    events = _positioned(per_group, spec, rng, part, parts)
     if spec.bad_rows:
         events = _redelivered(events, spec.bad_rows, rng)
     if spec.out_of_order:
@@ -149,9 +163,10 @@ def _counted(entries: list[tuple[str, Event]], log_kind: str) -> int:
     return sum(1 for k, _ in entries if k == "record")
 
 
-def _positioned(per_group: list[list[Event]], spec: LogSpec,
-                rng: random.Random) -> list[Event]:
-    """Merge the groups' logs in time order and number each partition's records."""
+def _positioned(per_group: list[list[Event]], spec: LogSpec, rng: random.Random,
+                part: int = 0, parts: int = 1) -> list[Event]:
+    """Merge the groups' logs in time order and number each partition's records (in a log
+    made of `parts`, this part's positions: the offsets = `part` mod `parts`)."""
     keyed = (
         [((e.event_time or 0), gi, n, e) for n, e in enumerate(rows)]
         for gi, rows in enumerate(per_group)
@@ -161,7 +176,7 @@ def _positioned(per_group: list[list[Event]], spec: LogSpec,
     for _, _, _, e in heapq.merge(*keyed):
         p = (partition_for(e.group_id, spec.num_partitions) if e.group_id is not None
              else rng.randrange(spec.num_partitions))
-        out.append(replace(e, log_partition=p, log_offset=next_offset[p]))
+        out.append(replace(e, log_partition=p, log_offset=next_offset[p] * parts + part))
         next_offset[p] += 1 + (1 if rng.random() < 0.05 else 0)  # markers and compaction leave gaps
     return out
 

@@ -17,8 +17,10 @@ from pipeline.spark.validate import check_event_schema
 from pipeline.times import PANDAS_MS_RANGE
 
 
-def events_to_arrow(events: Sequence[Event]) -> pa.Table:
-    schema = event_schema()
+def events_to_arrow(events: Sequence[Event], schema: StructType | None = None) -> pa.Table:
+    """`events` as an Arrow table of the event log's schema (`event_schema()`, which needs a
+    Spark session: a process without one passes it, computed where there is one)."""
+    schema = schema or event_schema()
     stamps = [f.name for f in schema.fields if isinstance(f.dataType, TimestampType)]
     rows: list[dict[str, Any]] = []
     for e in events:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import multiprocessing
+import os
 import pstats
 import shutil
 import statistics
@@ -30,21 +32,25 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
+from pyspark.sql.types import StructType
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
 from pipeline.spark.convert import events_from_arrow
-from pipeline.spark.eventlog import select_events, write_event_log
+from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
+from pipeline.spark.tables import event_schema
 
 
 class PeakMemory:
@@ -196,18 +202,76 @@ def pure_fold(events: list[Event], cfg: CoordinatorConfig) -> list[int]:
     return [len(dumps(fold(g, evs, cfg).group)) for g, evs in by_group.items() if g is not None]
 
 
+def log_spec(events: int, groups: int, kind: str) -> LogSpec:
+    return LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01, log_kind=kind)
+
+
 def make_log(spark: SparkSession, path: Path, events: int, groups: int,
-             kind: str) -> list[Event]:
-    """The log's events; generated and written once, then read back from the Delta table."""
+             kind: str, parts: int = 1, read_back: bool = True) -> list[Event]:
+    """The log's events; generated and written once, then read back from the Delta table
+    (unless not `read_back`: then none)."""
     t = time.perf_counter()
-    if (path / "_delta_log").is_dir():
-        log = events_from_arrow(select_events(spark.read.format("delta").load(str(path))).toArrow())
-        print(f"read {len(log):,} events back from {path} in {time.perf_counter() - t:.0f} s")
-        return log
-    log = generate(LogSpec(groups=groups, events=events, seed=7, bad_rows=0.01, log_kind=kind))
-    print(f"generated {len(log):,} events, {groups:,} groups in {time.perf_counter() - t:.0f} s")
-    write_event_log(spark, log, str(path), commits=8)
+    if not (path / "_delta_log").is_dir():
+        if parts > 1:
+            write_log_in_parts(spark, path, log_spec(events, groups, kind), parts)
+        else:
+            log = generate(log_spec(events, groups, kind))
+            print(f"generated {len(log):,} events, {groups:,} groups in "
+                  f"{time.perf_counter() - t:.0f} s")
+            write_event_log(spark, log, str(path), commits=8)
+            return log
+    if not read_back:
+        return []
+    log = events_from_arrow(select_events(spark.read.format("delta").load(str(path))).toArrow())
+    print(f"read {len(log):,} events back from {path} in {time.perf_counter() - t:.0f} s")
     return log
+
+
+def _write_part(spec: LogSpec, part: int, parts: int, out: str, schema: StructType) -> int:
+    """In a process of the pool: part `part` of the log, as one Parquet file (no Spark)."""
+    events = generate(spec, part, parts)
+    pq.write_table(events_to_arrow(events, schema), out)
+    return len(events)
+
+
+def write_log_in_parts(spark: SparkSession, path: Path, spec: LogSpec, parts: int) -> None:
+    """A log too big for this process's memory: its `parts`, generated side by side in a
+    process each (as many at once as cores), written as Parquet, then as one Delta commit."""
+    t = time.perf_counter()
+    staging = fresh(path.parent, f"{path.name}.parts")
+    staging.mkdir(parents=True)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=context) as pool:
+        counts = list(pool.map(_write_part, [spec] * parts, range(parts), [parts] * parts,
+                               [str(staging / f"part-{k:04d}.parquet") for k in range(parts)],
+                               [event_schema()] * parts))
+    print(f"generated {sum(counts):,} events, {spec.groups:,} groups in {parts} parts in "
+          f"{time.perf_counter() - t:.0f} s")
+    (spark.read.schema(event_schema()).parquet(str(staging))
+     .write.format("delta").mode("overwrite").save(str(path)))
+    shutil.rmtree(staging)
+
+
+def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.Namespace,
+               cfg: CoordinatorConfig) -> None:
+    """The backfill alone on one log, with the peak memory of the process tree (this driver
+    holds no events: what is measured is Spark's and the fold's)."""
+    make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
+    log = str(log_path)
+    n = spark.read.format("delta").load(log).count()
+    groups = spark.read.format("delta").load(log).select("group_id").distinct().count()
+    with PeakMemory() as warm_up:
+        floor(spark, log)  # JVM, Delta log, Python workers' first imports
+    with PeakMemory() as memory:
+        times = timed(args.repeat, lambda: fresh(root, "wh-memory"), lambda w: run_backfill(
+            spark, BackfillOptions(events=log, warehouse=str(w), database=None, config=cfg)))
+    spark.stop()
+    med = statistics.median(times)
+    runs = ", ".join(f"{x:.1f}" for x in times)
+    print(f"\n{n:,} events (log rows), {groups:,} group ids, 2 cores (local[*])")
+    print(f"  backfill {med:8.1f} s {n / med:>10,.0f} events/s   [{runs}]")
+    print(f"peak memory (PSS) of the warm-up (floor): {warm_up.report()}")
+    print(f"peak memory (PSS) of the backfill: {memory.report()}")
 
 
 def main() -> None:
@@ -222,6 +286,12 @@ def main() -> None:
     p.add_argument("--only-log", action="store_true", help="write the logs, measure nothing")
     p.add_argument("--profile", action="store_true",
                    help="also profile the backfill's and the stream's fold on the 10x smaller log")
+    p.add_argument("--parts", type=int, default=1,
+                   help="generate a new log in this many parts, side by side (a log too big "
+                        "for one process: ~2.2 GiB a million events in each)")
+    p.add_argument("--backfill-only", action="store_true",
+                   help="the memory run: only the backfill (after a warm-up), its time and the "
+                        "peak memory of the process tree; the events are not loaded here")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -231,9 +301,14 @@ def main() -> None:
     log_path = root / f"{args.log_kind}-{args.events}-{args.groups}"
     small_path = root / f"{args.log_kind}-{args.events // 10}-{args.groups // 10}"
     if args.only_log:
-        make_log(spark, log_path, args.events, args.groups, args.log_kind)
-        make_log(spark, small_path, args.events // 10, args.groups // 10, args.log_kind)
+        make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
+        if not args.skip_small:
+            make_log(spark, small_path, args.events // 10, args.groups // 10, args.log_kind,
+                     args.parts, False)
         spark.stop()
+        return
+    if args.backfill_only:
+        memory_run(spark, root, log_path, args, cfg)
         return
     events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)

@@ -37,6 +37,19 @@ def test_positions_rise_per_partition_and_each_group_keeps_its_partition() -> No
         assert partition_of.setdefault(e.group_id or "", e.log_partition) == e.log_partition
 
 
+def test_a_log_in_parts_holds_each_position_once_and_each_group_in_one_part() -> None:
+    spec = LogSpec(groups=9, events=3000, seed=3, log_kind="offsets-topic")
+    parts = [generate(spec, k, 3) for k in range(3)]
+    positions = Counter((e.log_partition, e.log_offset) for part in parts for e in part)
+    assert set(positions.values()) == {1}
+    owners = [{e.group_id for e in part if e.group_id is not None} for part in parts]
+    assert all(owners) and sum(map(len, owners)) == len(set().union(*owners)) == 9
+    assert sum(map(len, parts)) >= spec.events
+    assert parts[1] == generate(spec, 1, 3) and parts[1] != parts[2]
+    with pytest.raises(ValueError, match="part must be in"):
+        generate(spec, 3, 3)
+
+
 def test_retired_groups_go_empty_and_with_short_retention_expire_and_die() -> None:
     config = CoordinatorConfig(offsets_retention_ms=60_000,
                                offsets_retention_check_interval_ms=10_000)
