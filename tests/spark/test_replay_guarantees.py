@@ -118,7 +118,9 @@ def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_de
     assert {t for t, v in versions().items() if v != after[t]} == set(filled)
     assert rows("offset_history") == 2 * once
     moved = versions()
-    writer(wire, 6)
+    writer(wire, 6)  # this writer remembers its marks
+    assert versions() == moved
+    BatchWriter(warehouse, "app")(wire, 6)  # a restarted one reads them from the tables
     assert versions() == moved
     wire.unpersist()
 
