@@ -66,16 +66,19 @@ def main() -> None:
     trivial_latencies: list[int] = []
     for i in range(args.rounds):
         chunk = tail[i * args.small:(i + 1) * args.small]
-        seen = last_batch(replay.query)
+        seen = reported(replay.query)
         write_event_log(spark, chunk, log, mode="append")
         for b in new_batches(replay.query, seen):
             latencies.append(b["batchDuration"])
             phases = {k: v for k, v in b["durationMs"].items() if v > 50}
             print(f"incremental batch {b['batchId']}: {b['numInputRows']} rows, "
                   f"{b['batchDuration']} ms; phases {phases}")
-        seen = last_batch(trivial)
+        seen = reported(trivial)
         write_event_log(spark, chunk, other, mode="append")
-        trivial_latencies += [b["batchDuration"] for b in new_batches(trivial, seen)]
+        for b in new_batches(trivial, seen):
+            trivial_latencies.append(b["batchDuration"])
+            print(f"  trivial batch {b['batchId']}: {b['numInputRows']} rows, "
+                  f"{b['batchDuration']} ms")
     if latencies and trivial_latencies:
         mine, floor = statistics.median(latencies), statistics.median(trivial_latencies)
         print(f"warm micro-batch latency, median of {len(latencies)}: replay {mine:.0f} ms; "
@@ -87,17 +90,20 @@ def main() -> None:
     spark.stop()
 
 
-def last_batch(query: StreamingQuery) -> int:
-    """The id of the query's last batch so far (before an append: a trigger may take the
-    appended rows before the caller looks)."""
-    return query.lastProgress["batchId"] if query.lastProgress else -1
+def reported(query: StreamingQuery) -> set[tuple[int, str]]:
+    """The progress reports the query has made so far, by batch id and time (before an
+    append: a trigger may take the appended rows before the caller looks). Not the last batch
+    id alone: a query idle for 10 s reports progress under the id of its next batch, which
+    would hide that batch."""
+    return {(b["batchId"], b["timestamp"]) for b in query.recentProgress}
 
 
-def new_batches(query: StreamingQuery, seen: int) -> list[dict[str, Any]]:
-    """Let `query` take what was appended; the progress of the batches after `seen` that
+def new_batches(query: StreamingQuery, seen: set[tuple[int, str]]) -> list[dict[str, Any]]:
+    """Let `query` take what was appended; the progress of the batches since `seen` that
     read rows."""
     query.processAllAvailable()
-    return [b for b in query.recentProgress if b["batchId"] > seen and b["numInputRows"] > 0]
+    return [b for b in query.recentProgress
+            if (b["batchId"], b["timestamp"]) not in seen and b["numInputRows"] > 0]
 
 
 def start_trivial(spark: SparkSession, log: str, root: Path) -> StreamingQuery:
