@@ -160,14 +160,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-Checks = dict[str, tuple[tuple[str, DataType], ...]]  # table -> its columns holding numbers
+# Where a column's ints and times sit, worked out once from its type on the driver (walking
+# the DataType in every call cost as much as the checks): ("leaf", kind), ("array", the
+# elements' plan) or ("struct", ((field, plan), ...) for the fields holding any).
+Plan = tuple[str, Any]
+Checks = dict[str, tuple[tuple[str, Plan], ...]]  # table -> its columns holding numbers
 
 
 def wire_checks() -> Checks:
     """What `packed_tables` checks, per table: on the driver (the workers have no JVM to
     parse the schemas' DDL), handed to the functions Spark ships."""
-    return {table: tuple((f.name, f.dataType) for f in table_schema(table).fields
+    return {table: tuple((f.name, _plan(f.dataType)) for f in table_schema(table).fields
                          if holds(f.dataType, _NUMBERS)) for table in OUTPUT_TABLES}
+
+
+def _plan(dtype: DataType) -> Plan:
+    if isinstance(dtype, ArrayType):
+        return ("array", _plan(dtype.elementType))
+    if isinstance(dtype, StructType):
+        return ("struct", tuple((f.name, _plan(f.dataType)) for f in dtype.fields
+                                if holds(f.dataType, _NUMBERS)))
+    return ("leaf", _KIND[type(dtype)])
 
 
 def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
@@ -180,8 +193,8 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
     for table, table_rows in rows.items():
         if not table_rows:
             continue
-        for name, dtype in checks.get(table, ()):  # none for the seed and FAILED rows
-            for path, kind, values in _walk(name, dtype, [row.get(name) for row in table_rows]):
+        for name, plan in checks.get(table, ()):  # none for the seed and FAILED rows
+            for path, kind, values in _walk(name, plan, [row.get(name) for row in table_rows]):
                 _check_fits(path, kind, values)
         names += [table] * len(table_rows)
         texts += map(_DUMPS, table_rows)
@@ -214,22 +227,22 @@ _WIRE = pa.schema([pa.field("_table", pa.string(), nullable=False),
                    pa.field(WIRE_ROW, pa.string())])
 
 
-def _walk(path: str, dtype: DataType, values: list[Any]) -> Iterator[tuple[str, str, list[Any]]]:
-    if isinstance(dtype, ArrayType):
-        yield from _walk(path, dtype.elementType, [x for v in values if v for x in v])
-    elif isinstance(dtype, StructType):
+def _walk(path: str, plan: Plan, values: list[Any]) -> Iterator[tuple[str, str, list[Any]]]:
+    shape, inner = plan
+    if shape == "array":
+        yield from _walk(path, inner, [x for v in values if v for x in v])
+    elif shape == "struct":
         present = [v for v in values if v is not None]
-        for f in dtype.fields:
-            if holds(f.dataType, _NUMBERS):
-                yield from _walk(f"{path}.{f.name}", f.dataType,
-                                 [v.get(f.name) for v in present])
+        for name, field_plan in inner:
+            yield from _walk(f"{path}.{name}", field_plan, [v.get(name) for v in present])
     else:
-        yield path, _KIND[type(dtype)], values
+        yield path, inner, values
 
 
 _KIND: dict[type[DataType], str] = {IntegerType: "int", LongType: "bigint",
                                     TimestampType: "timestamp"}
 _NUMBERS = tuple(_KIND)
+_INT = frozenset({int})  # a bool is no integer here
 _BOUNDS = {"int": (-(2**31), 2**31 - 1), "bigint": (-(2**63), 2**63 - 1),
            "timestamp": PANDAS_MS_RANGE}
 
@@ -240,9 +253,9 @@ def _check_fits(name: str, kind: str, values: list[Any]) -> None:
     present = [v for v in values if v is not None]
     if not present:
         return
-    for v in present:
-        if type(v) is not int:
-            raise ValueError(f"{name} = {v!r} is not an integer ({kind})")
+    if not _INT.issuperset(map(type, present)):  # in C, not a Python loop over the values
+        bad = next(v for v in present if type(v) is not int)
+        raise ValueError(f"{name} = {bad!r} is not an integer ({kind})")
     low, high = min(present), max(present)
     bounds = _BOUNDS[kind]
     if low < bounds[0] or high > bounds[1]:
