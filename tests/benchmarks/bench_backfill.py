@@ -15,7 +15,9 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   trivial     applyInPandasWithState counting rows per group, same input, noop sink
   pure        the fold in this one Python process (one core)
 Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
-group, and the peak resident memory of the whole process tree (driver, JVM, workers).
+group, the peak resident memory of the whole process tree (driver, JVM, workers), each run's
+CPU seconds in each of them, and from those the least time a backfill could take on this
+machine's cores (floor-all's CPU and the pure fold's, spread over every core).
 """
 
 from __future__ import annotations
@@ -88,8 +90,9 @@ class PeakMemory:
         return ", ".join(f"{name} {self.peak[name] / 2**30:.2f} GiB" for name in self.peak)
 
 
-def _tree_pss(root: str) -> dict[str, int]:
-    parts = dict.fromkeys(PeakMemory.PARTS, 0)
+def _tree(root: str) -> Iterator[tuple[str, str]]:
+    """Each process of the tree under `root` (pids), with its part: the driver (this
+    Python), the JVM, or Spark's Python workers (the daemon and its forks)."""
     todo = [(root, "driver")]
     while todo:
         pid, part = todo.pop()
@@ -99,23 +102,55 @@ def _tree_pss(root: str) -> dict[str, int]:
                 part = "jvm"
             elif part == "jvm":
                 part = "workers"  # a process the JVM started: pyspark's daemon and workers
+            yield pid, part
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [(child, part) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+
+
+def _tree_pss(root: str) -> dict[str, int]:
+    parts = dict.fromkeys(PeakMemory.PARTS, 0)
+    for pid, part in _tree(root):
+        try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     parts[part] += int(line.split()[1]) * 1024
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                todo += [(child, part) for child in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
     return parts
 
 
-def timed(runs: int, setup: Callable[[], Any], work: Callable[[Any], Any]) -> list[float]:
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the driver, the JVM and the workers, each
+    process's reaped children included (a worker that exited counts in its daemon's)."""
+    parts = dict.fromkeys(PeakMemory.PARTS, 0.0)
+    for pid, part in _tree(Path("/proc/self").resolve().name):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        parts[part] += sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
+    return parts
+
+
+def timed(runs: int, setup: Callable[[], Any], work: Callable[[Any], Any],
+          cpu: list[dict[str, float]] | None = None) -> list[float]:
+    """The wall time of each of `runs` runs of `work`; with `cpu`, each run's CPU seconds
+    per part of the process tree are appended to it."""
     times = []
     for _ in range(runs):
         arg = setup()
+        before = tree_cpu()
         start = time.perf_counter()
         work(arg)
         times.append(time.perf_counter() - start)
+        if cpu is not None:
+            after = tree_cpu()
+            cpu.append({part: after[part] - before[part] for part in after})
     return times
 
 
@@ -314,19 +349,24 @@ def main() -> None:
     n = len(events)
     log = str(log_path)
     results: dict[str, list[float]] = {}
+    cpu_use: dict[str, list[dict[str, float]]] = defaultdict(list)
+
+    def measure(name: str, setup: Callable[[], Any], work: Callable[[Any], Any],
+                runs: int = args.repeat) -> None:
+        results[name] = timed(runs, setup, work, cpu_use[name])
+
     with PeakMemory() as memory:
         floor(spark, log)  # warm-up: JVM, Delta log, and the Python workers' first imports
         fold_only(spark, log, cfg)
-        results["floor"] = timed(args.repeat, lambda: None, lambda _: floor(spark, log))
-        results["floor-all"] = timed(args.repeat, lambda: None, lambda _: floor_all(spark, log))
-        results["fold-only"] = timed(args.repeat, lambda: None,
-                                     lambda _: fold_only(spark, log, cfg))
+        measure("floor", lambda: None, lambda _: floor(spark, log))
+        measure("floor-all", lambda: None, lambda _: floor_all(spark, log))
+        measure("fold-only", lambda: None, lambda _: fold_only(spark, log, cfg))
 
         def backfill(warehouse: Path) -> None:
             run_backfill(spark, BackfillOptions(events=log, warehouse=str(warehouse),
                                                 database=None, config=cfg))
 
-        results["backfill"] = timed(args.repeat, lambda: fresh(root, "wh-backfill"), backfill)
+        measure("backfill", lambda: fresh(root, "wh-backfill"), backfill)
         seeds = spark.read.format("delta").load(str(root / "wh-backfill" / "_backfill_state"))
         size = seeds.select(F.length("_state").alias("b")).agg(
             F.expr("percentile(b, 0.5)"), F.max("b")).first()
@@ -336,15 +376,14 @@ def main() -> None:
                                  checkpoint=str(fresh(root, f"ck-{tag}")), database=None,
                                  config=cfg)
 
-        results["trivial"] = timed(args.stream_repeat, lambda: options("trivial"),
-                                   lambda o: trivial(spark, o))
-        results["stream-noop"] = timed(
-            args.stream_repeat, lambda: options("noop"),
-            lambda o: stream_to_noop(spark, folded_stream(read_events(spark, o), o), o.checkpoint))
-        results["stream"] = timed(args.stream_repeat, lambda: options("stream"),
-                                  lambda o: run_replay(spark, o))
+        measure("trivial", lambda: options("trivial"), lambda o: trivial(spark, o),
+                args.stream_repeat)
+        measure("stream-noop", lambda: options("noop"), lambda o: stream_to_noop(
+            spark, folded_stream(read_events(spark, o), o), o.checkpoint), args.stream_repeat)
+        measure("stream", lambda: options("stream"), lambda o: run_replay(spark, o),
+                args.stream_repeat)
         spark_peak = memory.report()
-    results["pure"] = timed(args.repeat, lambda: None, lambda _: pure_fold(events, cfg))
+    measure("pure", lambda: None, lambda _: pure_fold(events, cfg))
     small: list[float] = []
     small_peak = None
     if not args.skip_small:
@@ -369,9 +408,13 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n{n:,} events, {args.groups:,} groups, 2 cores (local[*]); median of "
           f"{args.repeat} (streams: {args.stream_repeat})")
+    cpu = {name: {part: statistics.median(run[part] for run in runs) for part in runs[0]}
+           for name, runs in cpu_use.items()}
     for name, value in med.items():
         runs = ", ".join(f"{x:.1f}" for x in results[name])
-        print(f"  {name:<12} {value:8.1f} s {n / value:>10,.0f} events/s   [{runs}]")
+        used = ", ".join(f"{part} {cpu[name][part]:.1f}" for part in cpu[name])
+        print(f"  {name:<12} {value:8.1f} s {n / value:>10,.0f} events/s   [{runs}]   "
+              f"CPU s: {used}")
     print("ratios (issue 14's targets in brackets):")
     print(f"  backfill throughput / floor-all's      {med['floor-all'] / med['backfill']:.2f}"
           "   (>= 0.5; floor-all: every column read and shuffled)")
@@ -385,6 +428,18 @@ def main() -> None:
     print(f"  stream-noop time / trivial's           {med['stream-noop'] / med['trivial']:.2f}")
     print(f"  stream throughput / floor's            {med['floor'] / med['stream']:.2f}"
           "   (target >= 0.5)")
+    # What limits the first and third: a backfill reads and shuffles every column (at least
+    # floor-all's CPU) and folds every event (at least the pure fold's), on this many cores.
+    cores = os.cpu_count() or 1
+    total = {name: sum(parts.values()) for name, parts in cpu.items()}
+    total["pure"] = cpu["pure"]["driver"]  # the fold runs here; the JVM idles meanwhile
+    bound = (total["floor-all"] + total["pure"]) / cores
+    print(f"the least a backfill can take here: (floor-all's CPU {total['floor-all']:.1f} s + the "
+          f"pure fold's {total['pure']:.1f} s) / {cores} cores = {bound:.1f} s, so at best:")
+    print(f"  backfill throughput / floor-all's      {med['floor-all'] / bound:.2f}")
+    print(f"  backfill on 2 cores / pure fold on one {med['pure'] / bound:.2f}")
+    print(f"  backfill's CPU / that least CPU        {total['backfill'] / (bound * cores):.2f}"
+          "   (what Spark's pipes into the fold and the writes add)")
     if small:
         ratio = med["backfill"] / statistics.median(small)
         print(f"  backfill 10x events / 1x events time   {ratio:.2f}   (target <= 11)")
