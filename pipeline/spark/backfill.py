@@ -104,10 +104,11 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
                             watermark_ms=cut, max_event_time_ms=max_ms,
                             groups=counts.get("group_state", 0))
+        # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
                          _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
                          table in filled)
-                 for table in OUTPUT_TABLES])
+                 for table in OUTPUT_TABLES if table in filled or counts.get(table)])
         # Last, so a manifest exists only when every table was replaced.
         seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
         (seeds.write.format("delta").mode("overwrite")

@@ -23,6 +23,7 @@ from tests.spark.backends import (
     backfill_tables,
     pure_tables,
     read_tables,
+    table_versions,
 )
 
 pytestmark = pytest.mark.spark
@@ -91,6 +92,19 @@ def test_a_backfill_refuses_to_overwrite_tables_unless_asked_and_keeps_their_his
         f"SHOW TBLPROPERTIES delta.`{tmp_path / 'warehouse' / 'offset_history'}`"
         " ('delta.appendOnly')").first()
     assert appends_only is not None and appends_only["value"] == "true"
+
+
+def test_a_fresh_backfill_commits_once_to_each_table_with_rows_and_never_to_one_without(
+        spark: SparkSession, tmp_path: Path) -> None:
+    events = generate(LogSpec(groups=3, events=300, seed=4, log_kind="offsets-topic"))
+    log = str(tmp_path / "events")
+    write_event_log(spark, events, log)
+    tables = backfill_tables(spark, log, tmp_path)
+    versions = table_versions(spark, tmp_path / "warehouse")
+    empty = {t for t, df in tables.items() if df.isEmpty()}
+    assert empty and empty != set(tables)  # both kinds are here
+    # version 0 creates a table; a table with rows gets one more commit, an empty one none
+    assert versions == {t: 0 if t in empty else 1 for t in tables}
 
 
 def test_a_stream_refuses_a_backfill_of_another_log(spark: SparkSession, tmp_path: Path) -> None:
