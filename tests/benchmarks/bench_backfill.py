@@ -82,11 +82,10 @@ class PeakMemory:
         self._thread.join()
 
     def _run(self) -> None:
-        me = Path("/proc/self").resolve().name
         pause = 0.2
         while not self._stop.wait(pause):
             start = time.perf_counter()
-            parts = _tree_pss(me)
+            parts = _tree_pss()
             pause = max(0.2, 20 * (time.perf_counter() - start))
             for name, value in (*parts.items(), ("total", sum(parts.values()))):
                 self.peak[name] = max(self.peak[name], value)
@@ -98,10 +97,10 @@ class PeakMemory:
         return ", ".join(f"{name} {self.peak[name] / 2**30:.2f} GiB" for name in self.peak)
 
 
-def _tree(root: str) -> Iterator[tuple[str, str]]:
-    """Each process of the tree under `root` (pids), with its part: the driver (this
+def _tree() -> Iterator[tuple[str, str]]:
+    """Each process of the tree under this one (pids), with its part: the driver (this
     Python), the JVM, or Spark's Python workers (the daemon and its forks)."""
-    todo = [(root, "driver")]
+    todo = [(str(os.getpid()), "driver")]
     while todo:
         pid, part = todo.pop()
         try:
@@ -117,9 +116,9 @@ def _tree(root: str) -> Iterator[tuple[str, str]]:
             continue
 
 
-def _tree_pss(root: str) -> dict[str, int]:
+def _tree_pss() -> dict[str, int]:
     parts = dict.fromkeys(PeakMemory.PARTS, 0)
-    for pid, part in _tree(root):
+    for pid, part in _tree():
         try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
@@ -136,7 +135,7 @@ def tree_cpu() -> dict[str, float]:
     """CPU seconds (user + system) used so far by the driver, the JVM and the workers, each
     process's reaped children included (a worker that exited counts in its daemon's)."""
     parts = dict.fromkeys(PeakMemory.PARTS, 0.0)
-    for pid, part in _tree(Path("/proc/self").resolve().name):
+    for pid, part in _tree():
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
@@ -152,7 +151,7 @@ def timed(runs: int, setup: Callable[[], Any], work: Callable[[Any], Any],
     times = []
     for _ in range(runs):
         arg = setup()
-        before = tree_cpu()
+        before = tree_cpu() if cpu is not None else {}
         start = time.perf_counter()
         work(arg)
         times.append(time.perf_counter() - start)
