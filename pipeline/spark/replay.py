@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -128,7 +129,12 @@ class Replay:
 
     spark: SparkSession
     query: StreamingQuery
-    listener: StreamingQueryListener
+    listener: ProgressLine
+
+    @property
+    def writer(self) -> BatchWriter:
+        """The query's foreachBatch writer: its `progress` holds each recent batch's figures."""
+        return self.listener.writer
 
     def wait(self, timeout_s: float | None = None) -> None:
         try:
@@ -192,10 +198,21 @@ class ProgressLine(StreamingQueryListener):
 
     def onQueryProgress(self, event: object) -> None:
         p = event.progress  # type: ignore[attr-defined]
-        written = self.writer.progress.pop(p.batchId, {})
-        log.info(
-            "batch %d: %d rows in, %d groups touched, %d rows rejected, %d groups failed, "
-            "%.2f s, watermark %s",
-            p.batchId, p.numInputRows, written.get("groups", 0), written.get("rejected", 0),
-            written.get("failed", 0), p.batchDuration / 1000, p.eventTime.get("watermark", "-"),
-        )
+        log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,
+                                  p.eventTime.get("watermark", "-"),
+                                  self.writer.progress.get(p.batchId, {})))
+
+
+def batch_line(batch_id: int, rows_in: int, duration_ms: int, watermark: str,
+               written: dict[str, Any]) -> str:
+    """A micro-batch's progress line; `written` is what `BatchWriter` recorded of the batch
+    (nothing for a batch that wrote no table): its counts and each table's write seconds."""
+    tables: dict[str, float] = written.get("tables") or {}
+    writes = ""
+    if tables:
+        longest = max(tables, key=tables.__getitem__)
+        writes = (f" (writes {written['write_s']:.2f} s, {len(tables)} tables, longest "
+                  f"{longest} {tables[longest]:.2f} s)")
+    return (f"batch {batch_id}: {rows_in} rows in, {written.get('groups', 0)} groups touched, "
+            f"{written.get('rejected', 0)} rows rejected, {written.get('failed', 0)} groups "
+            f"failed, {duration_ms / 1000:.2f} s{writes}, watermark {watermark}")

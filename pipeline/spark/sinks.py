@@ -24,6 +24,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,7 +48,7 @@ from pipeline.spark.catalog import (
     register_permanent,
 )
 from pipeline.spark.folding import FAILED
-from pipeline.spark.parallel import run_all
+from pipeline.spark.parallel import WRITERS, run_all
 from pipeline.spark.tables import APPEND_TABLES, WIRE_ROW, holds, row_schema, table_schema
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
@@ -63,6 +64,7 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
+PROGRESS_KEPT = 64  # batches whose figures the writer keeps for the progress line to read
 log = logging.getLogger("replay")
 
 
@@ -193,18 +195,22 @@ class BatchWriter:
 
     warehouse: str
     app_id: str
-    progress: dict[int, dict[str, float]] = field(default_factory=dict)
+    # Per batch: groups, rejected and failed rows, the write's seconds, and each table's
+    # seconds (`tables`); the last `PROGRESS_KEPT` batches.
+    progress: dict[int, dict[str, Any]] = field(default_factory=dict)
     # The last batch each table is known to hold, from this writer's own commits: a table's
     # marks only rise, so after its first write here the writer skips reading its history
     # (~0.2-0.6 s a table a batch). Empty at start, and nothing is kept for a write that
     # raised (its commit may or may not be in): the table's history answers then.
     marks: dict[str, int] = field(default_factory=dict)
+    writers: int = WRITERS  # tables written side by side
 
     def path(self, table: str) -> str:
         return paths.join(self.warehouse, table)
 
     def __call__(self, wire: DataFrame, batch_id: int) -> None:
         start = time.monotonic()
+        seconds: dict[str, float] = {}  # each table's write, side by side with the others
         wire = wire.persist()
         try:
             counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
@@ -215,14 +221,14 @@ class BatchWriter:
             # Every commit of the batch carries its mark (the MERGEs take it from the session).
             spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
             try:
-                run_all([partial(self._write_once, wire, t, batch_id, counts[t], unmarked)
-                         for t in tables])
+                run_all([partial(self._write_once, wire, t, batch_id, counts[t], unmarked,
+                                 seconds) for t in tables], self.writers)
                 if unmarked:
                     spark.conf.set(TXN_APP_ID, self.app_id)
                     spark.conf.set(TXN_VERSION, str(batch_id))
                     try:
                         for table in sorted(unmarked, key=tables.index):
-                            self._write(wire, table, counts[table])
+                            self._write(wire, table, counts[table], seconds)
                             self.marks[table] = batch_id
                     finally:
                         spark.conf.unset(TXN_APP_ID)
@@ -236,10 +242,13 @@ class BatchWriter:
             "rejected": counts.get("rejected_events", 0),
             "failed": counts.get(FAILED, 0),
             "write_s": time.monotonic() - start,
+            "tables": seconds,
         }
+        while len(self.progress) > PROGRESS_KEPT:
+            del self.progress[next(iter(self.progress))]
 
     def _write_once(self, wire: DataFrame, table: str, batch_id: int, count: int,
-                    unmarked: list[str]) -> None:
+                    unmarked: list[str], seconds: dict[str, float]) -> None:
         """Write `table` unless its marks say this batch is in it; a table without a mark of
         this app is left in `unmarked` for a write under Delta's own pair."""
         last = self.marks.get(table)
@@ -248,10 +257,16 @@ class BatchWriter:
         if last is None:
             unmarked.append(table)
         elif last < batch_id:
-            self._write(wire, table, count)
+            self._write(wire, table, count, seconds)
             self.marks[table] = batch_id
 
-    def _write(self, wire: DataFrame, table: str, count: int) -> None:
+    def _write(self, wire: DataFrame, table: str, count: int,
+               seconds: dict[str, float]) -> None:
+        start = time.monotonic()
+        self._commit(wire, table, count)
+        seconds[table] = time.monotonic() - start
+
+    def _commit(self, wire: DataFrame, table: str, count: int) -> None:
         spark = wire.sparkSession
         if table == "group_state":
             self._merge_state(spark, wire, count)
