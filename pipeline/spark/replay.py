@@ -206,13 +206,16 @@ class ProgressLine(StreamingQueryListener):
 def batch_line(batch_id: int, rows_in: int, duration_ms: int, watermark: str,
                written: dict[str, Any]) -> str:
     """A micro-batch's progress line; `written` is what `BatchWriter` recorded of the batch
-    (nothing for a batch that wrote no table): its counts and each table's write seconds."""
+    (nothing for a batch it did not see): its counts, the seconds of its fold and of its
+    writes, and each table's write seconds."""
     tables: dict[str, float] = written.get("tables") or {}
-    writes = ""
-    if tables:
-        longest = max(tables, key=tables.__getitem__)
-        writes = (f" (writes {written['write_s']:.2f} s, {len(tables)} tables, longest "
-                  f"{longest} {tables[longest]:.2f} s)")
+    parts = ""
+    if "fold_s" in written:
+        parts = f" (fold {written['fold_s']:.2f} s, writes {written['write_s']:.2f} s"
+        if tables:
+            longest = max(tables, key=tables.__getitem__)
+            parts += f": {len(tables)} tables, longest {longest} {tables[longest]:.2f} s"
+        parts += ")"
     return (f"batch {batch_id}: {rows_in} rows in, {written.get('groups', 0)} groups touched, "
             f"{written.get('rejected', 0)} rows rejected, {written.get('failed', 0)} groups "
-            f"failed, {duration_ms / 1000:.2f} s{writes}, watermark {watermark}")
+            f"failed, {duration_ms / 1000:.2f} s{parts}, watermark {watermark}")

@@ -195,7 +195,8 @@ class BatchWriter:
 
     warehouse: str
     app_id: str
-    # Per batch: groups, rejected and failed rows, the write's seconds, and each table's
+    # Per batch: groups, rejected and failed rows, the seconds of the fold (the stateful
+    # operator, run by the batch's first job) and of the writes, and each table's write
     # seconds (`tables`); the last `PROGRESS_KEPT` batches.
     progress: dict[int, dict[str, Any]] = field(default_factory=dict)
     # The last batch each table is known to hold, from this writer's own commits: a table's
@@ -213,7 +214,9 @@ class BatchWriter:
         seconds: dict[str, float] = {}  # each table's write, side by side with the others
         wire = wire.persist()
         try:
+            # The first job of the batch: Spark runs the stateful operator (the fold) here.
             counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
+            folded = time.monotonic()
             log_failed_groups(wire, counts.get(FAILED, 0), f"batch {batch_id}")
             spark = wire.sparkSession
             tables = [t for t in OUTPUT_TABLES if counts.get(t)]
@@ -241,7 +244,8 @@ class BatchWriter:
             "groups": counts.get("group_state", 0),
             "rejected": counts.get("rejected_events", 0),
             "failed": counts.get(FAILED, 0),
-            "write_s": time.monotonic() - start,
+            "fold_s": folded - start,
+            "write_s": time.monotonic() - folded,
             "tables": seconds,
         }
         while len(self.progress) > PROGRESS_KEPT:

@@ -43,13 +43,19 @@ def test_durations_read_as_a_person_would_say_them() -> None:
     assert [duration(s) for s in (4.4, 61, 3599, 7322)] == ["4s", "1m 01s", "59m 59s", "2h 02m"]
 
 
-def test_a_micro_batch_line_says_what_its_writes_took_and_the_longest_table() -> None:
-    written = {"groups": 41, "rejected": 2, "failed": 0, "write_s": 3.52,
+def test_a_micro_batch_line_says_what_its_fold_and_writes_took_and_the_longest_table() -> None:
+    written = {"groups": 41, "rejected": 2, "failed": 0, "fold_s": 0.61, "write_s": 3.2,
                "tables": {"offset_history": 0.91, "group_state": 2.9, "rebalances": 1.2}}
     assert batch_line(3, 5120, 4100, "2023-11-14T22:00:00.000Z", written) == (
         "batch 3: 5120 rows in, 41 groups touched, 2 rows rejected, 0 groups failed, 4.10 s "
-        "(writes 3.52 s, 3 tables, longest group_state 2.90 s), watermark 2023-11-14T22:00:00.000Z")
-    # A batch that wrote nothing (no rows, or every table already held it) says no writes.
-    assert batch_line(4, 0, 350, "-", {"groups": 0, "write_s": 0.1, "tables": {}}) == (
-        "batch 4: 0 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.35 s, "
+        "(fold 0.61 s, writes 3.20 s: 3 tables, longest group_state 2.90 s), "
+        "watermark 2023-11-14T22:00:00.000Z")
+    # Every table already held the batch (a batch run again): a fold, no table written.
+    assert batch_line(4, 0, 350, "-", {"groups": 0, "fold_s": 0.2, "write_s": 0.01,
+                                       "tables": {}}) == (
+        "batch 4: 0 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.35 s "
+        "(fold 0.20 s, writes 0.01 s), watermark -")
+    # A batch the writer did not see (its figures already dropped): the counts alone.
+    assert batch_line(5, 7, 120, "-", {}) == (
+        "batch 5: 7 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.12 s, "
         "watermark -")

@@ -115,6 +115,7 @@ def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_de
     # pair, not the writer, turned that write into no commit), with its seconds.
     assert set(writer.progress[5]["tables"]) == set(filled)
     assert all(s > 0 for s in writer.progress[5]["tables"].values())
+    assert writer.progress[5]["fold_s"] > 0 and writer.progress[5]["write_s"] > 0
     for batch_id in (5, 4):  # the same batch again, or an older one: no commit anywhere
         writer(wire, batch_id)
         assert versions() == after
