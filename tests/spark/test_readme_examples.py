@@ -24,9 +24,10 @@ from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.catalog import register_views
+from pipeline.spark.catalog import DEMO_QUERIES, register_views
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.replay import ReplayOptions, run_replay
+from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job
 
 pytestmark = pytest.mark.spark
@@ -163,6 +164,20 @@ def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo:
         if job == "export_offsets.py":
             lines = output.read_text().splitlines()
             assert lines and all(re.fullmatch(r"[^,]+,\d+,\d+", line) for line in lines), lines
+
+
+def test_the_demo_questions_answer_from_the_demo_warehouse(spark: SparkSession,
+                                                           demo: Path) -> None:
+    """`jobs/query.py --demo`'s questions, asked of the warehouse the demo's replay built:
+    the groups it lists are the log's, ten of them, and it finds the refused rows the demo's
+    `--bad-rows` put in the log."""
+    assert set(register_views(spark, str(demo / "warehouse"))) == set(OUTPUT_TABLES)
+    answers = {title: spark.sql(sql).collect() for title, sql in DEMO_QUERIES.items()}
+    events = spark.read.format("delta").load(str(demo / "events"))
+    groups = {r[0] for r in events.select("group_id").distinct().collect() if r[0]}
+    assert {r["group_id"] for r in answers["groups now"]} <= groups
+    assert len(answers["groups now"]) == min(10, len(groups))
+    assert sum(r["rows"] for r in answers["refused or malformed rows, by reason"]) > 0
 
 
 AS_OF_EXAMPLES = [(job, argv) for job, argv in EXAMPLES if job == "query.py" and "--as-of" in argv]
