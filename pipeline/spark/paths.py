@@ -68,3 +68,17 @@ def is_empty(spark: SparkSession, path: str) -> bool:
     if not fs.exists(hpath):
         return True
     return not fs.getFileStatus(hpath).isDirectory() or len(fs.listStatus(hpath)) == 0
+
+
+def read_text(spark: SparkSession, path: str) -> str | None:
+    """A small file's text (UTF-8), through the filesystem that serves it; None if missing."""
+    fs, hpath = _hadoop(spark, path)
+    if not fs.exists(hpath):
+        return None
+    jvm: Any = spark._jvm
+    stream = fs.open(hpath)
+    try:
+        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+    finally:
+        stream.close()
+    return bytes(data).decode("utf-8")
