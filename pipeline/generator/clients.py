@@ -5,18 +5,22 @@ have told it), then sends the request a real consumer would send next: join (two
 dynamic members), sync (the leader computing the assignment with the group's assignor),
 heartbeat, auto-commit of every owned partition, leave, rejoin after a revocation
 (cooperative), a restart under the same static instance id, or nothing at all (a crash).
+What a commit says comes from the group's position on the partition, which its clients share
+(a partition's new owner resumes from it), moved on at the group's `Pace` and never past where
+the simulated producers have brought the log's end.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from pipeline.fold import CoordinatorConfig, Event, Group, Protocol, advance, apply
 from pipeline.fold.context import Outputs
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE
 from pipeline.generator.assignors import Subscription, assign
+from pipeline.generator.producers import Pace, Producers
 
 EAGER = frozenset({"range", "roundrobin", "sticky"})
 
@@ -32,7 +36,6 @@ class Client:
     producer_id: int | None = None
     member_id: str | None = None
     owned: tuple[tuple[str, int], ...] = ()
-    positions: dict[tuple[str, int], int] = field(default_factory=dict)
     crashed_until: int | None = None
     next_commit: int = 0
     serial: int = 0
@@ -52,6 +55,16 @@ class GroupSim:
     # Everything the group's log would hold, in order: ("request" | "record", event).
     log: list[tuple[str, Event]] = field(default_factory=list)
     last_time: int = 0
+    _: KW_ONLY
+    producers: Producers
+    pace: Pace
+    # The group's position on each partition, when it last committed it, when it first
+    # committed at all, and the partitions it has sought back on (a rewinding group does so
+    # once per partition).
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    committed_at: dict[tuple[str, int], int] = field(default_factory=dict)
+    first_commit: int | None = None
+    rewound: set[tuple[str, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.group = Group(self.group_id)
@@ -106,9 +119,9 @@ class GroupSim:
 
     def _standalone_commit(self, c: Client, t: int) -> int:
         for tp in c.owned:
-            c.positions[tp] = c.positions.get(tp, 0) + self.rng.randint(1, 500)
+            offset = self._consume(tp, t, self.rng.randint(1, 500), 250.5)
             self.send("OFFSET_COMMIT", t, member_id="", generation_id=-1, topic=tp[0],
-                      partition=tp[1], committed_offset=c.positions[tp], commit_timestamp=t)
+                      partition=tp[1], committed_offset=offset, commit_timestamp=t)
         return t + self.rng.randint(4000, 6000)
 
     def _restart(self, c: Client) -> None:
@@ -204,14 +217,43 @@ class GroupSim:
         c.next_commit = t + 5000
         g = self.group
         for tp in c.owned:
-            c.positions[tp] = c.positions.get(tp, 0) + self.rng.randint(0, 300)
+            offset = self._consume(tp, t, self.rng.randint(0, 300), 150.0)
             self.send("OFFSET_COMMIT", t, member_id=c.member_id, group_instance_id=c.instance,
                       generation_id=g.generation_id, topic=tp[0], partition=tp[1],
-                      committed_offset=c.positions[tp], commit_timestamp=t,
-                      producer_id=c.producer_id)
+                      committed_offset=offset, commit_timestamp=t, producer_id=c.producer_id)
         if c.producer_id is not None and c.owned:
             result = "ABORT" if self.rng.random() < 0.15 else "COMMIT"
             self.send("TXN_MARKER", t + 1, producer_id=c.producer_id, txn_result=result)
+
+    def _consume(self, tp: tuple[str, int], t: int, draw: int, draw_mean: float) -> int:
+        """The offset the group commits for `tp` at `t`: its position moved on by what it read
+        since it last committed there (`draw`, around `draw_mean`, scaled by its pace), never
+        past the log's end at `t` nor behind its start. A partition new to the group starts a
+        little behind the end; a rewinding group seeks back once instead."""
+        topic, partition = tp
+        if self.first_commit is None:
+            self.first_commit = t
+        end = self.producers.end_offset(topic, partition, t)
+        rate = self.producers.rate(topic, partition)
+        seeks = self._seeks_back(tp, t)
+        if tp not in self.offsets:
+            offset = end - round(self.pace.backlog_s * rate)
+        elif seeks:
+            offset = self.offsets[tp] - round(self.pace.rewind_s * rate)
+        else:
+            read = self.pace.consumed(draw, draw_mean, rate, t - self.committed_at[tp])
+            offset = self.offsets[tp] + read
+        offset = max(min(offset, end), self.producers.log_start_offset(topic, partition, t))
+        self.offsets[tp], self.committed_at[tp] = offset, t
+        return offset
+
+    def _seeks_back(self, tp: tuple[str, int], t: int) -> bool:
+        """True the first time the group touches `tp` once its rewind time has come."""
+        after, first = self.pace.rewind_after_ms, self.first_commit
+        if after is None or first is None or t < first + after or tp in self.rewound:
+            return False
+        self.rewound.add(tp)
+        return True
 
 
 def _positioned(g: Group, e: Event, partitions: int) -> Event:

@@ -9,6 +9,10 @@ same history. `bad_rows` mixes in malformed rows and duplicate deliveries at tha
 A log too big for one process is generated in `parts`: each part simulates its own share of
 the groups and events in a process of its own, and numbers its records so that the parts,
 written side by side, make one log (`generate`).
+
+Behind the topics run simulated producers (`producers_for`, from the seed alone, the same in
+every part): consumers never commit past a partition's end, and `end_offset_samples` gives
+where every partition's log ended at each sample time, for the lag tables.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.partitioning import partition_for
 from pipeline.generator.clients import Client, GroupSim
+from pipeline.generator.producers import Pace, Producers, build_producers, consumer_pace
 
 LOG_KINDS = ("journal", "offsets-topic")
 T0 = 1_700_000_000_000
@@ -41,12 +46,15 @@ class LogSpec:
     num_partitions: int = 50
     start_ms: int = T0
     config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    sample_interval_ms: int = 30_000  # end-offset samples, `end_offset_samples`
 
     def __post_init__(self) -> None:
         if self.log_kind not in LOG_KINDS:
             raise ValueError(f"log_kind must be one of {LOG_KINDS}, got {self.log_kind!r}")
         if self.groups < 1 or self.events < 1:
             raise ValueError(f"groups and events must be positive, got {self.groups}, {self.events}")
+        if self.sample_interval_ms < 1:
+            raise ValueError(f"sample_interval_ms must be positive, got {self.sample_interval_ms}")
         for name in ("bad_rows", "out_of_order"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
@@ -62,10 +70,11 @@ def generate(spec: LogSpec, part: int = 0, parts: int = 1) -> list[Event]:
     if not 0 <= part < parts:
         raise ValueError(f"part must be in [0, {parts}), got {part}")
     rng = random.Random(spec.seed)
-    topics = {f"topic-{i}": rng.randint(1, 12) for i in range(8)}
+    topics = _topics(rng)
+    producers = producers_for(spec)
     if parts > 1:
         rng = random.Random(f"{spec.seed}/{part}/{parts}")
-    sims = [_make_group(i, rng, topics, spec) for i in range(part, spec.groups, parts)]
+    sims = [_make_group(i, rng, topics, spec, producers) for i in range(part, spec.groups, parts)]
     share = spec.events // parts + (1 if part < spec.events % parts else 0)
     _simulate(sims, replace(spec, events=max(share, 1)), rng)
     per_group = [_kept(s, spec.log_kind) for s in sims]
@@ -79,6 +88,45 @@ def generate(spec: LogSpec, part: int = 0, parts: int = 1) -> list[Event]:
     return events
 
 
+def producers_for(spec: LogSpec) -> Producers:
+    """The producers behind `spec`'s topics: from the seed alone, so every part of a log sees
+    the same ones, and drawn apart from the simulation, which they leave as it was."""
+    return build_producers(spec.seed, _topics(random.Random(spec.seed)), spec.start_ms,
+                           _span_hint_ms(spec))
+
+
+def pace_for(spec: LogSpec, index: int) -> Pace:
+    """How fast group `index` (the number in its id) of `spec`'s log consumes, in any part."""
+    return consumer_pace(spec.seed, index, _span_hint_ms(spec))
+
+
+def end_offset_samples(spec: LogSpec, until_ms: int) -> list[dict[str, object]]:
+    """Where every partition of `spec`'s topics ended, every `spec.sample_interval_ms` from the
+    log's start until `until_ms` (normally its last event's time; the last sample is at or
+    after it): rows under schemas/lag.py LOG_END_OFFSETS' names, times in epoch ms. The same
+    whatever the parts the log was made in: write them once."""
+    return producers_for(spec).samples(until_ms, spec.sample_interval_ms)
+
+
+def last_event_ms(events: list[Event]) -> int:
+    """The latest event time in `events` (`end_offset_samples` runs until it; 0 for none)."""
+    return max((e.event_time for e in events if e.event_time is not None), default=0)
+
+
+def _topics(rng: random.Random) -> dict[str, int]:
+    """The topics and their partition counts: the first draws of the log's seed."""
+    return {f"topic-{i}": rng.randint(1, 12) for i in range(8)}
+
+
+def _span_hint_ms(spec: LogSpec) -> int:
+    """About the least time a log of this shape spans (measured: each client acts every ~2 s
+    and a group has ~5 of them; a journal keeps more rows per action than an offsets-topic log,
+    so this is the journal's), so that a stopping topic stops, and a rewinding group seeks
+    back, partway through it. From the spec as a whole, so every part of a log agrees, and
+    not from its kind: both kinds of a spec come from one simulation and commit the same."""
+    return 30_000 + 200 * spec.events // spec.groups
+
+
 def _delayed(events: list[Event], fraction: float, rng: random.Random) -> list[Event]:
     """Some rows, positions kept, moved to the end of the log: delivered late.
 
@@ -90,7 +138,8 @@ def _delayed(events: list[Event], fraction: float, rng: random.Random) -> list[E
     return [e for i, e in enumerate(events) if i not in late] + [events[i] for i in sorted(late)]
 
 
-def _make_group(i: int, rng: random.Random, topics: dict[str, int], spec: LogSpec) -> GroupSim:
+def _make_group(i: int, rng: random.Random, topics: dict[str, int], spec: LogSpec,
+                producers: Producers) -> GroupSim:
     group_id = f"group-{i:05d}-{rng.choice(['orders', 'billing', 'search', 'etl', 'audit'])}"
     kind = rng.random()
     size = rng.choice(SIZES)
@@ -106,7 +155,7 @@ def _make_group(i: int, rng: random.Random, topics: dict[str, int], spec: LogSpe
         for j in range(size)
     ]
     sim = GroupSim(group_id, clients, topics, random.Random(rng.random()), spec.config,
-                   standalone=kind < 0.06)
+                   standalone=kind < 0.06, producers=producers, pace=pace_for(spec, i))
     if sim.standalone:
         for c in clients:
             c.owned = tuple((t, p) for t in subscribed for p in range(topics[t]))[:4]

@@ -1,4 +1,5 @@
-"""Write a synthetic, seeded consumer-group event log to a Delta table.
+"""Write a synthetic, seeded consumer-group event log to a Delta table, and with --end-offsets
+the end offsets of the producers simulated behind its topics, sampled, to another.
 
     spark-submit jobs/generate.py --output /data/events --groups 200 --events 100000 --seed 1
 
@@ -6,7 +7,12 @@ Simulated Kafka consumers drive the coordinator fold, so the log is realistic: j
 two-phase member ids, static members, crashes, leaves, cooperative rebalances,
 auto-commits, standalone and transactional committers. `--log-kind offsets-topic` keeps
 only what a real `__consumer_offsets` would hold; `--bad-rows` mixes in malformed
-and duplicated rows. Reads nothing; writes the Delta table at --output.
+and duplicated rows. Simulated producers run behind the topics (steady, bursty, and one
+that stops partway), so no commit passes a partition's log end; most groups keep up, some
+fall behind, a rare one seeks back. Reads nothing; writes the Delta table at --output and,
+with `--end-offsets`, the end-offset samples there (every partition every
+`--sample-interval` from the log's start to its last event; columns: schemas/lag.py) for
+replay and backfill's `--end-offsets`.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import argparse
 import logging
 import time
 
-from pipeline.generator import LogSpec, generate
+from pipeline.errors import UsageError
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.generator.log import LOG_KINDS
 from pipeline.jobs._common import (
     JobParser,
@@ -23,11 +30,14 @@ from pipeline.jobs._common import (
     cli,
     coordinator_config,
     fraction,
+    interval_arg,
     job_session,
     positive_int,
     setup_logging,
 )
 from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.replay import delay_ms
+from pipeline.spark.samples import write_samples
 
 log = logging.getLogger("generate")
 
@@ -47,6 +57,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="fraction of rows delivered at the end of the log, positions kept")
     p.add_argument("--commits", type=positive_int, default=1,
                    help="Delta commits (one file each)")
+    p.add_argument("--end-offsets", metavar="PATH",
+                   help="also write the simulated producers' end-offset samples, a Delta "
+                        "table, here (merged: a sample already there is kept once)")
+    p.add_argument("--sample-interval", type=interval_arg, default="30 s",
+                   help="time between two end-offset samples, e.g. '30 s', '1 minute'")
     add_common_args(p)
     return p.parse_args(argv)
 
@@ -55,16 +70,24 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)
+    interval = delay_ms(args.sample_interval)
+    if interval < 1:
+        raise UsageError(f"--sample-interval {args.sample_interval!r}: expected a positive "
+                         "interval, e.g. '30 s'")
     spec = LogSpec(groups=args.groups, events=args.events, seed=args.seed,
                    log_kind=args.log_kind, bad_rows=args.bad_rows, out_of_order=args.out_of_order,
-                   config=coordinator_config(args.coordinator_conf))
+                   config=coordinator_config(args.coordinator_conf), sample_interval_ms=interval)
     start = time.monotonic()
     events = generate(spec)
     log.info("generated %d events for %d groups in %.1f s", len(events), args.groups,
              time.monotonic() - start)
     with job_session("generate", args.profile) as spark:
         write_event_log(spark, events, args.output, args.commits)
-    log.info("wrote %s", args.output)
+        log.info("wrote %s", args.output)
+        if args.end_offsets:
+            samples = end_offset_samples(spec, last_event_ms(events))
+            write_samples(spark, samples, args.end_offsets)
+            log.info("wrote %d end-offset samples to %s", len(samples), args.end_offsets)
 
 
 if __name__ == "__main__":

@@ -80,7 +80,8 @@ def _position(e: Event) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("bad", [{"bad_rows": 1.5}, {"out_of_order": -0.1},
-                                 {"log_kind": "kafka"}, {"groups": 0}])
+                                 {"log_kind": "kafka"}, {"groups": 0},
+                                 {"sample_interval_ms": 0}])
 def test_bad_specs_are_refused_naming_the_field(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         LogSpec(**bad)  # type: ignore[arg-type]
