@@ -3,7 +3,7 @@
     spark-submit jobs/ingest.py --bootstrap-servers broker1:9092 --events /data/events \
         --warehouse /data/wh --checkpoint /data/ingest-ckpt --trigger processing-time:30 \
         --kafka-option security.protocol=SASL_SSL --kafka-option sasl.mechanism=PLAIN \
-        --kafka-option 'sasl.jaas.config=...'
+        --kafka-option 'sasl.jaas.config=...' --end-offsets /data/end-offsets --sample-interval '30 s'
     spark-submit jobs/ingest.py --raw /archive/consumer-offsets-dump --events /data/events \
         --warehouse /data/wh --topic-map /archive/topic-ids.csv
 
@@ -17,6 +17,15 @@ key names a password, secret, JAAS config or key are never logged. With --wareho
 jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
 --topic-map) go to its `topics` table, through which queries and reports name the partitions
 of KIP-848 members: Kafka 4.1+ logs their topics by id only.
+
+With --end-offsets (a live cluster only), a sampler runs beside the stream and merges into
+that Delta table where each consumed partition's log ends (Kafka's ListOffsets: latest,
+earliest and max timestamp, at --isolation-level; READ_UNCOMMITTED gives the high watermark,
+the LOG-END-OFFSET `kafka-consumer-groups --describe` prints): every --sample-interval under a
+processing-time trigger, at the start and at the end under available-now. It samples every
+partition of the topics the log's groups commit to or subscribe to, asked with the same
+--kafka-option consumer properties; a round that fails is logged and tried again at the next
+interval. jobs/replay.py and jobs/backfill.py read the table to compute consumer lag.
 """
 
 from __future__ import annotations
@@ -24,9 +33,20 @@ from __future__ import annotations
 import argparse
 
 from pipeline.errors import UsageError
-from pipeline.jobs._common import JobParser, add_common_args, cli, job_session, setup_logging, trigger_arg
+from pipeline.jobs._common import (
+    JobParser,
+    add_common_args,
+    cli,
+    interval_arg,
+    job_session,
+    setup_logging,
+    trigger_arg,
+)
 from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
 from pipeline.spark.paths import exists
+from pipeline.spark.sampler import ISOLATION_LEVELS
+
+SAMPLE_INTERVAL = "30 s"
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -48,6 +68,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
                         "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
+    add_sampling_args(p)
     add_common_args(p)
     args = p.parse_args(argv)
     try:
@@ -58,7 +79,32 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--bootstrap-servers needs --checkpoint")
     if args.topic_map and not (args.raw and args.warehouse):
         p.error("--topic-map goes with --raw and needs --warehouse")
+    check_sampling_args(p, args)
     return args
+
+
+def add_sampling_args(p: argparse.ArgumentParser) -> None:
+    # No argparse defaults: a flag given without --end-offsets is a mistake worth saying.
+    p.add_argument("--end-offsets", metavar="PATH",
+                   help="with --bootstrap-servers: the Delta table the end-offset samples are "
+                        "merged into")
+    p.add_argument("--sample-interval", type=interval_arg, metavar="INTERVAL",
+                   help="with --end-offsets and a processing-time trigger: how often the end "
+                        f"offsets are sampled, e.g. '30 s', '5 minutes' (default: {SAMPLE_INTERVAL})")
+    p.add_argument("--isolation-level", choices=sorted(ISOLATION_LEVELS),
+                   help="with --end-offsets: read_uncommitted samples the high watermark (what "
+                        "kafka-consumer-groups --describe shows), read_committed the last "
+                        "stable offset (default: read_uncommitted)")
+
+
+def check_sampling_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.end_offsets and not args.bootstrap_servers:
+        p.error("--end-offsets goes with --bootstrap-servers: end offsets are asked of a live "
+                "cluster")
+    if not args.end_offsets and (args.sample_interval or args.isolation_level):
+        p.error("--sample-interval and --isolation-level go with --end-offsets")
+    args.sample_interval = args.sample_interval or SAMPLE_INTERVAL
+    args.isolation_level = args.isolation_level or "read_uncommitted"
 
 
 @cli
@@ -69,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         events=args.events, bootstrap_servers=args.bootstrap_servers, raw=args.raw,
         checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,
         trigger=args.trigger, kafka_options=args.kafka_options, topic=args.topic,
-        warehouse=args.warehouse, topic_map=args.topic_map,
+        warehouse=args.warehouse, topic_map=args.topic_map, end_offsets=args.end_offsets,
+        sample_interval=args.sample_interval, isolation_level=args.isolation_level,
     )
     with job_session("ingest", args.profile) as spark:
         if opts.raw is not None and not exists(spark, opts.raw):

@@ -18,6 +18,11 @@ commits (contract §1, TXN_MARKER).
 Given a warehouse, the live path also records the cluster's topic ids and names in its `topics`
 table at the start and after every batch, and the dump path those of a map file
 (`pipeline.spark.topics`): Kafka 4.1+ logs KIP-848 groups' topics by id only.
+
+Given an end-offsets table, the live path runs `pipeline.spark.sampler` beside the stream: it
+samples the end offsets of the partitions the log's groups commit to or subscribe to (every
+interval under a processing-time trigger; at the start and at the end under available-now),
+and learns new topics from each micro-batch's decoded rows.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ from pyspark.sql.types import (
 from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
+from pipeline.spark.replay import delay_ms
+from pipeline.spark.sampler import ISOLATION_LEVELS, EndOffsetSampler
+from pipeline.spark.samples import check_samples
 from pipeline.spark.tables import event_schema
 from pipeline.spark.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
 from pipeline.times import PANDAS_MS_RANGE
@@ -94,6 +102,9 @@ class IngestOptions:
     topic: str = OFFSETS_TOPIC
     warehouse: str | None = None  # where the `topics` table (topic id -> name) goes
     topic_map: str | None = None  # a raw dump's map file (CSV or JSON) of topic ids to names
+    end_offsets: str | None = None  # the end-offset samples' Delta path (live cluster only)
+    sample_interval: str = "30 s"  # how often the sampler asks, under a processing-time trigger
+    isolation_level: str = "read_uncommitted"  # the samples' ListOffsets isolation level
 
     def __post_init__(self) -> None:
         if (self.bootstrap_servers is None) == (self.raw is None):
@@ -112,6 +123,31 @@ class IngestOptions:
         if self.warehouse:
             self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
+        self._check_sampling()
+
+    def _check_sampling(self) -> None:
+        if self.end_offsets is not None:
+            if self.bootstrap_servers is None:
+                raise UsageError("--end-offsets goes with --bootstrap-servers: end offsets are "
+                                 "asked of a live cluster")
+            if not paths.is_path(self.end_offsets):
+                raise UsageError(f"--end-offsets {self.end_offsets}: expected a path (the "
+                                 "samples' Delta table), not a table name")
+            self.end_offsets = paths.qualify(self.end_offsets)
+        if self.isolation_level.lower() not in ISOLATION_LEVELS:
+            raise UsageError(f"--isolation-level {self.isolation_level}: expected "
+                             f"{' or '.join(ISOLATION_LEVELS)}")
+        try:
+            ok = delay_ms(self.sample_interval) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UsageError(f"--sample-interval {self.sample_interval!r}: expected a whole "
+                             "number above 0 and a unit, e.g. '30 s', '5 minutes'")
+
+    @property
+    def sample_interval_ms(self) -> int:
+        return delay_ms(self.sample_interval)
 
 
 def decode_records(raw: DataFrame) -> DataFrame:
@@ -248,8 +284,25 @@ def kafka_stream(spark: SparkSession, opts: IngestOptions) -> DataFrame:
     return spark.readStream.format("kafka").options(**_kafka_options(spark, opts)).load()
 
 
-def start_ingest(spark: SparkSession, opts: IngestOptions) -> StreamingQuery:
-    """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch."""
+def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSampler | None:
+    """The end-offset sampler `start_ingest` runs beside the stream, when `opts` has a samples
+    table: every `sample_interval` under a processing-time trigger; under available-now once
+    at the start, then only its last round (`stop`)."""
+    if opts.end_offsets is None or opts.bootstrap_servers is None:
+        return None
+    if paths.exists(spark, opts.end_offsets):
+        check_samples(spark, opts.end_offsets)  # a wrong table fails now, not every round
+    return EndOffsetSampler(
+        spark, opts.bootstrap_servers, consumer_properties(opts), opts.end_offsets,
+        events=opts.events, isolation_level=opts.isolation_level,
+        interval_ms=None if opts.trigger == "available-now" else opts.sample_interval_ms)
+
+
+def start_ingest(spark: SparkSession, opts: IngestOptions,
+                 sampler: EndOffsetSampler | None = None) -> StreamingQuery:
+    """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch.
+    A `sampler` given is started once the log exists (it reads the log's topics) and shown
+    each batch's decoded rows; stopping it is the caller's."""
     assert opts.checkpoint is not None
     log.info("reading %s from %s (startingOffsets %s, trigger %s, options %s)", opts.topic,
              opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
@@ -259,10 +312,21 @@ def start_ingest(spark: SparkSession, opts: IngestOptions) -> StreamingQuery:
         log.warning("no warehouse given: topic ids are not recorded, so KIP-848 members' "
                     "partitions will be named only where the log names them")
     record_cluster_topics(spark, opts)
+    if sampler is not None:
+        sampler.start()
 
     def write(batch: DataFrame, batch_id: int) -> None:
-        n = merge_into_log(batch.sparkSession, opts.events, decode_records(batch))
-        log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
+        rows = decode_records(batch)
+        if sampler is not None:
+            rows = rows.persist()  # decoded once for both the MERGE and the sampler's topics
+        try:
+            n = merge_into_log(batch.sparkSession, opts.events, rows)
+            log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
+            if sampler is not None:
+                sampler.observe(rows)
+        finally:
+            if sampler is not None:
+                rows.unpersist()
         record_cluster_topics(batch.sparkSession, opts)
 
     stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
@@ -275,8 +339,18 @@ def start_ingest(spark: SparkSession, opts: IngestOptions) -> StreamingQuery:
 
 
 def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
-    """Ingest from the dump or the cluster; with a cluster, block until the stream ends."""
+    """Ingest from the dump or the cluster; with a cluster, block until the stream ends, the
+    end-offset sampler (given `end_offsets`) running beside it and, when the stream ended
+    without an error, taking a last round."""
     if opts.raw is not None:
         ingest_raw(spark, opts)
-    else:
-        start_ingest(spark, opts).awaitTermination()
+        return
+    sampler = end_offset_sampler(spark, opts)
+    ended = False
+    try:
+        start_ingest(spark, opts, sampler).awaitTermination()
+        ended = True
+    finally:
+        if sampler is not None:
+            # A failing or interrupted job exits now, not after one more round's time-outs.
+            sampler.stop(final_round=ended)
