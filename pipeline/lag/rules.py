@@ -1,0 +1,192 @@
+"""The lag rules, one function each, on plain values: what `pipeline.spark.lag` computes as
+column expressions over whole tables. These are the definitions; a test holds the Spark
+step equal to them on random inputs.
+
+- `time_lag`: how long ago the log end stood at the committed offset, interpolated linearly
+  between the two samples that bracket it (kafka-lag-exporter's lookup, solved for
+  end offset = committed offset), never extrapolated.
+- `partition_status`: Burrow's partition evaluator (linkedin/Burrow v1.9.5,
+  core/internal/evaluator/caching.go `calculatePartitionStatus`), its rules in its code's
+  order, with the sample's time where Burrow reads the clock.
+- `group_status`: Burrow's group status, the worst partition's, STOP/STALL/REWIND as ERR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.lag.config import LagConfig
+
+CAUGHT_UP = "CAUGHT_UP"
+INTERPOLATED = "INTERPOLATED"
+LOWER_BOUND = "LOWER_BOUND"
+
+# Burrow's status codes (core/protocol/evaluator.go): a group takes its worst partition's.
+STATUS_CODES = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
+ERR = "ERR"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """An end-offset sample of one partition."""
+
+    time_ms: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit in a partition's window: its offset, its time, and its lag against the end
+    offset sampled at or before it (None when no sample precedes it)."""
+
+    offset: int
+    time_ms: int
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    rule: str
+
+
+def lag(end_offset: int, committed: int) -> int:
+    """Lag in messages: never negative (a commit ahead of a sample taken before it is 0)."""
+    return max(0, end_offset - committed)
+
+
+def time_lag(samples: Sequence[Sample], committed: int, now_ms: int) -> tuple[int, str]:
+    """(lag_ms, basis) of a committed offset at `now_ms`, from the partition's samples at or
+    before then, oldest first (the last is the sample taken at `now_ms`).
+
+    Caught up (committed at or past the newest end offset): 0. Else the last sample whose log
+    end (its running maximum, so a log end that went back cannot bracket twice) was at or
+    below the committed offset and the sample after it bracket the moment the log end passed
+    it; linear between them, in whole milliseconds (rounded down). With no such sample the
+    offset predates every sample: the time since the oldest one, a lower bound."""
+    if not samples:
+        raise ValueError("time_lag needs the sample taken at now_ms")
+    if committed >= samples[-1].end_offset:
+        return 0, CAUGHT_UP
+    highest = []
+    top: int | None = None
+    for s in samples:
+        top = s.end_offset if top is None else max(top, s.end_offset)
+        highest.append(top)
+    below = [i for i, m in enumerate(highest) if m <= committed]
+    if not below:
+        return now_ms - samples[0].time_ms, LOWER_BOUND
+    a = below[-1]
+    b = a + 1  # exists: the newest running maximum is above the committed offset
+    ta, tb, ma, mb = samples[a].time_ms, samples[b].time_ms, highest[a], highest[b]
+    at = ta + (committed - ma) * (tb - ta) // (mb - ma)
+    return now_ms - at, INTERPOLATED
+
+
+def window(commits: Sequence[Commit], now_ms: int, cfg: LagConfig) -> list[Commit]:
+    """Burrow's window at `now_ms`: the last `intervals` commits (in log order) at or before
+    then, none older than `expire_group_ms` (Burrow drops those on arrival)."""
+    recent = [c for c in commits if now_ms - cfg.expire_group_ms < c.time_ms <= now_ms]
+    return recent[-cfg.intervals:]
+
+
+def partition_status(commits: Sequence[Commit], broker_ends: Sequence[int], current_lag: int,
+                     now_ms: int, cfg: LagConfig) -> Verdict:
+    """Burrow's verdict on a partition at `now_ms`: `commits` is its window (`window`), oldest
+    first; `broker_ends` the end offsets of its last `intervals` samples at or before then;
+    `current_lag` the newest sample's end offset minus the newest committed offset."""
+    if not commits:
+        return Verdict("OK", "NO_COMMITS")
+    if len(commits) / cfg.intervals < cfg.minimum_complete:
+        return Verdict("OK", "INCOMPLETE")
+    if current_lag <= cfg.allowed_lag:
+        return Verdict("OK", "CAUGHT_UP")
+    first, last = commits[0], commits[-1]
+    stopped = now_ms - last.time_ms > last.time_ms - first.time_ms
+    caught_up_recently = any(end <= last.offset for end in broker_ends)
+    if stopped and not caught_up_recently:
+        return Verdict("STOP", "STOPPED")
+    offsets = [c.offset for c in commits]
+    drop = next((i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]), None)
+    if drop is not None and not any(o >= offsets[drop - 1] for o in offsets[drop:]):
+        return Verdict("REWIND", "REWOUND")
+    lags = [c.lag for c in commits if c.lag is not None]
+    if any(x <= cfg.allowed_lag for x in lags):
+        return Verdict("OK", "LAG_ZERO_IN_WINDOW")
+    if all(o == offsets[0] for o in offsets):
+        return Verdict("STALL", "STALLED")
+    if all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
+        return Verdict("WARN", "LAG_NOT_DECREASING")
+    return Verdict("OK", "PROGRESSING")
+
+
+def group_status(verdicts: Sequence[Verdict | None], alive: bool) -> str:
+    """Burrow's group status from its partitions' verdicts (None: a partition without a
+    committed offset): NOTFOUND when the group is gone or none of its partitions has a
+    commit in its window (Burrow would have expired the group), else the worst partition's
+    status, STOP, STALL and REWIND shown as ERR."""
+    known = [v.status for v in verdicts if v is not None and v.rule != "NO_COMMITS"]
+    if not alive or not known:
+        return "NOTFOUND"
+    worst = max(known, key=STATUS_CODES.__getitem__)
+    return ERR if STATUS_CODES[worst] > STATUS_CODES[ERR] else worst
+
+
+REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+
+
+@dataclass(frozen=True)
+class Moment:
+    """What a group's history says at a sample's time; each None when there is none yet."""
+
+    state: str | None = None
+    generation_id: int | None = None
+    state_since_ms: int | None = None
+    last_cause: str | None = None  # the cause of its last state transition
+    # (time, cause) of its last transition into a rebalance from outside one
+    rebalance_started: tuple[int, str] | None = None
+    empty_entered_ms: int | None = None  # its last transition into Empty
+    empty_left_ms: int | None = None  # its last transition out of Empty
+    # (generation, cause, started, completed) of its last rebalance completed by then
+    last_rebalance: tuple[int | None, str, int | None, int] | None = None
+
+
+@dataclass(frozen=True)
+class Cause:
+    cause: str
+    generation_id: int | None = None
+    detail: str | None = None
+    since_ms: int | None = None
+    ms: int | None = None  # how much of the window it covered
+
+
+def cause(m: Moment, offsets: Sequence[tuple[str, int | None]], window_start: int,
+          now_ms: int) -> Cause:
+    """What the coordinator was doing while a group's lag built up, from `window_start` to
+    `now_ms`, first match wins: the group Dead, Empty, or rebalancing now; a rebalance that
+    completed inside the window; an Empty stretch that ended inside it; offsets of its
+    partitions expired or deleted (`offsets`: each partition's offset_status and the time
+    of its last offset change); else NONE."""
+    def covered(since: int | None, until: int) -> int | None:
+        return None if since is None else until - max(since, window_start)
+
+    if m.state in ("Dead", "Empty"):
+        return Cause(m.state.upper(), m.generation_id, m.last_cause, m.state_since_ms,
+                     covered(m.state_since_ms, now_ms))
+    if m.state in REBALANCING:
+        since, why = m.rebalance_started or (None, None)
+        return Cause("REBALANCE", m.generation_id, why, since, covered(since, now_ms))
+    if m.last_rebalance is not None and m.last_rebalance[3] >= window_start:
+        generation, why, started, completed = m.last_rebalance
+        return Cause("REBALANCE", generation, why, started,
+                     covered(completed if started is None else started, completed))
+    if (m.empty_left_ms is not None and m.empty_left_ms >= window_start
+            and m.empty_entered_ms is not None):
+        return Cause("EMPTY", None, None, m.empty_entered_ms,
+                     covered(m.empty_entered_ms, m.empty_left_ms))
+    for status, name in (("EXPIRED", "OFFSETS_EXPIRED"), ("DELETED", "OFFSETS_DELETED")):
+        times = [at for s, at in offsets if s == status and at is not None]
+        if times:
+            return Cause(name, None, f"{len(times)} partitions", min(times), None)
+    return Cause("NONE")

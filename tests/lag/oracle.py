@@ -1,0 +1,207 @@
+"""The lag tables computed the slow, obvious way, in plain Python, from the same inputs as the
+Spark lag step: for every sample, every (group, partition) pair, look everything up by
+scanning lists. The rules themselves are `pipeline.lag.rules`; this oracle holds the Spark
+step's as-of joins, windows and filters to them, row for row."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pipeline.lag import LagConfig
+from pipeline.lag.rules import (
+    REBALANCING,
+    STATUS_CODES,
+    Commit,
+    Moment,
+    Sample,
+    Verdict,
+    cause,
+    group_status,
+    lag,
+    partition_status,
+    time_lag,
+    window,
+)
+
+Row = dict[str, Any]
+
+
+def _key(*values: Any) -> tuple[Any, ...]:
+    """Spark's ascending order with nulls first."""
+    return tuple((v is not None, v if v is not None else 0) for v in values)
+
+
+def _last(rows: Iterable[Row], t: int, order: Sequence[str], time: str = "t") -> Row | None:
+    """The last row at or before `t` by (time, *order)."""
+    found = [r for r in rows if r[time] is not None and r[time] <= t]
+    return max(found, key=lambda r: _key(r[time], *(r.get(c) for c in order)), default=None)
+
+
+def lag_tables(samples: Sequence[Row], changes: Sequence[Row], shapes: Sequence[Row],
+               transitions: Sequence[Row], rebalances: Sequence[Row],
+               cfg: LagConfig) -> tuple[list[Row], list[Row]]:
+    """(partition_lag rows, group_lag rows), times in ms, for every sample in `samples`."""
+    by_tp: dict[tuple[str, int], dict[int, tuple[int, int | None]]] = defaultdict(dict)
+    for s in samples:
+        old = by_tp[(s["topic"], s["partition"])].get(s["t"])
+        end, start = s["log_end_offset"], s["log_start_offset"]
+        if old is not None:
+            end = max(end, old[0])
+            start = max((x for x in (start, old[1]) if x is not None), default=None)
+        by_tp[(s["topic"], s["partition"])][s["t"]] = (end, start)
+    moved = [c for c in changes if c["change"] != "TXN_ABORTED"]
+    pairs = _pairs(moved, shapes)
+    out: list[Row] = []
+    for tp, points in by_tp.items():
+        times = sorted(points)
+        for i, t in enumerate(times):
+            for (group, topic, partition), since in pairs.items():
+                if (topic, partition) == tp and since <= t:
+                    row = _partition_row(group, tp, t, times[:i + 1], points, moved, shapes,
+                                         transitions, rebalances, cfg)
+                    if row is not None:
+                        out.append(row)
+    return out, _group_rows(out, cfg)
+
+
+def _pairs(moved: Sequence[Row], shapes: Sequence[Row]) -> dict[tuple[str, str, int], int]:
+    pairs: dict[tuple[str, str, int], int] = {}
+    for c in moved:
+        k = (c["group_id"], c["topic"], c["partition"])
+        pairs[k] = min(pairs.get(k, c["t"]), c["t"])
+    for s in shapes:
+        for m in s["members"] or ():
+            for a in m["assignment"] or ():
+                k = (s["group_id"], a["topic"], a["partition"])
+                pairs[k] = min(pairs.get(k, s["t"]), s["t"])
+    return pairs
+
+
+def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int],
+                   points: Mapping[int, tuple[int, int | None]], moved: Sequence[Row],
+                   shapes: Sequence[Row], transitions: Sequence[Row],
+                   rebalances: Sequence[Row], cfg: LagConfig) -> Row | None:
+    mine = [c for c in moved if (c["group_id"], c["topic"], c["partition"]) == (group, *tp)]
+    last_change = _last(mine, t, ("log_partition", "log_offset"))
+    status = ("NO_COMMIT" if last_change is None else
+              {"COMMIT": "COMMITTED", "TOMBSTONE": "DELETED"}.get(last_change["change"],
+                                                                  last_change["change"]))
+    committed = last_change["committed_offset"] if status == "COMMITTED" else None
+    moment, members = _moment(group, t, shapes, transitions, rebalances)
+    owner = next((m for m in members if any((a["topic"], a["partition"]) == tp
+                                            for a in m["assignment"] or ())), None)
+    alive = moment.state is not None and moment.state != "Dead"
+    if not (status == "COMMITTED" or (status in ("DELETED", "EXPIRED") and alive)
+            or (status == "NO_COMMIT" and owner is not None)):
+        return None
+    end, start = points[t]
+    row: Row = {
+        "t": t, "group_id": group, "topic": tp[0], "partition": tp[1], "log_end_offset": end,
+        "log_start_offset": start, "committed_offset": committed, "offset_status": status,
+        "committed_at": None if last_change is None else last_change["t"],
+        "lag": None if committed is None else lag(end, committed),
+        "member_id": owner and owner["member_id"], "client_id": owner and owner["client_id"],
+        "client_host": owner and owner["client_host"], "state": moment.state,
+        "generation_id": moment.generation_id, "moment": moment,
+        "prev_t": times[-2] if len(times) > 1 else None,
+    }
+    row.update(_timed(committed, [Sample(s, points[s][0]) for s in times], t))
+    row.update(_verdict(committed, mine, times, points, t, row["lag"], cfg))
+    return row
+
+
+def _timed(committed: int | None, samples: Sequence[Sample], t: int) -> Row:
+    if committed is None:
+        return {"lag_ms": None, "lag_ms_basis": None}
+    ms, basis = time_lag(samples, committed, t)
+    return {"lag_ms": ms, "lag_ms_basis": basis}
+
+
+def _verdict(committed: int | None, mine: Sequence[Row], times: Sequence[int],
+             points: Mapping[int, tuple[int, int | None]], t: int, current: int | None,
+             cfg: LagConfig) -> Row:
+    if committed is None or current is None:
+        return {"status": None, "rule": None, "window_commits": None, "window_span_ms": None,
+                "idle_ms": None, "window_min_lag": None, "window_max_lag": None, "verdict": None}
+    commits = sorted((c for c in mine if c["change"] == "COMMIT" and c["t"] <= t),
+                     key=lambda c: _key(c["t"], c["log_partition"], c["log_offset"]))
+    ring = []
+    for c in commits:
+        before = [s for s in times if s <= c["t"]]
+        ring.append(Commit(c["committed_offset"], c["t"],
+                           lag(points[before[-1]][0], c["committed_offset"]) if before else None))
+    w = window(ring, t, cfg)
+    v = partition_status(w, [points[s][0] for s in times[-cfg.intervals:]], current, t, cfg)
+    lags = [c.lag for c in w if c.lag is not None]
+    return {"status": v.status, "rule": v.rule, "window_commits": len(w),
+            "window_span_ms": w[-1].time_ms - w[0].time_ms if w else None,
+            "idle_ms": t - w[-1].time_ms if w else None,
+            "window_min_lag": min(lags) if lags else None,
+            "window_max_lag": max(lags) if lags else None, "verdict": v}
+
+
+def _moment(group: str, t: int, shapes: Sequence[Row], transitions: Sequence[Row],
+            rebalances: Sequence[Row]) -> tuple[Moment, Sequence[Row]]:
+    order = ("log_partition", "log_offset", "seq")
+    shape = _last([s for s in shapes if s["group_id"] == group], t, order)
+    mine = [r for r in transitions if r["group_id"] == group]
+    last = _last(mine, t, order)
+    entered = _last([r for r in mine if r["to_state"] in REBALANCING
+                     and r["from_state"] not in REBALANCING], t, order)
+    into = _last([r for r in mine if r["to_state"] == "Empty"], t, order)
+    out = _last([r for r in mine if r["from_state"] == "Empty"], t, order)
+    done = _last([r for r in rebalances if r["group_id"] == group], t,
+                 ("log_partition", "log_offset"), time="completed_at")
+    moment = Moment(
+        state=shape and shape["state"], generation_id=shape and shape["generation_id"],
+        state_since_ms=shape and shape["state_since"], last_cause=last and last["cause"],
+        rebalance_started=entered and (entered["t"], entered["cause"]),
+        empty_entered_ms=into and into["t"], empty_left_ms=out and out["t"],
+        last_rebalance=done and (done["generation_id"], done["cause"], done["started_at"],
+                                 done["completed_at"]))
+    return moment, (shape["members"] or ()) if shape else ()
+
+
+def _group_rows(rows: Sequence[Row], cfg: LagConfig) -> list[Row]:
+    by_group: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    for r in rows:
+        by_group[(r["group_id"], r["t"])].append(r)
+    return [_group_row(group, t, parts, cfg) for (group, t), parts in by_group.items()]
+
+
+def _group_row(group: str, t: int, parts: Sequence[Row], cfg: LagConfig) -> Row:
+    lags = [r["lag"] for r in parts if r["lag"] is not None]
+    timed = [r["lag_ms"] for r in parts if r["lag_ms"] is not None]
+    known = [r for r in parts if r["verdict"] is not None and r["rule"] != "NO_COMMITS"]
+    worst = max(known, key=lambda r: (STATUS_CODES[r["status"]], -1 if r["lag"] is None
+                                      else r["lag"], r["topic"], r["partition"]), default=None)
+    moment: Moment = parts[0]["moment"]
+    # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
+    status = group_status([r["verdict"] for r in parts], moment.state != "Dead")
+    evaluated = [r for r in parts if r["status"] is not None]
+    max_lag_ms = max(timed, default=None)
+    prev = max((r["prev_t"] for r in parts if r["prev_t"] is not None), default=None)
+    start = t - max(max_lag_ms or 0, t - (prev if prev is not None else t))
+    has_lag = (max(lags, default=0) or 0) > 0 or len(lags) < len(parts)
+    why = cause(moment, [(r["offset_status"], r["committed_at"]) for r in parts], start, t) \
+        if has_lag else None
+    return {
+        "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
+        "total_lag": sum(lags) if lags else None, "max_lag": max(lags, default=None),
+        "max_lag_ms": max_lag_ms, "partitions": len(parts),
+        "partitions_unknown": len(parts) - len(lags),
+        "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)
+                     / len(evaluated)) if evaluated else 0.0,
+        "status": status, "worst_topic": worst and worst["topic"],
+        "worst_partition": worst and worst["partition"], "worst_status": worst and worst["status"],
+        "worst_rule": worst and worst["rule"],
+        "cause": why and why.cause, "cause_generation_id": why and why.generation_id,
+        "cause_detail": why and why.detail, "cause_since": why and why.since_ms,
+        "cause_ms": why and why.ms, "cause_window_start": start,
+    }
+
+
+def verdicts_of(rows: Iterable[Row]) -> dict[str, Verdict]:
+    return {r["group_id"]: r["verdict"] for r in rows}
