@@ -23,8 +23,11 @@ from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
+from pipeline.lag import LagConfig
 from pipeline.spark import paths
 from pipeline.spark.catalog import quote_name
+from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.samples import check_samples
 from pipeline.spark.session import CONF_DIR, build_session, profile_path
 from pipeline.times import event_time_ms
 
@@ -206,6 +209,38 @@ def coordinator_config(path: str | None) -> CoordinatorConfig:
     except (OSError, ValueError) as exc:
         raise UsageError(f"--coordinator-conf {path}: {exc}; expected a Kafka-style "
                          ".properties file (see conf/coordinator.properties)") from exc
+
+
+def lag_config(path: str | None) -> LagConfig:
+    try:
+        if path:
+            return LagConfig.from_file(path)
+        with as_file(CONF_DIR / "lag.properties") as packaged:
+            return LagConfig.from_file(packaged)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--lag-conf {path}: {exc}; expected a .properties file of "
+                         "lag.burrow.* settings (see conf/lag.properties)") from exc
+
+
+def add_lag_args(p: argparse.ArgumentParser) -> None:
+    """--end-offsets and --lag-conf: the lag tables (replay and backfill)."""
+    p.add_argument("--end-offsets", metavar="PATH|TABLE",
+                   help="end-offset samples (Delta: jobs/ingest.py --end-offsets, "
+                        "jobs/generate.py --end-offsets, or your own; schemas/lag.py): also "
+                        "write partition_lag, group_lag and rejected_samples")
+    p.add_argument("--lag-conf", metavar="FILE",
+                   help="lag settings, Burrow's names (default: the packaged "
+                        "conf/lag.properties)")
+
+
+def lag_options(spark: SparkSession, args: argparse.Namespace) -> LagOptions | None:
+    """The lag options the arguments ask for, their samples table checked; None without."""
+    if not args.end_offsets:
+        if args.lag_conf:
+            raise UsageError("--lag-conf goes with --end-offsets")
+        return None
+    check_samples(spark, args.end_offsets)
+    return LagOptions(args.end_offsets, lag_config(args.lag_conf))
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:

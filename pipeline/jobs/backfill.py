@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pipeline.jobs._common import (
     JobParser,
     add_common_args,
+    add_lag_args,
     add_metastore_arg,
     cli,
     coordinator_config,
@@ -28,6 +29,7 @@ from pipeline.jobs._common import (
     event_time_arg,
     interval_arg,
     job_session,
+    lag_options,
     setup_logging,
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
@@ -52,6 +54,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         "for a three-part name ('' for none)")
     p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
                    help="as the stream's: timers run up to the latest event time minus this")
+    add_lag_args(p)
     add_metastore_arg(p)
     add_common_args(p)
     args = p.parse_args(argv)
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         replace=args.replace, config=coordinator_config(args.coordinator_conf))
     metastore = args.metastore or default_metastore(opts.warehouse)
     with job_session("backfill", args.profile, spark, metastore=metastore) as session:
+        opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):

@@ -40,6 +40,7 @@ from pipeline.jobs._common import (
 from pipeline.spark.catalog import (
     AS_OF,
     DEMO_QUERIES,
+    LAG_DEMO_QUERIES,
     as_of,
     bind_as_of,
     register_views,
@@ -76,7 +77,9 @@ def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFr
         return {f"{function}({timestamp_sql(args.as_of)})":
                 as_of(session, function, args.as_of, args.group) for function in AS_OF}
     if args.as_of is None:
-        queries = DEMO_QUERIES if args.demo else {"result": args.sql}
+        lag = session.catalog.tableExists("group_lag")
+        queries = ((DEMO_QUERIES | (LAG_DEMO_QUERIES if lag else {})) if args.demo
+                   else {"result": args.sql})
         return {title: session.sql(sql) for title, sql in queries.items()}
     bound = bind_as_of(session, args.as_of)
     try:

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pipeline.jobs._common import (
     JobParser,
     add_common_args,
+    add_lag_args,
     add_metastore_arg,
     cli,
     coordinator_config,
@@ -27,6 +28,7 @@ from pipeline.jobs._common import (
     default_metastore,
     interval_arg,
     job_session,
+    lag_options,
     positive_int,
     setup_logging,
     trigger_arg,
@@ -50,6 +52,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="how far event time may run back before timers fire")
     p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
                    help="read at most N files of the log per micro-batch (default: all)")
+    add_lag_args(p)
     add_metastore_arg(p)
     add_common_args(p)
     return p.parse_args(argv)
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
     )
     metastore = args.metastore or default_metastore(opts.warehouse)
     with job_session("replay", args.profile, spark, metastore=metastore) as session:
+        opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "replay"):

@@ -30,12 +30,14 @@ from pipeline.spark import paths
 from pipeline.spark.eventlog import packed_events, select_events
 from pipeline.spark.folding import FAILED, batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
+from pipeline.spark.lagflow import BackfillLag, LagOptions
 from pipeline.spark.parallel import run_all
 from pipeline.spark.paths import is_path
 from pipeline.spark.replay import delay_ms
 from pipeline.spark.sinks import ensure_tables, log_failed_groups, table_rows
 from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
 from schemas import OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
 
 log = logging.getLogger("backfill")
 APPEND_ONLY = "delta.appendOnly"
@@ -51,6 +53,7 @@ class BackfillOptions:
     watermark_delay: str = "10 minutes"
     replace: bool = False  # replace tables that already hold rows
     config: CoordinatorConfig | None = None
+    lag: LagOptions | None = None  # --end-offsets: write the lag tables too
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
@@ -93,7 +96,8 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     else:
         cut = None if max_ms is None else max_ms - delay_ms(opts.watermark_delay)
     filled = _filled_tables(spark, opts)
-    ensure_tables(spark, opts.warehouse, opts.database)
+    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
+    lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
     wire = folded_history(events, cfg, cut, seed=opts.until_ms is None).persist(
         StorageLevel.MEMORY_AND_DISK)
     try:
@@ -103,12 +107,20 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         log_failed_groups(wire, counts.get(FAILED, 0), "backfill")
         manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
                             watermark_ms=cut, max_event_time_ms=max_ms,
-                            groups=counts.get("group_state", 0))
+                            groups=counts.get("group_state", 0),
+                            samples=None if lag is None else lag.opts.end_offsets,
+                            samples_version=None if lag is None else lag.version)
         # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
                          _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
                          table in filled)
                  for table in OUTPUT_TABLES if table in filled or counts.get(table)])
+        if lag is not None:  # over the history tables just written
+            run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows, True,
+                             table in filled)
+                     for table, rows in lag.tables(spark, opts.warehouse, cut).items()])
+            if opts.until_ms is None:
+                lag.write_pending(opts.warehouse, cut)
         # Last, so a manifest exists only when every table was replaced.
         seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
         (seeds.write.format("delta").mode("overwrite")
@@ -116,6 +128,8 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
          .save(seed_path(opts.warehouse)))
     finally:
         wire.unpersist()
+        if lag is not None:
+            lag.release()
     log.info("backfill done: %s", manifest.to_json())
     return manifest
 
@@ -137,7 +151,8 @@ def folded_history(events: DataFrame, cfg: CoordinatorConfig, cut: int | None,
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:
     """The output tables that already hold rows; refused unless `replace` is asked for."""
-    filled = {t for t in OUTPUT_TABLES
+    tables = [*OUTPUT_TABLES, *(LAG_TABLES if opts.lag is not None else ())]
+    filled = {t for t in tables
               if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
               and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()}
     if filled and not opts.replace:

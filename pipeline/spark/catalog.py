@@ -34,6 +34,7 @@ from pipeline.spark.tables import APPEND_TABLES
 from pipeline.spark.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
 from schemas import METADATA_TABLES, OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
 
 
 def timestamp_sql(ms: int) -> str:
@@ -66,7 +67,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     group_state's members, one row each, with group_members_as_of's columns."""
     names = []
     topics = topic_names(spark, warehouse)
-    for table in (*OUTPUT_TABLES, *METADATA_TABLES):
+    for table in (*OUTPUT_TABLES, *LAG_TABLES, *METADATA_TABLES):
         path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
             df = spark.read.format("delta").load(path)
@@ -77,6 +78,9 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     if {"group_history", "offset_history", "rebalances", "group_transitions"} <= set(names):
         for sql in FUNCTIONS.values():
             spark.sql(sql)
+    if set(LAG_TABLES) <= set(names):
+        for sql in LAG_FUNCTIONS.values():
+            spark.sql(sql)
     if "group_state" in names:
         spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
     return names
@@ -85,7 +89,9 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)
 HISTORY_TIME = {table: "completed_at" if table == "rebalances" else "event_time"
-                for table in APPEND_TABLES}
+                for table in APPEND_TABLES} | {"partition_lag": "sampled_at",
+                                               "group_lag": "sampled_at",
+                                               "rejected_samples": "sampled_at"}
 
 
 def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
@@ -244,6 +250,45 @@ FUNCTIONS: dict[str, str] = {
 }
 
 
+# The lag tables' questions (registered when the warehouse has them: --end-offsets).
+LAG_FUNCTIONS: dict[str, str] = {
+    "lag_as_of": """
+        CREATE OR REPLACE TEMPORARY FUNCTION lag_as_of(at TIMESTAMP)
+        RETURNS TABLE (sampled_at TIMESTAMP, group_id STRING, topic STRING, partition INT,
+                       log_end_offset BIGINT, committed_offset BIGINT, offset_status STRING,
+                       lag BIGINT, lag_ms BIGINT, lag_ms_basis STRING, member_id STRING,
+                       client_id STRING, state STRING, generation_id INT, status STRING,
+                       rule STRING)
+        RETURN SELECT p.sampled_at, p.group_id, p.topic, p.partition, p.log_end_offset,
+                      p.committed_offset, p.offset_status, p.lag, p.lag_ms, p.lag_ms_basis,
+                      p.member_id, p.client_id, p.state, p.generation_id, p.status, p.rule
+        FROM partition_lag p
+        JOIN (SELECT group_id, max(sampled_at) AS newest FROM group_lag
+              WHERE sampled_at <= at GROUP BY group_id) g
+          ON p.group_id = g.group_id AND p.sampled_at = g.newest""",
+    "group_lag_between": """
+        CREATE OR REPLACE TEMPORARY FUNCTION group_lag_between(since TIMESTAMP, until TIMESTAMP)
+        RETURNS TABLE (group_id STRING, samples BIGINT, first_at TIMESTAMP, last_at TIMESTAMP,
+                       max_total_lag BIGINT, peak_at TIMESTAMP, max_lag_ms BIGINT,
+                       worst_status STRING, statuses MAP<STRING, BIGINT>,
+                       causes MAP<STRING, BIGINT>, main_cause STRING)
+        RETURN SELECT group_id, count(*), min(sampled_at), max(sampled_at), max(total_lag),
+                      max_by(sampled_at, total_lag), max(max_lag_ms),
+                      max_by(status, CASE status WHEN 'ERR' THEN 3 WHEN 'WARN' THEN 2
+                                                 WHEN 'OK' THEN 1 ELSE 0 END),
+                      map_from_entries(collect_list(CASE WHEN s = 1 THEN struct(status, ns) END)),
+                      map_from_entries(collect_list(CASE WHEN c = 1 AND cause IS NOT NULL
+                                                    THEN struct(cause, nc) END)),
+                      max_by(cause, CASE WHEN cause IS NULL OR cause = 'NONE' THEN 0 ELSE nc END)
+        FROM (SELECT *, count(*) OVER (PARTITION BY group_id, status) AS ns,
+                     row_number() OVER (PARTITION BY group_id, status ORDER BY sampled_at) AS s,
+                     count(*) OVER (PARTITION BY group_id, cause) AS nc,
+                     row_number() OVER (PARTITION BY group_id, cause ORDER BY sampled_at) AS c
+              FROM group_lag WHERE sampled_at >= since AND sampled_at < until)
+        GROUP BY group_id""",
+}
+
+
 DEMO_QUERIES: dict[str, str] = {
     "groups now": """
         SELECT group_id, state, generation_id, protocol, member_count, rebalance_count,
@@ -264,8 +309,20 @@ DEMO_QUERIES: dict[str, str] = {
 }
 
 
+# Asked by --demo when the warehouse has lag tables.
+LAG_DEMO_QUERIES: dict[str, str] = {
+    "groups furthest behind now, with the cause": """
+        SELECT group_id, sampled_at, state, total_lag, round(max_lag_ms / 1000) AS behind_s,
+               status, concat(worst_topic, '-', worst_partition) AS worst_partition,
+               cause, cause_detail, cause_since
+        FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY sampled_at DESC) AS k
+              FROM group_lag)
+        WHERE k = 1 ORDER BY max_lag_ms DESC NULLS LAST, total_lag DESC, group_id LIMIT 10""",
+}
+
+
 log = logging.getLogger("catalog")
-_TABLE_REF = re.compile(r"\b(FROM|JOIN)\s+(" + "|".join(OUTPUT_TABLES) + r")\b")
+_TABLE_REF = re.compile(r"\b(FROM|JOIN)\s+(" + "|".join([*OUTPUT_TABLES, *LAG_TABLES]) + r")\b")
 
 
 def quote_name(name: str) -> str:
@@ -276,16 +333,18 @@ def quote_name(name: str) -> str:
     return ".".join(f"`{p}`" for p in parts)
 
 
-def permanent_sql(database: str) -> dict[str, str]:
-    """FUNCTIONS and the group_members view as objects of `database`, reading its tables."""
+def permanent_sql(database: str, lag: bool = False) -> dict[str, str]:
+    """FUNCTIONS (with `lag`, LAG_FUNCTIONS too) and the group_members view as objects of
+    `database`, reading its tables."""
     db = quote_name(database)
 
     def qualified(sql: str) -> str:
         return _TABLE_REF.sub(lambda m: f"{m[1]} {db}.`{m[2]}`", sql)
 
+    functions = FUNCTIONS | (LAG_FUNCTIONS if lag else {})
     made = {name: qualified(sql.replace("CREATE OR REPLACE TEMPORARY FUNCTION ",
                                         f"CREATE OR REPLACE FUNCTION {db}.", 1))
-            for name, sql in FUNCTIONS.items()}
+            for name, sql in functions.items()}
     made["group_members"] = f"CREATE OR REPLACE VIEW {db}.`group_members` AS {qualified(MEMBERS_NOW)}"
     return made
 
@@ -295,13 +354,13 @@ def persistent_catalog(spark: SparkSession, database: str) -> bool:
     return "." in database or spark.conf.get("spark.sql.catalogImplementation") == "hive"
 
 
-def register_permanent(spark: SparkSession, database: str) -> list[str]:
+def register_permanent(spark: SparkSession, database: str, lag: bool = False) -> list[str]:
     """Create (or replace) the functions and view in `database`, whose output tables are
-    registered; returns the names made. A catalog that keeps no SQL functions or views
-    refuses with an AnalysisException: that is logged, and `register_views` still defines
-    them in any one session."""
+    registered (with `lag`, the lag tables too); returns the names made. A catalog that
+    keeps no SQL functions or views refuses with an AnalysisException: that is logged, and
+    `register_views` still defines them in any one session."""
     made = []
-    for name, sql in permanent_sql(database).items():
+    for name, sql in permanent_sql(database, lag).items():
         try:
             spark.sql(sql)
         except AnalysisException as exc:
@@ -322,7 +381,7 @@ def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
     when they are there. A table whose columns are not this version's is left alone.
     Returns the tables changed."""
     changed = []
-    for table, columns in OUTPUT_TABLES.items():
+    for table, columns in (OUTPUT_TABLES | LAG_TABLES).items():
         path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue

@@ -31,6 +31,8 @@ class Manifest:
     watermark_ms: int | None
     max_event_time_ms: int | None
     groups: int
+    samples: str | None = None  # --end-offsets, when the backfill wrote lag
+    samples_version: int | None = None  # its Delta version read; later samples are pending
 
     @property
     def streamable(self) -> bool:

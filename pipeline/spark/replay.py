@@ -32,6 +32,13 @@ from pipeline.spark.convert import PREFER_INT_EXTENSION
 from pipeline.spark.eventlog import packed_events, select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
+from pipeline.spark.lagflow import (
+    LagOptions,
+    StreamLag,
+    check_lag_checkpoint,
+    ensure_pending,
+    sample_stream,
+)
 from pipeline.spark.paths import is_path
 from pipeline.spark.sinks import BatchWriter, ensure_tables
 from pipeline.spark.tables import SEED, STATE_SCHEMA, wire_schema
@@ -58,6 +65,7 @@ class ReplayOptions:
     max_files_per_trigger: int | None = None
     config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     app_id: str | None = None
+    lag: LagOptions | None = None  # --end-offsets: the samples stream and the lag tables
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
@@ -106,6 +114,13 @@ def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
     if manifest.events != opts.events:
         raise UsageError(f"{opts.warehouse} was backfilled from {manifest.events}, "
                          f"not from {opts.events}")
+    samples = None if opts.lag is None else opts.lag.end_offsets
+    if manifest.samples is not None and samples is not None and manifest.samples != samples:
+        raise UsageError(f"{opts.warehouse} was backfilled with --end-offsets "
+                         f"{manifest.samples}, not {samples}")
+    if manifest.samples is not None and samples is None:
+        log.warning("%s was backfilled with --end-offsets %s; without it the stream leaves "
+                    "the lag tables as the backfill wrote them", opts.warehouse, manifest.samples)
 
 
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
@@ -160,10 +175,18 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     # Nullable integer columns in the fold's pandas frames: without it an int64 column with
     # a null arrives as float64, and an offset past 2^53 is no longer itself.
     spark.conf.set(PREFER_INT_EXTENSION, "true")
-    ensure_tables(spark, opts.warehouse, opts.database)
+    check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
+    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
-    stream = (folded_stream(read_events(spark, opts), opts).writeStream
+    wire = folded_stream(read_events(spark, opts), opts)
+    if opts.lag is not None:
+        ensure_pending(spark, opts.warehouse)
+        manifest = read_manifest(spark, opts.warehouse)
+        wire = wire.unionByName(sample_stream(
+            spark, opts.lag, None if manifest is None else manifest.samples_version))
+        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint)
+    stream = (wire.writeStream
               .outputMode("append").foreachBatch(writer)
               .option("checkpointLocation", opts.checkpoint)
               .queryName("consumer-group-replay"))

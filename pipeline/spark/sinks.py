@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -48,9 +49,18 @@ from pipeline.spark.catalog import (
     register_permanent,
 )
 from pipeline.spark.folding import FAILED
+from pipeline.spark.lagflow import StreamLag
 from pipeline.spark.parallel import WRITERS, run_all
-from pipeline.spark.tables import APPEND_TABLES, WIRE_ROW, holds, row_schema, table_schema
+from pipeline.spark.tables import (
+    APPEND_TABLES,
+    SAMPLE_WIRE,
+    WIRE_ROW,
+    holds,
+    row_schema,
+    table_schema,
+)
 from schemas import OUTPUT_TABLES, TABLE_KEYS
+from schemas.lag import LAG_TABLES
 
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -127,21 +137,23 @@ def _on_keys(table: str) -> str:
     return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
 
 
-def ensure_tables(spark: SparkSession, warehouse: str, database: str | None) -> None:
+def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
+                  lag: bool = False) -> None:
     """Create every output table (empty) if missing, and register it in the catalog:
     `database` is a schema of the session catalog, or `catalog.schema`; in a persistent
     catalog the as-of and rebalance functions and the group_members view go there too, and
-    the columns get their docs as comments."""
+    the columns get their docs as comments. With `lag`, the lag tables too."""
     if database:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
+    tables = [*OUTPUT_TABLES, *(LAG_TABLES if lag else ())]
     run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
-             for table in OUTPUT_TABLES])
+             for table in tables])
     # Functions, views and comments are for other processes: only in a persistent catalog
     # (Hive's, or a catalog.schema such as Unity Catalog's); the in-memory one gets
     # register_views' own, and tests' tables stay as the fold writes them.
     if database and persistent_catalog(spark, database):
         comment_columns(spark, warehouse)
-        register_permanent(spark, database)
+        register_permanent(spark, database, lag)
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
@@ -149,7 +161,7 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
         builder = (DeltaTable.createIfNotExists(spark).location(path)
                    .addColumns(table_schema(table))
                    .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL)))
-        if table in APPEND_TABLES:
+        if table in APPEND_TABLES or table in LAG_TABLES:
             builder = builder.property("delta.appendOnly", "true")
         builder.execute()
     if database:
@@ -205,6 +217,7 @@ class BatchWriter:
     # raised (its commit may or may not be in): the table's history answers then.
     marks: dict[str, int] = field(default_factory=dict)
     writers: int = WRITERS  # tables written side by side
+    lag: StreamLag | None = None  # with --end-offsets: the lag tables, after the others
 
     def path(self, table: str) -> str:
         return paths.join(self.warehouse, table)
@@ -219,23 +232,19 @@ class BatchWriter:
             folded = time.monotonic()
             log_failed_groups(wire, counts.get(FAILED, 0), f"batch {batch_id}")
             spark = wire.sparkSession
-            tables = [t for t in OUTPUT_TABLES if counts.get(t)]
-            unmarked: list[str] = []  # no mark of this app yet: Delta's pair decides
             # Every commit of the batch carries its mark (the MERGEs take it from the session).
             spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
             try:
-                run_all([partial(self._write_once, wire, t, batch_id, counts[t], unmarked,
-                                 seconds) for t in tables], self.writers)
-                if unmarked:
-                    spark.conf.set(TXN_APP_ID, self.app_id)
-                    spark.conf.set(TXN_VERSION, str(batch_id))
+                self._write_phase(spark, batch_id, {
+                    t: partial(self._commit, wire, t, counts[t])
+                    for t in OUTPUT_TABLES if counts.get(t)}, seconds)
+                if self.lag is not None:  # over the history tables as this batch left them
+                    new = table_rows(wire, SAMPLE_WIRE) if counts.get(SAMPLE_WIRE) else None
                     try:
-                        for table in sorted(unmarked, key=tables.index):
-                            self._write(wire, table, counts[table], seconds)
-                            self.marks[table] = batch_id
+                        for phase in self.lag.writes(spark, new, batch_id):
+                            self._write_phase(spark, batch_id, phase, seconds)
                     finally:
-                        spark.conf.unset(TXN_APP_ID)
-                        spark.conf.unset(TXN_VERSION)
+                        self.lag.release()
             finally:
                 spark.conf.unset(COMMIT_METADATA)
         finally:
@@ -251,23 +260,41 @@ class BatchWriter:
         while len(self.progress) > PROGRESS_KEPT:
             del self.progress[next(iter(self.progress))]
 
-    def _write_once(self, wire: DataFrame, table: str, batch_id: int, count: int,
-                    unmarked: list[str], seconds: dict[str, float]) -> None:
+    def _write_phase(self, spark: SparkSession, batch_id: int,
+                     commits: dict[str, Callable[[], None]], seconds: dict[str, float]) -> None:
+        """Commit each table's write of the batch unless the table holds it already, side by
+        side; a table without a mark of this app yet is written after the others, one by
+        one, under Delta's own pair."""
+        unmarked: list[str] = []
+        run_all([partial(self._write_once, spark, t, commit, batch_id, unmarked, seconds)
+                 for t, commit in commits.items()], self.writers)
+        if unmarked:
+            spark.conf.set(TXN_APP_ID, self.app_id)
+            spark.conf.set(TXN_VERSION, str(batch_id))
+            try:
+                for table in sorted(unmarked, key=list(commits).index):
+                    self._write(table, commits[table], seconds)
+                    self.marks[table] = batch_id
+            finally:
+                spark.conf.unset(TXN_APP_ID)
+                spark.conf.unset(TXN_VERSION)
+
+    def _write_once(self, spark: SparkSession, table: str, commit: Callable[[], None],
+                    batch_id: int, unmarked: list[str], seconds: dict[str, float]) -> None:
         """Write `table` unless its marks say this batch is in it; a table without a mark of
         this app is left in `unmarked` for a write under Delta's own pair."""
         last = self.marks.get(table)
         if last is None:
-            last = last_batch(wire.sparkSession, self.path(table), self.app_id)
+            last = last_batch(spark, self.path(table), self.app_id)
         if last is None:
             unmarked.append(table)
         elif last < batch_id:
-            self._write(wire, table, count, seconds)
+            self._write(table, commit, seconds)
             self.marks[table] = batch_id
 
-    def _write(self, wire: DataFrame, table: str, count: int,
-               seconds: dict[str, float]) -> None:
+    def _write(self, table: str, commit: Callable[[], None], seconds: dict[str, float]) -> None:
         start = time.monotonic()
-        self._commit(wire, table, count)
+        commit()
         seconds[table] = time.monotonic() - start
 
     def _commit(self, wire: DataFrame, table: str, count: int) -> None:

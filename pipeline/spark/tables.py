@@ -25,14 +25,16 @@ from pyspark.sql.types import (
 
 from pipeline.fold.tables import DELETED, FAILED, SEED_TABLE, STATE
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
+from schemas.lag import LAG_TABLES, LOG_END_OFFSETS
 
 APPEND_TABLES = ("group_transitions", "rebalances", "offset_history", "rejected_events",
                  "error_responses", "group_history")
 STATE_SCHEMA = "state binary"
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
 WIRE_ROW = "_row"  # the wire's column holding a row as JSON
+SAMPLE_WIRE = "_sample"  # an end-offset sample, the stream's second source (lagflow.py)
 # SEED_TABLE (pipeline.fold.tables) is the wire's tag and the folder under the warehouse.
-__all__ = ["APPEND_TABLES", "EXTRA_COLUMNS", "SEED", "SEED_TABLE", "STATE_SCHEMA",
+__all__ = ["APPEND_TABLES", "EXTRA_COLUMNS", "SAMPLE_WIRE", "SEED", "SEED_TABLE", "STATE_SCHEMA",
            "WIRE_ROW", "event_schema", "holds", "row_schema", "table_schema", "wire_schema"]
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
@@ -63,7 +65,7 @@ def event_schema() -> StructType:
 
 @cache
 def table_schema(table: str) -> StructType:
-    return _struct(OUTPUT_TABLES[table])
+    return _struct(OUTPUT_TABLES[table] if table in OUTPUT_TABLES else LAG_TABLES[table])
 
 
 @cache
@@ -82,5 +84,7 @@ def row_schema(table: str) -> StructType:
     if table == FAILED:
         return StructType([StructField("group_id", StringType()),
                            StructField("reason", StringType())])
+    if table == SAMPLE_WIRE:
+        return _struct(LOG_END_OFFSETS)
     extra = [StructField(name, BooleanType()) for name in EXTRA_COLUMNS.get(table, ())]
     return StructType([*table_schema(table).fields, *extra])

@@ -5,6 +5,8 @@ streaming replay and the batch backfill."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +15,17 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.tables import DELETED, Tables, replay_group
+from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.convert import wire_checks, wire_frame
+from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
+from pipeline.spark.samples import read_samples
 from pipeline.spark.sinks import table_rows
 from pipeline.spark.tables import wire_schema
 from schemas import OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
+from tests.lag.oracle import lag_tables
 
 CONFIG = CoordinatorConfig()
 DELAY = "10 minutes"
@@ -42,21 +49,23 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
 
 
 def streaming_tables(spark: SparkSession, events_path: str, root: Path,
-                     max_files: int | None = None) -> dict[str, DataFrame]:
+                     max_files: int | None = None, delay: str = DELAY,
+                     lag: LagOptions | None = None) -> dict[str, DataFrame]:
     warehouse = root / "warehouse"
     run_replay(spark, ReplayOptions(
         events=events_path, warehouse=str(warehouse), checkpoint=str(root / "checkpoint"),
-        database=None, watermark_delay=DELAY, max_files_per_trigger=max_files, config=CONFIG))
-    return read_tables(spark, warehouse)
+        database=None, watermark_delay=delay, max_files_per_trigger=max_files, config=CONFIG,
+        lag=lag))
+    return read_tables(spark, warehouse, lag is not None)
 
 
-def backfill_tables(spark: SparkSession, events_path: str, root: Path,
+def backfill_tables(spark: SparkSession, events_path: str, root: Path, delay: str = DELAY,
                     **options: Any) -> dict[str, DataFrame]:
     warehouse = root / "warehouse"
     run_backfill(spark, BackfillOptions(events=events_path, warehouse=str(warehouse),
-                                        database=None, watermark_delay=DELAY, config=CONFIG,
+                                        database=None, watermark_delay=delay, config=CONFIG,
                                         **options))
-    return read_tables(spark, warehouse)
+    return read_tables(spark, warehouse, options.get("lag") is not None)
 
 
 def table_versions(spark: SparkSession, warehouse: Path) -> dict[str, int]:
@@ -65,15 +74,18 @@ def table_versions(spark: SparkSession, warehouse: Path) -> dict[str, int]:
             for t in OUTPUT_TABLES}
 
 
-def read_tables(spark: SparkSession, warehouse: Path) -> dict[str, DataFrame]:
-    return {t: spark.read.format("delta").load(str(warehouse / t)) for t in OUTPUT_TABLES}
+def read_tables(spark: SparkSession, warehouse: Path, lag: bool = False) -> dict[str, DataFrame]:
+    """The warehouse's output tables (with `lag`, its lag tables too)."""
+    return {t: spark.read.format("delta").load(str(warehouse / t))
+            for t in (*OUTPUT_TABLES, *(LAG_TABLES if lag else ()))}
 
 
-def assert_same_tables(actual: dict[str, DataFrame], expected: dict[str, DataFrame]) -> None:
+def assert_same_tables(actual: dict[str, DataFrame], expected: dict[str, DataFrame],
+                       tables: Iterable[str] = OUTPUT_TABLES) -> None:
     """Whole tables equal: the same columns and types (nullability aside) and the same rows in
     any order. One collect a side: chispa's `assert_df_equality` (ignoring row order) and the
     counts before it ran four jobs a table, two of them sorts."""
-    for table in OUTPUT_TABLES:
+    for table in tables:
         a, e = actual[table], expected[table]
         columns = sorted(e.columns)
         assert _types(a, columns) == _types(e, columns), (
@@ -91,3 +103,54 @@ def assert_same_tables(actual: dict[str, DataFrame], expected: dict[str, DataFra
 def _types(df: DataFrame, columns: list[str]) -> list[tuple[str, str]]:
     fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     return [(c, fields.get(c, "absent")) for c in columns]
+
+
+# ---- the lag tables against the oracle (tests/lag/oracle.py) ----
+
+def time_ms(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, list):
+        return [time_ms(v) for v in value]
+    if hasattr(value, "asDict"):
+        return {k: time_ms(v) for k, v in value.asDict(recursive=False).items()}
+    return value
+
+
+def rows(df: DataFrame, time: str | None = None) -> list[dict[str, Any]]:
+    """Collected rows, every time in epoch ms; `time` also copied to `t` (the oracle's)."""
+    out = []
+    for r in df.collect():
+        d = {k: time_ms(v) for k, v in r.asDict(recursive=False).items()}
+        if time is not None:
+            d["t"] = d[time]
+        out.append(d)
+    return out
+
+
+def compare(actual: list[dict[str, Any]], expected: list[dict[str, Any]], what: str) -> None:
+    columns = sorted(c for c in actual[0] if c not in ("sampled_at", "t")) + ["t"]
+    got = Counter(tuple(r[c] for c in columns) for r in actual)
+    want = Counter(tuple(r[c] for c in columns) for r in expected)
+    extra, missing = sorted((got - want).elements(), key=repr), sorted((want - got).elements(), key=repr)
+    assert not extra and not missing, (
+        f"{what}: {sum(got.values())} rows, expected {sum(want.values())}; columns {columns}"
+        f"\nunexpected {extra[:3]}\nmissing {missing[:3]}")
+
+
+def assert_oracle_agrees(spark: SparkSession, warehouse: Path, samples_path: str, cut: int,
+                         cfg: LagConfig) -> list[dict[str, Any]]:
+    """The warehouse's lag tables equal the oracle's over its history tables, for every good
+    sample taken before `cut`; returns the partition_lag rows."""
+    def table(name: str) -> DataFrame:
+        return spark.read.format("delta").load(str(warehouse / name))
+
+    good = read_samples(spark, samples_path).where("reason IS NULL")
+    want_parts, want_groups = lag_tables(
+        [s for s in rows(good, "sampled_at") if s["t"] < cut],
+        rows(table("offset_history"), "event_time"), rows(table("group_history"), "event_time"),
+        rows(table("group_transitions"), "event_time"), rows(table("rebalances")), cfg)
+    parts = rows(table("partition_lag"), "sampled_at")
+    compare(parts, want_parts, "partition_lag")
+    compare(rows(table("group_lag"), "sampled_at"), want_groups, "group_lag")
+    return parts

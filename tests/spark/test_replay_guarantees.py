@@ -16,14 +16,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold import Event
-from pipeline.generator import LogSpec, generate
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
+from pipeline.lag import LagConfig
 from pipeline.spark.backfill import folded_history
 from pipeline.spark.eventlog import select_events, write_event_log
+from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.replay import delay_ms
+from pipeline.spark.samples import write_samples
 from pipeline.spark.sinks import BatchWriter, ensure_tables, table_rows
 from schemas import OUTPUT_TABLES
 from tests.spark.backends import (
     CONFIG,
-    DELAY,
+    assert_oracle_agrees,
     assert_same_tables,
     pure_tables,
     streaming_tables,
@@ -34,9 +38,12 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 
+SPEC = LogSpec(groups=10, events=3000, seed=23, bad_rows=0.02)
+
+
 @pytest.fixture(scope="module")
 def log(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Event]]:
-    events = generate(LogSpec(groups=10, events=3000, seed=23, bad_rows=0.02))
+    events = generate(SPEC)
     path = str(tmp_path_factory.mktemp("log") / "events")
     write_event_log(spark, events, path, commits=6)
     return path, events
@@ -63,11 +70,18 @@ def _in_flight(checkpoint: Path) -> bool:
 
 def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
         spark: SparkSession, tmp_path: Path, log: tuple[str, list[Event]]) -> None:
+    """With the lag tables too: the samples arrive in three commits beside the log's six, and
+    a delay short enough for most of them to be passed by the watermark."""
     path, events = log
     checkpoint, warehouse = tmp_path / "checkpoint", tmp_path / "warehouse"
+    samples, delay = str(tmp_path / "samples"), "20 seconds"
+    taken = end_offset_samples(SPEC, last_event_ms(events))
+    for i in range(3):
+        write_samples(spark, taken[i::3], samples)
     cmd = [sys.executable, str(ROOT / "jobs" / "replay.py"), "--events", path,
            "--warehouse", str(warehouse), "--checkpoint", str(checkpoint), "--database", "",
-           "--max-files-per-trigger", "1", "--watermark-delay", DELAY, "--profile", "test"]
+           "--max-files-per-trigger", "1", "--watermark-delay", delay, "--profile", "test",
+           "--end-offsets", samples]
     victim = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while victim.poll() is None and not _in_flight(checkpoint):
@@ -79,8 +93,11 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
     finally:
         if victim.poll() is None:
             victim.kill()
-    resumed = streaming_tables(spark, path, tmp_path)  # same checkpoint, same warehouse
-    assert_same_tables(resumed, pure_tables(spark, events))
+    # Same checkpoint, same warehouse.
+    resumed = streaming_tables(spark, path, tmp_path, delay=delay, lag=LagOptions(samples))
+    cut = last_event_ms(events) - delay_ms(delay)
+    assert_same_tables(resumed, pure_tables(spark, events, watermark=cut))
+    assert len(assert_oracle_agrees(spark, warehouse, samples, cut, LagConfig())) > 50
 
 
 def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_deltas_check(

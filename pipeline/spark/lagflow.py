@@ -1,0 +1,254 @@
+"""How replay and backfill feed the lag step (`pipeline.spark.lag`) with end-offset samples.
+
+Backfill: the samples table is read at one version; every sample taken before the cut (the
+watermark a stream over the same log would stand at) gets its rows, each lag table is
+replaced in one commit, and the later samples are left in `<warehouse>/_lag_pending` with the
+version in the hand-off manifest, for a stream to continue from.
+
+Stream: the samples table is a second streaming source of the replay, unioned after the fold
+as wire rows tagged `_sample`, so Spark's checkpoint delivers each sample once. A sample's
+rows are written once the replay's event-time watermark has passed `sampled_at`, so a
+commit that reaches the log late (but inside the watermark delay) is not missed: until
+then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
+table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
+pending and new samples the watermark has passed, computes their rows over the warehouse's
+history tables (which hold the batch's own rows by then) and the samples table at that
+version, then rewrites the pending set. A sample arriving after the watermark passed it is
+used at once. Every write carries the batch's mark (`sinks.BatchWriter`), pending last, so
+a batch run again after a crash computes the same rows and skips what it had written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from delta.tables import DeltaTable
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
+
+from pipeline.errors import UsageError
+from pipeline.lag import LagConfig
+from pipeline.spark import paths
+from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
+from pipeline.spark.samples import REASON, read_samples, samples_schema, select_samples
+from pipeline.spark.tables import SAMPLE_WIRE, WIRE_ROW
+from schemas.lag import LAG_TABLES, SAMPLE_KEY
+
+log = logging.getLogger(__name__)
+PENDING = "_lag_pending"  # samples delivered whose rows wait for the watermark
+
+
+@dataclass(frozen=True)
+class LagOptions:
+    """`--end-offsets` and the lag settings."""
+
+    end_offsets: str
+    config: LagConfig = field(default_factory=LagConfig)
+
+    def __post_init__(self) -> None:
+        if paths.is_path(self.end_offsets):
+            object.__setattr__(self, "end_offsets", paths.qualify(self.end_offsets))
+
+
+def pending_path(warehouse: str) -> str:
+    return paths.join(warehouse, PENDING)
+
+
+def ensure_pending(spark: SparkSession, warehouse: str) -> None:
+    path = pending_path(warehouse)
+    if not DeltaTable.isDeltaTable(spark, path):
+        DeltaTable.createIfNotExists(spark).location(path).addColumns(samples_schema()).execute()
+
+
+def table_id(spark: SparkSession, source: str) -> str:
+    """The Delta table's id (what the streaming source records as its reservoirId)."""
+    table = (DeltaTable.forPath(spark, source) if paths.is_path(source)
+             else DeltaTable.forName(spark, source))
+    row = table.detail().select("id").first()
+    assert row is not None
+    return str(row[0])
+
+
+def latest_version(spark: SparkSession, source: str) -> int:
+    table = (DeltaTable.forPath(spark, source) if paths.is_path(source)
+             else DeltaTable.forName(spark, source))
+    row = table.history(1).select("version").first()
+    assert row is not None
+    return int(row[0])
+
+
+def sample_wire(samples: DataFrame) -> DataFrame:
+    """Sample rows as wire rows (`_table`, `_row`: the sample as JSON, times in epoch ms), the
+    form `sinks.table_rows` parses back; the samples' own columns, whatever the table has
+    beyond them."""
+    typed = select_samples(samples).drop(REASON)
+    values = [F.unix_millis(F.col(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
+              else F.col(f.name) for f in samples_schema().fields]
+    return typed.select(F.lit(SAMPLE_WIRE).alias("_table"),
+                        F.to_json(F.struct(*values)).alias(WIRE_ROW))
+
+
+def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
+    """The samples table as a stream of wire rows, from the version after `after_version`
+    (a backfill's) or from its beginning."""
+    reader = spark.readStream.format("delta")
+    if after_version is not None:
+        reader = reader.option("startingVersion", after_version + 1)
+    source = opts.end_offsets
+    df = reader.load(source) if paths.is_path(source) else reader.table(source)
+    return sample_wire(df)
+
+
+def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int) -> tuple[int, list[dict]]:
+    """The event-time watermark batch `batch_id` ran with and its sources' end offsets, from
+    the checkpoint's offset log (`offsets/<batch>`: a version line, the batch's metadata,
+    then one line per source, `-` for a source without an offset yet)."""
+    text = paths.read_text(spark, paths.join(checkpoint, "offsets", str(batch_id)))
+    if text is None:
+        raise RuntimeError(f"no offset log for batch {batch_id} under {checkpoint}")
+    lines = text.splitlines()
+    meta = json.loads(lines[1])
+    sources = [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+    return int(meta.get("batchWatermarkMs", 0)), sources
+
+
+def read_version(sources: list[dict], reservoir_id: str) -> int | None:
+    """The samples table's version a batch had read up to (a Delta source's offset names the
+    next file: `index` -1 means nothing of `reservoirVersion` yet)."""
+    for s in sources:
+        if s.get("reservoirId") == reservoir_id:
+            version = int(s["reservoirVersion"])
+            return version - 1 if int(s.get("index", -1)) < 0 and not s.get("isStartingVersion") \
+                else version
+    return None
+
+
+Writes = dict[str, Callable[[], None]]
+
+
+@dataclass
+class StreamLag:
+    """The lag phase of each micro-batch (called by `sinks.BatchWriter`)."""
+
+    opts: LagOptions
+    warehouse: str
+    checkpoint: str
+    _id: str | None = None
+    _persisted: list[DataFrame] = field(default_factory=list)
+
+    def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int
+               ) -> tuple[Writes, Writes]:
+        """(the lag tables' appends, then the pending set's rewrite) for batch `batch_id`;
+        `new`: the batch's sample rows, parsed (None when it has none)."""
+        if self._id is None:
+            self._id = table_id(spark, self.opts.end_offsets)
+        watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
+        version = read_version(sources, self._id)
+        pending = spark.read.format("delta").load(pending_path(self.warehouse))
+        checked = select_samples(new) if new is not None else None
+        candidates = pending if checked is None else pending.unionByName(
+            checked.where(F.col(REASON).isNull()).drop(REASON))
+        candidates = self._keep(candidates.dropDuplicates(list(SAMPLE_KEY)))
+        passed = F.unix_millis(F.col("sampled_at")) < F.lit(watermark)
+        ready = candidates.where(passed)
+        first: Writes = {}
+        if ready.limit(1).count():
+            known = candidates if version is None else read_samples(
+                spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
+            history = History.read(spark, self.warehouse, known.unionByName(candidates))
+            rows = self._keep(partition_rows(ready, history, self.opts.config))
+            first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
+            first["group_lag"] = self._append(group_lag(rows, history, self.opts.config), "group_lag")
+        if checked is not None:
+            rejected = self._keep(checked.where(F.col(REASON).isNotNull()))
+            if rejected.limit(1).count():
+                first["rejected_samples"] = self._append(rejected, "rejected_samples")
+        then: Writes = {}
+        if first or new is not None:  # the pending set changed
+            then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
+                                     .mode("overwrite").save(pending_path(self.warehouse)))
+        return first, then
+
+    def _keep(self, df: DataFrame) -> DataFrame:
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(kept)
+        return kept
+
+    def _append(self, df: DataFrame, table: str) -> Callable[[], None]:
+        path = paths.join(self.warehouse, table)
+        return lambda: df.write.format("delta").mode("append").save(path)
+
+    def release(self) -> None:
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
+
+
+def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> None:
+    """A checkpoint keeps its sources: one started without --end-offsets cannot take the
+    samples stream later, nor one started with it lose it (Spark refuses a changed source
+    list); say so before Spark fails on it."""
+    text = paths.read_text(spark, paths.join(checkpoint, "offsets", "0"))
+    if text is None:
+        return
+    had = len(text.splitlines()) - 2 >= 3  # events, the backfill's seeds, the samples
+    if had != lag:
+        raise UsageError(
+            f"--checkpoint {checkpoint} was started {'with' if had else 'without'} "
+            f"--end-offsets; a checkpoint keeps its sources: run it "
+            f"{'with' if had else 'without'} them, or start a new --checkpoint")
+
+
+LAG_APPEND_TABLES = tuple(LAG_TABLES)
+
+
+@dataclass
+class BackfillLag:
+    """The lag tables of a backfill: its samples read at one version, rows for those taken
+    before the cut, the rest pending for a stream."""
+
+    opts: LagOptions
+    version: int
+    checked: DataFrame  # every sample of that version, `reason` set on a malformed one
+
+    @classmethod
+    def read(cls, spark: SparkSession, opts: LagOptions) -> BackfillLag:
+        version = latest_version(spark, opts.end_offsets)
+        checked = read_samples(spark, opts.end_offsets, version).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        return cls(opts, version, checked)
+
+    def good(self) -> DataFrame:
+        return self.checked.where(F.col(REASON).isNull()).drop(REASON)
+
+    def passed(self, cut: int | None) -> F.Column:
+        if cut is None:
+            return F.lit(False)
+        return F.unix_millis(F.col("sampled_at")) < F.lit(cut)
+
+    def tables(self, spark: SparkSession, warehouse: str, cut: int | None) -> dict[str, DataFrame]:
+        """Each lag table's rows, over the history tables the backfill has just written."""
+        good = self.good()
+        history = History.read(spark, warehouse, good)
+        rows = partition_rows(good.where(self.passed(cut)), history,
+                              self.opts.config).persist(StorageLevel.MEMORY_AND_DISK)
+        self._rows = rows
+        return {"partition_lag": partition_lag(rows),
+                "group_lag": group_lag(rows, history, self.opts.config),
+                "rejected_samples": self.checked.where(F.col(REASON).isNotNull())}
+
+    def write_pending(self, warehouse: str, cut: int | None) -> None:
+        """The samples no row was written for yet: where a stream continues."""
+        (self.good().where(~self.passed(cut)).write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").save(pending_path(warehouse)))
+
+    def release(self) -> None:
+        self.checked.unpersist()
+        rows = getattr(self, "_rows", None)
+        if rows is not None:
+            rows.unpersist()

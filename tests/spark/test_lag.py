@@ -1,0 +1,135 @@
+"""The lag tables through Spark: the backfill's equal the oracle's (the rules computed the slow,
+obvious way in `tests/lag/oracle.py`), the stream's equal the backfill's whatever the
+micro-batches, a stream continues a backfill's lag where it stopped, and a sample arriving
+after the watermark passed it is still used, once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.fold import Event
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
+from pipeline.lag import LagConfig
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.handoff import read_manifest
+from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.replay import delay_ms
+from pipeline.spark.samples import write_samples
+from schemas.lag import LAG_KEYS, LAG_TABLES
+from tests.spark.backends import (
+    assert_oracle_agrees,
+    assert_same_tables,
+    backfill_tables,
+    streaming_tables,
+    time_ms,
+)
+
+pytestmark = pytest.mark.spark
+DELAY = "20 seconds"
+MALFORMED = [{"topic": None, "partition": 0, "log_end_offset": 5, "sampled_at": 1_700_000_030_000},
+             {"topic": "topic-0", "partition": -1, "log_end_offset": 5,
+              "sampled_at": 1_700_000_030_000}]
+
+
+@dataclass
+class Lagged:
+    events: list[list[Event]]  # the log's three commits
+    sample_rounds: list[list[dict[str, Any]]]  # the samples' three
+    log: str
+    samples: str
+    cut: int  # where the stream's final watermark stands: samples before it have rows
+    backfilled: dict[str, DataFrame]
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def lagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lagged:
+    """An offsets-topic log (bad rows included) in three commits, its producers' samples in
+    three commits plus two malformed ones, and its backfill with lag."""
+    root = tmp_path_factory.mktemp("lag")
+    spec = LogSpec(groups=10, events=4000, seed=23, log_kind="offsets-topic", bad_rows=0.02)
+    events = generate(spec)
+    log, samples_path = str(root / "events"), str(root / "samples")
+    size = -(-len(events) // 3)
+    commits = [events[i:i + size] for i in range(0, len(events), size)]
+    for i, chunk in enumerate(commits):
+        write_event_log(spark, chunk, log, mode="overwrite" if i == 0 else "append")
+    samples = end_offset_samples(spec, last_event_ms(events))
+    third = len(samples) // 3
+    rounds = [samples[:third], samples[third:2 * third] + MALFORMED, samples[2 * third:]]
+    for chunk in rounds:
+        write_samples(spark, chunk, samples_path)
+    cut = last_event_ms(events) - delay_ms(DELAY)
+    backfilled = backfill_tables(spark, log, root / "backfill", delay=DELAY,
+                                 lag=LagOptions(samples_path))
+    return Lagged(commits, rounds, log, samples_path, cut, backfilled, root)
+
+
+def test_the_backfill_writes_what_the_rules_say_for_every_sample_before_the_watermark(
+        spark: SparkSession, lagged: Lagged) -> None:
+    parts = assert_oracle_agrees(spark, lagged.root / "backfill" / "warehouse", lagged.samples,
+                                 lagged.cut, LagConfig())
+    statuses = Counter((r["offset_status"], r["status"]) for r in parts)
+    assert statuses[("COMMITTED", "OK")] > 0 and statuses[("COMMITTED", "WARN")] > 0
+    assert {r["lag_ms_basis"] for r in parts} >= {"CAUGHT_UP", "INTERPOLATED"}
+    assert all(r["t"] < lagged.cut for r in parts)
+    rejected = lagged.backfilled["rejected_samples"].select("reason").collect()
+    assert sorted(r[0] for r in rejected) == ["MALFORMED: partition must not be negative",
+                                             "MALFORMED: topic is null"]
+    causes = {r[0] for r in lagged.backfilled["group_lag"].select("cause").collect()}
+    assert "REBALANCE" in causes
+
+
+def test_the_stream_writes_the_backfills_lag_one_file_a_batch(
+        spark: SparkSession, tmp_path: Path, lagged: Lagged) -> None:
+    streamed = streaming_tables(spark, lagged.log, tmp_path, max_files=1, delay=DELAY,
+                                lag=LagOptions(lagged.samples))
+    assert_same_tables(streamed, lagged.backfilled, LAG_TABLES)
+    assert streamed["partition_lag"].count() > 100
+
+
+def _keys(table: DataFrame, name: str) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r) for r in table.select(*LAG_KEYS[name]).collect())
+
+
+def test_a_stream_continues_a_backfills_lag_and_takes_a_late_sample_once(
+        spark: SparkSession, tmp_path: Path, lagged: Lagged) -> None:
+    """The backfill reads the log's first commit and the samples' first; the stream takes the
+    rest from there on a new checkpoint (the backfill's pending samples first): together the
+    same lag as one backfill of everything. Then a sample taken long ago arrives: the next
+    run writes its rows at once, and a run after that nothing more."""
+    warehouse = tmp_path / "warehouse"
+    first, samples = str(tmp_path / "events"), str(tmp_path / "samples")
+    write_event_log(spark, lagged.events[0], first)
+    write_samples(spark, lagged.sample_rounds[0], samples)
+    backfill_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    manifest = read_manifest(spark, str(warehouse))
+    assert manifest is not None and manifest.samples_version is not None
+    for chunk, sampled in zip(lagged.events[1:], lagged.sample_rounds[1:], strict=True):
+        write_event_log(spark, chunk, first, mode="append")
+        write_samples(spark, sampled, samples)
+    streamed = streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    assert_same_tables(streamed, lagged.backfilled, LAG_TABLES)
+
+    old = streamed["partition_lag"].where(F.col("offset_status") == "COMMITTED").orderBy(
+        "sampled_at").first()
+    assert old is not None
+    late = {"topic": old["topic"], "partition": old["partition"],
+            "log_end_offset": old["log_end_offset"] + 1,
+            "sampled_at": time_ms(old["sampled_at"]) + 1, "source": "late"}
+    write_samples(spark, [late], samples)
+    again = streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    at = F.col("sampled_at") == F.timestamp_millis(F.lit(late["sampled_at"]))
+    taken = again["partition_lag"].where(at).collect()
+    assert taken and {r["log_end_offset"] for r in taken} == {late["log_end_offset"]}
+    counted = {name: _keys(again[name], name) for name in ("partition_lag", "group_lag")}
+    assert all(n == 1 for keys in counted.values() for n in keys.values())
+    streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    assert {name: _keys(again[name], name) for name in counted} == counted
