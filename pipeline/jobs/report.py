@@ -1,4 +1,5 @@
-"""A picture of one consumer group's history.
+"""A picture of one consumer group's history; a warehouse replayed or backfilled with
+--end-offsets adds a lag panel (its consumer lag in messages and in time).
 
     spark-submit jobs/report.py --warehouse /data/wh --group orders --output orders.png
 
@@ -6,9 +7,13 @@ Reads that group's rows of the output tables under --warehouse (group_state,
 group_history, group_transitions and rebalances whole; offset_history and rejected_events
 between --from and --to) and draws them with `pipeline.report.render`: member lanes (from
 group_history) with what each member owned, generations and rebalances, state, assignment
-changes, committed offsets, refused rows. An --output ending in .html gets a page with the
-picture and tables of the rebalances and refused rows. KIP-848 members' partitions are named
-through the warehouse's `topics` table where the ingest recorded one. Writes only --output.
+changes, consumer lag, committed offsets, refused rows. The lag panels (lag in messages and in
+time, with the group's rebalances and Empty stretches shaded and Burrow's WARN/ERR samples
+marked) appear for a warehouse replayed or backfilled with --end-offsets: they draw its
+partition_lag and group_lag rows sampled between --from and --to. An --output ending in .html
+gets a page with the picture and tables of the rebalances, refused rows and newest lag
+samples. KIP-848 members' partitions are named through the warehouse's `topics` table where
+the ingest recorded one. Writes only --output.
 """
 
 from __future__ import annotations
@@ -44,8 +49,14 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
     "rejected_events": ("group_id", "event_time", "log_partition", "log_offset", "event_type",
                         "member_id", "group_instance_id", "generation_id", "topic",
                         "partition", "reason", "group_state"),
+    # With --end-offsets only. A row per partition per sample: only what the picture draws.
+    "partition_lag": ("group_id", "sampled_at", "topic", "partition", "lag", "lag_ms",
+                      "status"),
+    "group_lag": None,  # the page's table shows most of it
 }
-WINDOWED = ("offset_history", "rejected_events")  # long tables: only the asked window is read
+# Long tables, by the column that times their rows: only the asked window is read.
+WINDOWED = {"offset_history": "event_time", "rejected_events": "event_time",
+            "partition_lag": "sampled_at", "group_lag": "sampled_at"}
 
 
 def utc_time(text: str) -> datetime:
@@ -64,8 +75,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warehouse", required=True, help="where the output tables live")
     p.add_argument("--group", required=True, help="the group id, taken literally")
     p.add_argument("--output", required=True, help="FILE.png, or FILE.html for a page")
-    p.add_argument("--from", dest="start", type=utc_time, help="draw from this event time")
-    p.add_argument("--to", dest="end", type=utc_time, help="draw up to this event time")
+    p.add_argument("--from", dest="start", type=utc_time,
+                   help="draw from this event time (lag samples: sampled_at)")
+    p.add_argument("--to", dest="end", type=utc_time,
+                   help="draw up to this event time (lag samples: sampled_at)")
     add_profile_arg(p)
     args = p.parse_args(argv)
     if args.start and args.end and args.end <= args.start:
@@ -73,20 +86,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _within(start: datetime | None, end: datetime | None) -> Column:
+def _within(start: datetime | None, end: datetime | None, column: str = "event_time") -> Column:
     # Aware datetimes: PySpark turns a naive one into a timestamp in the driver's local zone.
     cond = F.lit(True)
     if start is not None:
-        cond = cond & (F.col("event_time") >= F.lit(start))
+        cond = cond & (F.col(column) >= F.lit(start))
     if end is not None:
-        cond = cond & (F.col("event_time") <= F.lit(end))
+        cond = cond & (F.col(column) <= F.lit(end))
     return cond
 
 
 def load_group(spark: SparkSession, warehouse: str, group_id: str,
                start: datetime | None = None, end: datetime | None = None
                ) -> dict[str, pd.DataFrame]:
-    """`group_id`'s rows of each output table under `warehouse`, as pandas frames."""
+    """`group_id`'s rows of each output table under `warehouse`, and of the lag tables where
+    the replay wrote them (--end-offsets), as pandas frames; a table not there is left out."""
     frames = {}
     names = topic_names(spark, warehouse)
     for table, columns in COLUMNS.items():
@@ -96,7 +110,7 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
         df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))
         df = with_topic_names(df, names, table)  # KIP-848 members' partitions by name
         if table in WINDOWED:
-            df = df.filter(_within(start, end))
+            df = df.filter(_within(start, end, WINDOWED[table]))
         if columns is not None:
             df = df.select(*columns)
         frames[table] = df.toPandas()
@@ -120,9 +134,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Pa
     bounds = [None if t is None else pd.Timestamp(t).tz_convert("UTC").tz_localize(None)
               for t in (args.start, args.end)]
     picture = render(frames, args.group, bounds[0], bounds[1], path=args.output)
-    log.info("wrote %s (%dx%d px): %d member lanes, %d rebalances, %d partitions",
-             picture.path, *picture.size_px, len(picture.lanes), picture.rebalances,
-             len(picture.partitions))
+    log.info("wrote %s (%dx%d px): %d member lanes, %d rebalances, %d partitions, "
+             "%d lag samples", picture.path, *picture.size_px, len(picture.lanes),
+             picture.rebalances, len(picture.partitions), picture.lag_samples)
     return picture.path
 
 

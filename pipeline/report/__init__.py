@@ -1,4 +1,5 @@
-"""A picture of one consumer group's life, drawn from the output tables (pandas + matplotlib).
+"""A picture of one consumer group's life, drawn from the output tables and, when the
+replay wrote them, the lag tables (pandas + matplotlib).
 
 Pure: no Spark here. `jobs/report.py` loads one group's rows with Spark and calls `render`.
 """

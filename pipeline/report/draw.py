@@ -3,10 +3,11 @@
 Top to bottom: member lanes (`membership.lanes`, from group_history) with what each
 member owned, generations and rebalances as spans labelled with cause and duration, the
 state as a step line (with the member count at each state change), partitions moved by
-each rebalance, committed offset per topic-partition (tombstones and expiry marked), and
-refused rows by reason. Rebalance spans are shaded
-faintly across every panel so a change lines up with its cause. Drawn on matplotlib's Agg
-canvas directly (no pyplot): no global figure state, nothing to close, no display needed.
+each rebalance, consumer lag when the warehouse has it (`pipeline.report.lag`), committed
+offset per topic-partition (tombstones and expiry marked), and refused rows by reason.
+Rebalance spans are shaded faintly across every panel so a change lines up with its cause.
+Drawn on matplotlib's Agg canvas directly (no pyplot): no global figure state, nothing to
+close, no display needed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from pipeline.report import lag as lag_panels
 from pipeline.report.membership import Lane, Span
 from pipeline.report.style import (
     CAUSE_COLORS,
@@ -56,14 +58,17 @@ class Window:
         return self.span * fraction
 
 
-def panel_heights(n_lanes: int, n_reasons: int, n_partitions: int = 12) -> dict[str, float]:
+def panel_heights(n_lanes: int, n_reasons: int, n_partitions: int = 12,
+                  lag: bool = False) -> dict[str, float]:
     """Inches per panel; the member panel grows with its lanes (up to MAX_LANES), the
-    offsets panel with its partitions (up to MAX_PARTITIONS)."""
+    offsets panel with its partitions (up to MAX_PARTITIONS). `lag`: the group has lag
+    samples, drawn below the assignment panel."""
     heights = {
         "members": max(1.4, LANE_IN * min(n_lanes, MAX_LANES) + 0.5),
         "generations": 1.5,
         "state": 1.5,
         "assignment": 1.3,
+        **(lag_panels.HEIGHTS if lag else {}),
         "commits": max(1.4, PARTITION_IN * min(n_partitions, MAX_PARTITIONS) + 0.5),
     }
     if n_reasons:
@@ -333,8 +338,8 @@ def draw_refused(ax: Axes, rejected: pd.DataFrame) -> None:
 
 def shade_rebalances(axes: dict[str, Axes], rebalances: pd.DataFrame, w: Window) -> None:
     for name, ax in axes.items():
-        if name == "generations":
-            continue
+        if name == "generations" or name in lag_panels.HEIGHTS:
+            continue  # these draw the rebalances themselves, more strongly
         for r in rebalances.itertuples(index=False):
             start = r.started_at if pd.notna(r.started_at) else r.completed_at
             ax.axvspan(start, max(r.completed_at, start + w.frac(0.003)),

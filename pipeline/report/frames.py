@@ -1,10 +1,12 @@
 """One group's rows from the output tables, with the shapes the drawing relies on.
 
-The tables may come from Spark (`toPandas`: naive UTC timestamps, arrays as numpy arrays
-or lists, structs as Rows or dicts) or be built by hand; a missing table is an empty one,
-a missing column a column of nulls (a caller may leave out what it does not need, such as
-`rejected_events.raw_value`). Times become naive UTC `Timestamp`s, `members` (of group_state
-and group_history) a list of dicts; the rows of other groups are dropped.
+The tables (the replay's output tables, and the lag tables `partition_lag` and `group_lag`
+that a replay with `--end-offsets` adds) may come from Spark (`toPandas`: naive UTC
+timestamps, arrays as numpy arrays or lists, structs as Rows or dicts) or be built by hand;
+a missing table is an empty one, a missing column a column of nulls (a caller may leave out
+what it does not need, such as `rejected_events.raw_value`). Times become naive UTC
+`Timestamp`s, `members` (of group_state and group_history) a list of dicts; the rows of
+other groups are dropped.
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ from typing import Any
 import pandas as pd
 
 from schemas import OUTPUT_TABLES
+from schemas.columns import Column
+from schemas.lag import LAG_TABLES
 
+# The lag tables of one group (rejected_samples belongs to no group: it is not drawn).
+LAG_FRAMES = ("partition_lag", "group_lag")
+TABLES: dict[str, tuple[Column, ...]] = {**OUTPUT_TABLES,
+                                         **{t: LAG_TABLES[t] for t in LAG_FRAMES}}
 TIME_COLUMNS = {
     table: [c.name for c in columns if c.type == "timestamp"]
-    for table, columns in OUTPUT_TABLES.items()
+    for table, columns in TABLES.items()
 }
 # The column that places a row of each history table on the time axis.
 EVENT_TIME = {
@@ -29,6 +37,8 @@ EVENT_TIME = {
     "error_responses": "event_time",
     "group_state": "last_event_time",
     "group_history": "event_time",
+    "partition_lag": "sampled_at",
+    "group_lag": "sampled_at",
 }
 
 
@@ -60,15 +70,15 @@ def _members(value: Any) -> list[dict[str, Any]]:
 
 
 def group_frames(tables: Mapping[str, pd.DataFrame], group_id: str) -> dict[str, pd.DataFrame]:
-    """Every output table, holding only `group_id`'s rows, time columns as timestamps."""
+    """Every output and lag table, holding only `group_id`'s rows, time columns as timestamps."""
     if not isinstance(group_id, str) or not group_id:
         raise ValueError(f"group_id must be a non-empty string, got {group_id!r}")
-    unknown = set(tables) - set(OUTPUT_TABLES)
+    unknown = set(tables) - set(TABLES)
     if unknown:
         raise ValueError(f"tables: unknown table names {sorted(unknown)}; "
-                         f"expected some of {sorted(OUTPUT_TABLES)}")
+                         f"expected some of {sorted(TABLES)}")
     out = {}
-    for table, columns in OUTPUT_TABLES.items():
+    for table, columns in TABLES.items():
         names = [c.name for c in columns]
         df = tables.get(table)
         if df is None:

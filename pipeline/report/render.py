@@ -6,13 +6,15 @@ import base64
 import html
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pipeline.report import draw
+from pipeline.report import lag as lag_panels
 from pipeline.report.frames import group_frames, parse_time, time_range
 from pipeline.report.membership import Lane, lanes
 from pipeline.report.style import NULL, is_null, plain, span_text
@@ -35,6 +37,8 @@ class Picture:
     rebalances: int
     refused: int
     figure: Figure
+    lag_samples: int = 0  # group_lag rows drawn: 0 means no lag panel (no --end-offsets)
+    lag_partitions: list[str] = field(default_factory=list)  # partitions given their own line
 
 
 def render(tables: Mapping[str, pd.DataFrame], group_id: str,
@@ -42,9 +46,11 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
            *, path: str | Path) -> Picture:
     """Draw `group_id`'s history between `start` and `end` (default: all of it) to `path`.
 
-    `tables` maps output table names to frames (other groups' rows are ignored). `path`
-    ending in `.html` gets a page with the picture embedded and tables of the members and
-    committed offsets now, the rebalances and the refused rows; anything else gets a PNG.
+    `tables` maps output table names (and the lag tables' `partition_lag`, `group_lag`) to
+    frames (other groups' rows are ignored). A group with group_lag rows in the window gets
+    the lag panels. `path` ending in `.html` gets a page with the picture embedded and tables
+    of the members and committed offsets now, the rebalances, the refused rows and the
+    newest lag samples; anything else gets a PNG.
     """
     out = Path(path)
     t = group_frames(tables, group_id)
@@ -56,19 +62,32 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
     member_lanes = [lane for lane in lanes(t, full[1]) if _overlaps(lane, w)]
     reasons = shown["rejected_events"]["reason"].nunique()
     n_parts = len(shown["offset_history"].groupby(["topic", "partition"]))
-    fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons, n_parts))
+    n_lag = len(shown["group_lag"])
+    fig, axes = draw.new_figure(draw.panel_heights(len(member_lanes), reasons, n_parts,
+                                                   lag=n_lag > 0))
     draw.draw_members(axes["members"], member_lanes, w, history=not t["group_history"].empty)
     draw.draw_generations(axes["generations"], shown["rebalances"], shown["group_transitions"], w)
     draw.cause_legend(axes["generations"], shown["rebalances"])
     draw.draw_state(axes["state"], t["group_transitions"], w)
     draw.draw_assignment(axes["assignment"], shown["rebalances"], w)
     partitions = draw.draw_commits(axes["commits"], shown["offset_history"], w)
+    lag_partitions = _draw_lag(axes, t, shown, w) if n_lag else []
     if reasons:
         draw.draw_refused(axes["refused"], shown["rejected_events"])
     draw.shade_rebalances(axes, shown["rebalances"], w)
     draw.time_axis(axes["members"], w)
     draw.bottom_label(list(axes.values())[-1], w)
     _title(fig, group_id, t, shown, w, len(member_lanes), len(partitions))
+    _write(out, fig, group_id, t, shown, w)
+    width, height = (round(v * draw.DPI) for v in fig.get_size_inches())
+    return Picture(out, (width, height), w.start, w.end, member_lanes, partitions,
+                   len(shown["rebalances"]), len(shown["rejected_events"]), fig, n_lag,
+                   lag_partitions)
+
+
+def _write(out: Path, fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
+           shown: dict[str, pd.DataFrame], w: draw.Window) -> None:
+    """The PNG to `out`, or the page around it when `out` ends in .html."""
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=draw.DPI)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -76,9 +95,18 @@ def render(tables: Mapping[str, pd.DataFrame], group_id: str,
         out.write_text(_page(group_id, png.getvalue(), t, shown, w), encoding="utf-8")
     else:
         out.write_bytes(png.getvalue())
-    width, height = (round(v * draw.DPI) for v in fig.get_size_inches())
-    return Picture(out, (width, height), w.start, w.end, member_lanes, partitions,
-                   len(shown["rebalances"]), len(shown["rejected_events"]), fig)
+
+
+def _draw_lag(axes: dict[str, Axes], t: dict[str, pd.DataFrame],
+              shown: dict[str, pd.DataFrame], w: draw.Window) -> list[str]:
+    """The lag panels; the Empty stretches are read from all the history, so one that began
+    before the window is shaded from the window's start."""
+    rebalances = lag_panels.rebalance_periods(shown["rebalances"], w.frac(0.003))
+    empty = lag_panels.state_periods(t, "Empty", w.start, w.end)
+    names = lag_panels.draw_lag(axes["lag"], shown["group_lag"], shown["partition_lag"],
+                                rebalances, empty)
+    lag_panels.draw_time_lag(axes["lag_time"], shown["group_lag"], rebalances, empty)
+    return names
 
 
 def _window(full: tuple[pd.Timestamp, pd.Timestamp], start: pd.Timestamp | None,
@@ -106,6 +134,8 @@ def _windowed(t: dict[str, pd.DataFrame], w: draw.Window) -> dict[str, pd.DataFr
         "rebalances": reb[(reb["completed_at"] >= w.start) & (started <= w.end)],
         "offset_history": pd.concat([before, inside(history, "event_time")]),
         "rejected_events": inside(t["rejected_events"], "event_time"),
+        "partition_lag": inside(t["partition_lag"], "sampled_at"),
+        "group_lag": inside(t["group_lag"], "sampled_at"),
     }
 
 
@@ -120,6 +150,10 @@ def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
     facts = [f"{n_lanes} member lanes", f"{len(shown['rebalances'])} rebalances",
              f"{commits} offset changes on {n_parts} partitions",
              f"{len(shown['rejected_events'])} refused rows"]
+    samples = shown["group_lag"]
+    if len(samples):
+        last = samples.iloc[-1]  # kept short: the facts line is nearly full
+        facts.append(f"{len(samples)} lag samples (last {last['status']})")
     state = t["group_state"]
     if len(state):
         now = state.iloc[-1]
@@ -136,6 +170,10 @@ def _title(fig: Figure, group_id: str, t: dict[str, pd.DataFrame],
 MEMBER_COLUMNS = ("member_id", "group_instance_id", "client_id", "client_host",
                   "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
                   "joined_at", "last_heartbeat")
+LAG_COLUMNS = ("sampled_at", "state", "generation_id", "total_lag", "max_lag", "max_lag_ms",
+               "partitions", "partitions_unknown", "status", "worst_topic", "worst_partition",
+               "worst_status", "cause", "cause_detail", "cause_since")
+LAG_ROWS = 50  # the page lists the newest samples: a long window has thousands
 OFFSET_COLUMNS = ("topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
                   "commit_timestamp", "expire_timestamp", "member_id", "generation_id")
 
@@ -191,6 +229,18 @@ def offsets_now(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return current.sort_values(["topic", "partition"])[list(OFFSET_COLUMNS)]
 
 
+def lag_section(shown: dict[str, pd.DataFrame]) -> str:
+    """The page's table of the newest lag samples, newest first; nothing for a group without
+    lag samples (a warehouse replayed without --end-offsets)."""
+    samples = shown["group_lag"]
+    if samples.empty:
+        return ""
+    newest = samples.iloc[::-1].head(LAG_ROWS)[list(LAG_COLUMNS)]
+    count = (f"the newest {len(newest)} of {len(samples)}" if len(samples) > len(newest)
+             else f"{len(samples)}")
+    return f"<h2>Lag samples ({count}, newest first)</h2>\n{_table(newest)}\n"
+
+
 def _page(group_id: str, png: bytes, t: dict[str, pd.DataFrame],
           shown: dict[str, pd.DataFrame], w: draw.Window) -> str:
     gid = html.escape(group_id)
@@ -215,5 +265,5 @@ text-align:left}} img{{max-width:100%}}</style></head><body>
 {_table(rebalances)}
 <h2>Refused rows ({len(refused)})</h2>
 {_table(refused)}
-</body></html>
+{lag_section(shown)}</body></html>
 """
