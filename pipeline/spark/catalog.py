@@ -273,13 +273,14 @@ LAG_FUNCTIONS: dict[str, str] = {
                        worst_status STRING, statuses MAP<STRING, BIGINT>,
                        causes MAP<STRING, BIGINT>, main_cause STRING)
         RETURN SELECT group_id, count(*), min(sampled_at), max(sampled_at), max(total_lag),
-                      max_by(sampled_at, total_lag), max(max_lag_ms),
+                      max_by(sampled_at, struct(total_lag, sampled_at)), max(max_lag_ms),
                       max_by(status, CASE status WHEN 'ERR' THEN 3 WHEN 'WARN' THEN 2
                                                  WHEN 'OK' THEN 1 ELSE 0 END),
                       map_from_entries(collect_list(CASE WHEN s = 1 THEN struct(status, ns) END)),
                       map_from_entries(collect_list(CASE WHEN c = 1 AND cause IS NOT NULL
                                                     THEN struct(cause, nc) END)),
-                      max_by(cause, CASE WHEN cause IS NULL OR cause = 'NONE' THEN 0 ELSE nc END)
+                      max_by(cause, struct(CASE WHEN cause IS NULL OR cause = 'NONE' THEN 0
+                                                ELSE nc END, cause))
         FROM (SELECT *, count(*) OVER (PARTITION BY group_id, status) AS ns,
                      row_number() OVER (PARTITION BY group_id, status ORDER BY sampled_at) AS s,
                      count(*) OVER (PARTITION BY group_id, cause) AS nc,
