@@ -12,10 +12,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[test]"
+  echo "installing the project and its packages into .venv (once) ..."
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
   rm -f .venv/.installed-* && touch "$stamp"
 fi
 if [ -f pipeline/spark/jars.py ]; then
-  .venv/bin/python -m pipeline.spark.jars
+  .venv/bin/python -m pipeline.spark.jars --quiet
 fi

@@ -27,6 +27,7 @@ from pipeline.lag import LagConfig
 from pipeline.spark import paths
 from pipeline.spark.catalog import quote_name
 from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.logs import LEVELS
 from pipeline.spark.samples import check_samples
 from pipeline.spark.session import CONF_DIR, build_session, profile_path
 from pipeline.times import event_time_ms
@@ -80,7 +81,11 @@ class JobParser(argparse.ArgumentParser):
         super().__init__(prog=Path(job_file).name, description=(doc or "").split("\n\n")[0],
                          formatter_class=_Formatter, **kwargs)
         self.add_argument("--debug", action="store_true",
-                          help="on an error, show the traceback instead of one line")
+                          help="on an error, show the traceback instead of one line; and "
+                               "every warning of Spark's (as --log-level WARN)")
+        self.add_argument("--log-level", type=str.upper, choices=LEVELS,
+                          help="log everything Spark and the libraries say at this level "
+                               "(default: only what a user can act on)")
         if version_value is None:
             self.add_argument("--version", action="version", version=_version_line(self.prog))
         else:
@@ -274,15 +279,27 @@ def add_metastore_arg(p: argparse.ArgumentParser) -> None:
                         "warehouse)")
 
 
+def log_level(args: argparse.Namespace) -> str | None:
+    """The level the job logs everything at: --log-level, WARN with --debug, else None
+    (only what a user can act on)."""
+    level: str | None = getattr(args, "log_level", None)
+    return level or ("WARN" if getattr(args, "debug", False) else None)
+
+
 @contextmanager
 def job_session(name: str, profile: str, spark: SparkSession | None = None, *,
-                metastore: str | None = None) -> Iterator[SparkSession]:
+                metastore: str | None = None, args: argparse.Namespace | None = None
+                ) -> Iterator[SparkSession]:
     """The job's Spark session, stopped when the job ends; one passed in (a test, a notebook
-    calling `main(argv, spark)`) is used and left running. `metastore`: see `build_session`."""
+    calling `main(argv, spark)`) is used and left running. `metastore`: see `build_session`;
+    `args`: the job's arguments, for its log level."""
     if spark is not None:
         yield spark
         return
-    session = build_session(name, profile, metastore=metastore)
+    level = None if args is None else log_level(args)
+    if level == "DEBUG":
+        logging.getLogger().setLevel(logging.DEBUG)
+    session = build_session(name, profile, metastore=metastore, log_level=level)
     try:
         yield session
     finally:

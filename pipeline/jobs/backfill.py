@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         database=args.database or None, watermark_delay=args.watermark_delay,
         replace=args.replace, config=coordinator_config(args.coordinator_conf))
     metastore = args.metastore or default_metastore(opts.warehouse)
-    with job_session("backfill", args.profile, spark, metastore=metastore) as session:
+    with job_session("backfill", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     """Returns the exit status. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
-    with job_session("export-offsets", args.profile, spark) as session:
+    with job_session("export-offsets", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         check_group(session, args.warehouse, args.group)
         register_views(session, args.warehouse)

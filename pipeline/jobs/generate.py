@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     events = generate(spec)
     log.info("generated %d events for %d groups in %.1f s", len(events), args.groups,
              time.monotonic() - start)
-    with job_session("generate", args.profile) as spark:
+    with job_session("generate", args.profile, args=args) as spark:
         write_event_log(spark, events, args.output, args.commits)
         log.info("wrote %s", args.output)
         if args.end_offsets:

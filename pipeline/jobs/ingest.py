@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         warehouse=args.warehouse, topic_map=args.topic_map, end_offsets=args.end_offsets,
         sample_interval=args.sample_interval, isolation_level=args.isolation_level,
     )
-    with job_session("ingest", args.profile) as spark:
+    with job_session("ingest", args.profile, args=args) as spark:
         if opts.raw is not None and not exists(spark, opts.raw):
             raise UsageError(f"--raw {opts.raw}: no such path; expected a Delta or Parquet "
                              "dump of raw records (key, value, partition, offset, timestamp)")

@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     running (the README's examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
-    with job_session("query", args.profile, spark) as session:
+    with job_session("query", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         if args.group is not None:
             check_group(session, args.warehouse, args.group)

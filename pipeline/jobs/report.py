@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Pa
     """Returns the file written. A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
-    with job_session("report", args.profile, spark) as session:
+    with job_session("report", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         frames = load_group(session, args.warehouse, args.group, args.start, args.end)
     if not any(len(frames.get(t, ())) for t in ("group_state", "group_transitions", "rebalances")):

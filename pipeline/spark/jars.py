@@ -248,14 +248,20 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--print-jars", action="store_true",
                         help="print only the comma-separated jar list (for spark-submit --jars)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print nothing (a line only when the cache had to be filled)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     cache = ensure_jars()
     if args.print_jars:
         print(",".join(str(p) for p in cache.jars))
         return 0
-    print(f"JVM artifacts for pyspark {SPARK_VERSION} in {cache.directory} "
-          f"({time.monotonic() - started:.1f}s):")
+    took = time.monotonic() - started
+    if args.quiet:
+        if took > 5:  # resolved now, not read from the cache
+            print(f"fetched {len(cache.jars)} JVM artifacts into {cache.directory} in {took:.0f} s")
+        return 0
+    print(f"JVM artifacts for pyspark {SPARK_VERSION} in {cache.directory} ({took:.1f}s):")
     for a in ARTIFACTS:
         print(f"  requested {a.coordinate}"
               + "".join(f" (excluding {g}:{n})" for g, n in a.excludes))

@@ -56,6 +56,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from pipeline.spark import jars
+from pipeline.spark.logs import launch_quietly, log_everything
 
 # The folder holding the `pipeline` package: a checkout, site-packages, or a zipped wheel.
 PACKAGE_HOME = Path(__file__).resolve().parents[2]
@@ -183,10 +184,13 @@ def _derby_log_beside(spark: SparkSession, metastore: Path) -> None:
 
 def build_session(app_name: str, profile: str = "local",
                   extra_conf: Mapping[str, str] | None = None, *,
-                  metastore: str | os.PathLike[str] | None = None) -> SparkSession:
+                  metastore: str | os.PathLike[str] | None = None,
+                  log_level: str | None = None) -> SparkSession:
     """A Delta-enabled SparkSession configured from `conf/` (see the module docstring);
     `metastore`: the Derby folder of a Hive-catalog profile without a metastore of its own
-    (without one, such a profile's session keeps the in-memory catalog)."""
+    (without one, such a profile's session keeps the in-memory catalog). `log_level`: the
+    JVM logs everything at that level; without it, only what a user can act on
+    (`pipeline.spark.logs`)."""
     if isinstance(CONF_DIR, Path):  # not when the package runs from a zip
         os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     launched = _launched_conf()
@@ -210,10 +214,14 @@ def build_session(app_name: str, profile: str = "local",
                 and (k not in launched or launched[k] == shared.get(k))}
         if "spark.jars" in conf and SparkContext._active_spark_context is None:
             _add_to_driver_class_path(conf["spark.jars"].split(","))
+    if launched is None and log_level is None:
+        launch_quietly({"spark.app.name": app_name, **conf})
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if log_level is not None:
+        log_everything(spark, log_level)
     if metastore is not None and conf.get(METASTORE_URL, "").startswith("jdbc:derby:"):
         _derby_log_beside(spark, Path(metastore))
     if launched is not None and not _class_loadable(spark._jvm, _DELTA_EXTENSION):

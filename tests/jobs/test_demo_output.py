@@ -1,0 +1,49 @@
+"""The demo as a new user runs it prints only the project's own lines: its jobs' progress and
+answers, never a line from Spark, Hive, Derby, the JVM or pip that nobody can act on; with
+--log-level they come back."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+
+# What the demo may print: a job's log line (time, logger, message), a table of answers,
+# a title, a blank line, and the demo's last line.
+OURS = re.compile(
+    r"\d\d:\d\d:\d\d (generate|replay|query|backfill|progress|catalog) .*"  # our loggers
+    r"|[|+].*"  # DataFrame.show's grid
+    r"|== .*"  # a question's title
+    r"|demo finished in \d+ s; tables under .*"
+    r"|")
+
+
+def test_the_demo_prints_only_the_projects_lines(tmp_path: Path) -> None:
+    env = dict(os.environ, DEMO_OUT=str(tmp_path / "demo"), DEMO_GROUPS="5",
+               DEMO_EVENTS="2000")
+    done = subprocess.run(["bash", str(ROOT / "jobs" / "demo.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    foreign = [line for line in output.splitlines() if not OURS.fullmatch(line)]
+    assert not foreign, "\n".join(foreign[:20])
+    assert "== groups furthest behind now, with the cause" in done.stdout
+
+
+def test_a_log_level_brings_sparks_lines_back(tmp_path: Path) -> None:
+    """A job started with --log-level INFO shows what the quiet default keeps back: Spark's
+    INFO lines and the JVM's incubator-module warning."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "generate.py"), "--output",
+         str(tmp_path / "events"), "--groups", "2", "--events", "50", "--log-level", "INFO"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: Using incubator modules" in done.stderr
+    assert re.search(r"^\S+ \S+ INFO SparkContext: ", done.stderr, re.M), done.stderr[-2000:]
