@@ -68,15 +68,16 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
     """A session passed in is used and left running."""
     setup_logging()
     args = parse(argv)
+    config = coordinator_config(args.coordinator_conf)
     opts = BackfillOptions(
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
         database=args.database or None, watermark_delay=args.watermark_delay,
-        replace=args.replace, config=coordinator_config(args.coordinator_conf))
+        replace=args.replace, config=config)
     metastore = args.metastore or default_metastore(opts.warehouse)
     with job_session("backfill", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
-        check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
+        check_partition_count(session, opts.events, config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):
             manifest = run_backfill(session, opts)
         if opts.database and persistent_catalog(session, opts.database):

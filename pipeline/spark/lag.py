@@ -52,9 +52,9 @@ class History:
 
     @classmethod
     def read(cls, spark: SparkSession, warehouse: str, samples: DataFrame) -> History:
-        tables = [spark.read.format("delta").load(paths.join(warehouse, t))
-                  for t in HISTORY_TABLES]
-        return cls(*tables, samples=samples)
+        changes, shapes, transitions, rebalances = (
+            spark.read.format("delta").load(paths.join(warehouse, t)) for t in HISTORY_TABLES)
+        return cls(changes, shapes, transitions, rebalances, samples)
 
 
 def by_tp(df: DataFrame) -> DataFrame:

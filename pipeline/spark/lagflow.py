@@ -24,10 +24,11 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
@@ -104,7 +105,8 @@ def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | No
     return sample_wire(df)
 
 
-def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int) -> tuple[int, list[dict]]:
+def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int
+                  ) -> tuple[int, list[dict[str, Any]]]:
     """The event-time watermark batch `batch_id` ran with and its sources' end offsets, from
     the checkpoint's offset log (`offsets/<batch>`: a version line, the batch's metadata,
     then one line per source, `-` for a source without an offset yet)."""
@@ -117,7 +119,7 @@ def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int) -> tuple[
     return int(meta.get("batchWatermarkMs", 0)), sources
 
 
-def read_version(sources: list[dict], reservoir_id: str) -> int | None:
+def read_version(sources: list[dict[str, Any]], reservoir_id: str) -> int | None:
     """The samples table's version a batch had read up to (a Delta source's offset names the
     next file: `index` -1 means nothing of `reservoirVersion` yet)."""
     for s in sources:
@@ -226,7 +228,7 @@ class BackfillLag:
     def good(self) -> DataFrame:
         return self.checked.where(F.col(REASON).isNull()).drop(REASON)
 
-    def passed(self, cut: int | None) -> F.Column:
+    def passed(self, cut: int | None) -> Column:
         if cut is None:
             return F.lit(False)
         return F.unix_millis(F.col("sampled_at")) < F.lit(cut)

@@ -49,8 +49,9 @@ def launch_quietly(conf: Mapping[str, str]) -> None:
     the session built next uses it. Nothing when a JVM exists already."""
     if SparkContext._gateway is not None:
         return
-    from pyspark.java_gateway import launch_gateway
+    from pyspark.java_gateway import launch_gateway as untyped
 
+    launch_gateway: Any = untyped
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)

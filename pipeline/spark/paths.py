@@ -52,7 +52,8 @@ def is_path(name: str) -> bool:
 
 def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
     jvm: Any = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    jsc: Any = spark._jsc
+    conf = jsc.hadoopConfiguration()
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     return hpath.getFileSystem(conf), hpath
 

@@ -51,7 +51,8 @@ def spark_sample(spark: SparkSession) -> Callable[[], Sample | None]:
 
 def _rows_read(spark: SparkSession, stage_ids: set[int]) -> int | None:
     try:
-        store: Any = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+        jsc: Any = spark.sparkContext._jsc
+        store: Any = jsc.sc().statusStore()
         stages = store.activeStages()
         rows = 0
         for i in range(stages.size()):

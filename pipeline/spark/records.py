@@ -58,8 +58,8 @@ def decode_one(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 def _source_key(field: pa.Field) -> str:
     if pa.types.is_timestamp(field.type):
-        return _TIMESTAMP_SOURCES.get(field.name, f"{field.name}_ms")
-    return field.name
+        return str(_TIMESTAMP_SOURCES.get(field.name, f"{field.name}_ms"))
+    return str(field.name)
 
 
 def _value(row: dict[str, Any], field: pa.Field, key: str) -> Any:

@@ -16,13 +16,15 @@ the fold applies late rows in log order and counts them on the group (`late_coun
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.errors import UsageError
@@ -156,7 +158,7 @@ class Replay:
             if timeout_s is None:
                 self.query.awaitTermination()
             else:
-                self.query.awaitTermination(timeout_s)
+                self.query.awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
         finally:
             if not self.query.isActive:
                 self.spark.streams.removeListener(self.listener)

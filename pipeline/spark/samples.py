@@ -33,6 +33,7 @@ REASON = "reason"
 def samples_schema() -> StructType:
     """LOG_END_OFFSETS as a Spark schema; every column nullable on disk, as the event log's."""
     parsed = StructType.fromDDL(ddl(LOG_END_OFFSETS))
+    assert isinstance(parsed, StructType)
     return StructType([StructField(f.name, f.dataType, True) for f in parsed.fields])
 
 

@@ -97,8 +97,9 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     rows = wire.filter(F.col("_table") == table)
     if count is not None:
         rows = rows.coalesce(max(1, -(-count // ROWS_PER_FILE)))
-    parsed = rows.select(
-        F.from_json(F.col(WIRE_ROW), _as_json(schema), {"mode": "FAILFAST"}).alias("r"))
+    as_json = _as_json(schema)
+    assert isinstance(as_json, StructType)
+    parsed = rows.select(F.from_json(F.col(WIRE_ROW), as_json, {"mode": "FAILFAST"}).alias("r"))
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
     return parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
                            for f in keep])
@@ -317,7 +318,8 @@ class BatchWriter:
         rows = table_rows(wire, "committed_offsets", extra=True, count=count)
         cols = [F.col(f.name) for f in table_schema("committed_offsets").fields]
         source = rows.select(*cols, F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
-        values = {f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}
+        values: dict[str, str | Column] = {
+            f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}
         (DeltaTable.forPath(spark, self.path("committed_offsets")).alias("t")
          .merge(source.alias("s"), _on_keys("committed_offsets"))
          .whenMatchedDelete("s._deleted")

@@ -41,7 +41,8 @@ from pipeline.spark.tables import event_schema
 from schemas import OUTPUT_TABLES
 
 REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
-_INTEGRAL = {ByteType: (1, 2), ShortType: (2, 4), IntegerType: (3, 9), LongType: (4, 18)}
+_INTEGRAL: dict[type[DataType], tuple[int, int]] = {
+    ByteType: (1, 2), ShortType: (2, 4), IntegerType: (3, 9), LongType: (4, 18)}
 _WRITERS = "jobs/generate.py or jobs/ingest.py"
 
 
