@@ -96,7 +96,7 @@ def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFr
 @cli
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     """Prints the answers; returns the exit status. A session passed in is used and left
-    running (the README's examples run in-process in one test session)."""
+    running (the docs' examples run in-process in one test session)."""
     setup_logging()
     args = parse(argv)
     with job_session("query", args.profile, spark, args=args) as session:

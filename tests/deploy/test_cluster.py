@@ -1,4 +1,4 @@
-"""The deploying recipe of the README, run as written on a real standalone cluster: a master
+"""The deploying recipe of docs/deploying.md, run as written on a real standalone cluster: a master
 and a worker on 127.0.0.1, jobs submitted with `spark-submit --py-files <the wheel>`, and the
 tables checked from a second process (`spark-sql`) through the Derby metastore.
 
@@ -56,7 +56,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def build_wheel(out: Path) -> Path:
-    """`pip wheel` as the README's recipe runs it, and the wheel under a `.zip` name: Spark
+    """`pip wheel` as docs/deploying.md's recipe runs it, and the wheel under a `.zip` name: Spark
     puts only `.zip`, `.egg` and `.jar` files of `--py-files` on executors' `sys.path`, and a
     pure-Python wheel is a zip Python imports from. (setuptools' build/ and egg-info stay in
     the checkout, ignored by git.)"""
@@ -99,7 +99,7 @@ class Cluster:
     logs: Path
 
     def submit(self, *jobs: tuple[str, list[str]]) -> list[str]:
-        """spark-submit each (job, args) as the README's recipe does, side by side (one core
+        """spark-submit each (job, args) as docs/deploying.md's recipe does, side by side (one core
         each: two cores in all), and return their outputs once all succeeded."""
         running = []
         for job, args in jobs:
@@ -170,8 +170,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def spark_sql(statement: str, metastore: Path, cwd: Path) -> list[list[str]]:
-    """Rows `spark-sql -e` prints in a new process opening the metastore, as the README's
-    Deploying section runs it."""
+    """Rows `spark-sql -e` prints in a new process opening the metastore, as
+    docs/deploying.md ("Tables by name") runs it."""
     words = [str(BIN / "spark-sql"), "--master", "local[1]",
              "--jars", ",".join(str(p) for p in jars.jar_paths()),
              "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",

@@ -130,7 +130,7 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
         assert len(rejected) <= len(group_events)
         # Out, both ways: the stream's pandas frame and the backfill's Arrow table agree, or
         # both refuse the same value, a time past 2262 (a deadline of an event near 2262:
-        # README, Known limits), so both backends reject that call's rows as INTERNAL alike.
+        # docs/limits.md), so both backends reject that call's rows as INTERNAL alike.
         try:
             frame = wire_frame(tables, wire_checks())
         except ValueError as refused:
@@ -157,6 +157,6 @@ def test_a_small_stream_of_extreme_rows_equals_the_backfill_and_the_pure_fold(
     pure = pure_tables(spark, events)
     # One micro-batch: with times from 1677 to 2262 in one log nearly every row of a later
     # batch is behind the watermark, and a late row meets timers fired up to the watermark
-    # (README: late rows are applied and counted, not replayed as if on time).
+    # (docs/running.md: late rows are applied and counted, not replayed as if on time).
     assert_same_tables(streaming_tables(spark, log, tmp_path / "stream"), pure)
     assert_same_tables(backfill_tables(spark, log, tmp_path / "backfill"), pure)

@@ -1,14 +1,19 @@
-"""The README's SQL and report examples run as printed, on the warehouse `jobs/demo.sh` builds.
+"""The docs' SQL, lag and report examples run as printed, on the warehouse `jobs/demo.sh` builds.
 
-Every `jobs/query.py`, `jobs/export_offsets.py` and `jobs/report.py` command in the bash
-blocks of "Asking about the past in SQL" and "A picture of a group" is run in-process, by
-the job's own `main(argv, spark)`, against one warehouse built as the demo builds it (the
-generator's and the replay's flags are read from jobs/demo.sh), with `out/demo/` pointing
-at a temporary folder. Each must exit 0, and every table a query prints must hold a row:
-an example that silently matches nothing (a group or a time not in the log) fails.
+The pages and sections that hold examples are EXAMPLE_SOURCES, below. Every
+`jobs/query.py`, `jobs/export_offsets.py` and `jobs/report.py` command in their bash blocks
+is run in-process, by the job's own `main(argv, spark)`, against one warehouse built as the
+demo builds it (the generator's and the replay's flags are read from jobs/demo.sh), with
+`out/demo/` pointing at a temporary folder. Each must exit 0, and every table a query prints
+must hold a row: an example that silently matches nothing (a group or a time not in the log)
+fails. A `jobs/generate.py` or `jobs/replay.py` command there (the tour's) must ask what
+the demo's own asks, which the fixture runs.
 
 Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/backfill.py
 --until T` builds from the same log, and must answer the same.
+
+`tests/test_docs.py` accepts a command of README.md or docs/ when this test runs it
+(`runs_here`).
 """
 
 from __future__ import annotations
@@ -22,19 +27,28 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.generator import LogSpec, generate
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.catalog import DEMO_QUERIES, register_views
+from pipeline.spark.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
 from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
+from pipeline.spark.samples import write_samples
 from schemas import OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
 from tests.jobs.jobs import load_job
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("## Asking about the past in SQL", "## A picture of a group")
-JOBS = ("query.py", "export_offsets.py", "report.py")
+# Where the examples live: (page, section heading), or (page, None) for every block of it.
+EXAMPLE_SOURCES: tuple[tuple[str, str | None], ...] = (
+    ("README.md", "## A five-minute tour"),
+    ("docs/sql.md", None),
+    ("docs/lag.md", None),
+)
+JOBS = ("query.py", "export_offsets.py", "report.py")  # run by this test
+DEMO_JOBS = ("generate.py", "replay.py")  # must be the demo's; the fixture runs them
 DEMO_OUT = "out/demo"
 
 
@@ -42,6 +56,11 @@ def section(text: str, heading: str) -> str:
     start = text.index(f"\n{heading}") + 1
     end = text.find("\n## ", start)
     return text[start:] if end < 0 else text[start:end]
+
+
+def bash_blocks(text: str) -> list[str]:
+    """The body of each ```bash block of a Markdown text."""
+    return re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
 
 
 def shell_commands(script: str) -> list[list[str]]:
@@ -69,16 +88,19 @@ def job_command(words: list[str], jobs: tuple[str, ...] = JOBS) -> tuple[str, li
     return None
 
 
-def readme_examples() -> list[tuple[str, list[str]]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    examples = []
-    for heading in SECTIONS:
-        for block in re.findall(r"```bash\n(.*?)```", section(text, heading), re.S):
-            examples += [c for words in shell_commands(block) if (c := job_command(words))]
-    return examples
+def source_commands(jobs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """The commands of EXAMPLE_SOURCES that run one of `jobs`, each once, in page order."""
+    found: list[tuple[str, list[str]]] = []
+    for page, heading in EXAMPLE_SOURCES:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        for block in bash_blocks(text if heading is None else section(text, heading)):
+            for words in shell_commands(block):
+                if (c := job_command(words, jobs)) and c not in found:
+                    found.append(c)
+    return found
 
 
-EXAMPLES = readme_examples()
+EXAMPLES = source_commands(JOBS)
 
 
 def demo_argv(job: str, out: Path) -> list[str]:
@@ -91,24 +113,46 @@ def demo_argv(job: str, out: Path) -> list[str]:
     return found[0]
 
 
+def same_as_demo(job: str, argv: list[str]) -> bool:
+    """`argv` asks `job` for what jobs/demo.sh asks it: the same arguments once parsed (in
+    any order, a default given or left out)."""
+    parse = load_job(job.removesuffix(".py")).parse
+    try:
+        return bool(vars(parse(argv)) == vars(parse(demo_argv(job, Path(DEMO_OUT)))))
+    except SystemExit:  # not even a command line of the job
+        return False
+
+
+def runs_here(job: str, argv: list[str]) -> bool:
+    """Whether this test runs `job` with `argv` as a page prints it: one of the examples, or
+    the demo's own generate or replay (the fixture's)."""
+    return (job, argv) in EXAMPLES or (job in DEMO_JOBS and same_as_demo(job, argv))
+
+
 @pytest.fixture(scope="module")
 def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """out/demo: the event log and warehouse jobs/demo.sh would leave there, built by the
-    calls its jobs make (in this session, which their own main would stop)."""
+    """out/demo: the event log, end offsets and warehouse jobs/demo.sh would leave there,
+    built by the calls its jobs make (in this session, which their own main would stop)."""
     out = tmp_path_factory.mktemp("demo")
     gen_job, replay_job = load_job("generate"), load_job("replay")
     g = gen_job.parse(demo_argv("generate.py", out))
     spec = LogSpec(groups=g.groups, events=g.events, seed=g.seed, log_kind=g.log_kind,
                    bad_rows=g.bad_rows, out_of_order=g.out_of_order,
-                   config=gen_job.coordinator_config(g.coordinator_conf))
-    write_event_log(spark, generate(spec), g.output, g.commits)
+                   config=gen_job.coordinator_config(g.coordinator_conf),
+                   sample_interval_ms=delay_ms(g.sample_interval))
+    events = generate(spec)
+    write_event_log(spark, events, g.output, g.commits)
+    assert g.end_offsets, "jobs/demo.sh no longer writes end offsets: update this fixture"
+    write_samples(spark, end_offset_samples(spec, last_event_ms(events)), g.end_offsets)
     r = replay_job.parse(demo_argv("replay.py", out))
+    assert r.end_offsets == g.end_offsets and r.lag_conf is None, r
     # No catalog database: the suite's one session keeps no tables of this test.
     run_replay(spark, ReplayOptions(
         events=r.events, warehouse=r.warehouse, checkpoint=r.checkpoint, trigger=r.trigger,
         database=None, watermark_delay=r.watermark_delay,
         max_files_per_trigger=r.max_files_per_trigger,
-        config=replay_job.coordinator_config(r.coordinator_conf)))
+        config=replay_job.coordinator_config(r.coordinator_conf),
+        lag=LagOptions(r.end_offsets)))
     return out
 
 
@@ -133,7 +177,7 @@ def example_id(example: tuple[str, list[str]]) -> str:
     return f"{job} {' '.join(argv)}"[:90]
 
 
-def test_the_readme_shows_each_job_against_the_demo_warehouse() -> None:
+def test_the_docs_show_each_job_against_the_demo_warehouse() -> None:
     assert {job for job, _ in EXAMPLES} == set(JOBS)
     assert len(EXAMPLES) >= 10
     for job, argv in EXAMPLES:
@@ -143,10 +187,21 @@ def test_the_readme_shows_each_job_against_the_demo_warehouse() -> None:
             assert argv[argv.index("--output") + 1].startswith(f"{DEMO_OUT}/"), (job, argv)
 
 
+def test_the_tour_generates_and_replays_as_the_demo_does() -> None:
+    """The pages' generate and replay commands ask what jobs/demo.sh's ask: the warehouse
+    the examples run on is the one those commands build."""
+    shown = source_commands(DEMO_JOBS)
+    assert {job for job, _ in shown} == set(DEMO_JOBS), shown
+    for job, argv in shown:
+        assert same_as_demo(job, argv), (job, argv, demo_argv(job, Path(DEMO_OUT)))
+    assert not same_as_demo("replay.py", ["--events", "out/demo/events", "--warehouse",
+                                          "out/demo/warehouse", "--checkpoint", "c"])
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
-def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo: Path,
-                                           spark: SparkSession,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_doc_example_runs_and_answers(example: tuple[str, list[str]], demo: Path,
+                                        spark: SparkSession,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     job, argv = example
     argv = in_demo(argv, demo)
     try:
@@ -158,6 +213,8 @@ def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo:
     if job == "query.py":
         tables = shown_tables(stdout)
         assert tables and all(tables.values()), f"empty answers: {tables}\n{stdout}"
+        if "--demo" in argv:
+            assert set(tables) == set(DEMO_QUERIES) | set(LAG_DEMO_QUERIES), tables
     else:
         output = Path(argv[argv.index("--output") + 1])
         assert output.is_file() and output.stat().st_size > 0, output
@@ -169,15 +226,21 @@ def test_a_readme_example_runs_and_answers(example: tuple[str, list[str]], demo:
 def test_the_demo_questions_answer_from_the_demo_warehouse(spark: SparkSession,
                                                            demo: Path) -> None:
     """`jobs/query.py --demo`'s questions, asked of the warehouse the demo's replay built:
-    the groups it lists are the log's, ten of them, and it finds the refused rows the demo's
-    `--bad-rows` put in the log."""
-    assert set(register_views(spark, str(demo / "warehouse"))) == set(OUTPUT_TABLES)
+    the groups it lists are the log's, ten of them, it finds the refused rows the demo's
+    `--bad-rows` put in the log, and the demo's end offsets give every lag table and the
+    lag question an answer."""
+    registered = set(register_views(spark, str(demo / "warehouse")))
+    assert registered == set(OUTPUT_TABLES) | set(LAG_TABLES)
     answers = {title: spark.sql(sql).collect() for title, sql in DEMO_QUERIES.items()}
     events = spark.read.format("delta").load(str(demo / "events"))
     groups = {r[0] for r in events.select("group_id").distinct().collect() if r[0]}
     assert {r["group_id"] for r in answers["groups now"]} <= groups
     assert len(answers["groups now"]) == min(10, len(groups))
     assert sum(r["rows"] for r in answers["refused or malformed rows, by reason"]) > 0
+    lag = {title: spark.sql(sql).collect() for title, sql in LAG_DEMO_QUERIES.items()}
+    assert lag and all(lag.values()), lag
+    for rows in lag.values():
+        assert {r["group_id"] for r in rows} <= groups
 
 
 AS_OF_EXAMPLES = [(job, argv) for job, argv in EXAMPLES if job == "query.py" and "--as-of" in argv]
@@ -211,13 +274,13 @@ def _common(rows: list[dict[str, Any]], columns: set[str]) -> list[dict[str, Any
     return sorted(({k: v for k, v in r.items() if k in columns} for r in rows), key=repr)
 
 
-def test_the_readme_asks_about_the_past_in_both_forms() -> None:
+def test_the_docs_ask_about_the_past_in_both_forms() -> None:
     forms = {"sql" if any(" " in a for a in argv) else "group" for _, argv in AS_OF_EXAMPLES}
     assert forms == {"sql", "group"}, AS_OF_EXAMPLES
 
 
 @pytest.mark.parametrize("example", AS_OF_EXAMPLES, ids=example_id)
-def test_a_readme_as_of_example_answers_as_a_backfill_until_that_time(
+def test_an_as_of_example_answers_as_a_backfill_until_that_time(
         example: tuple[str, list[str]], demo: Path, spark: SparkSession,
         backfilled: Callable[[int], str]) -> None:
     """`--as-of T` over the whole log's warehouse answers what the same question answers now
@@ -253,7 +316,7 @@ def test_as_of_sql_naming_a_column_not_kept_per_moment_is_refused_with_the_colum
                      r"columns group_id, state", said), said
 
 
-def test_the_readme_as_of_sql_examples_do_not_answer_with_the_current_state(
+def test_the_as_of_sql_examples_do_not_answer_with_the_current_state(
         demo: Path, spark: SparkSession) -> None:
     """The comparison above means something only if time changes some answer: ignoring
     --as-of (the old behaviour) must be caught."""
