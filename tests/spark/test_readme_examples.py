@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +329,43 @@ def test_the_as_of_sql_examples_do_not_answer_with_the_current_state(
             now = _answers(spark, ["--warehouse", args.warehouse, args.sql])
             differ.append(_answers(spark, in_demo(argv, demo)) != now)
     assert any(differ), "every as-of SQL example answers as now"
+
+
+# ---- another engine reads the demo's tables: delta-rs ----
+
+def _plain(value: Any) -> Any:
+    """A cell as comparable plain data, whichever engine read it: times as epoch
+    microseconds (Spark gives the session's naive UTC, delta-rs aware UTC), structs as
+    sorted items, lists as tuples."""
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return round(aware.timestamp() * 1_000_000)
+    if hasattr(value, "asDict"):
+        value = value.asDict(recursive=False)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _plain(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def test_delta_rs_reads_every_table_as_spark_does(spark: SparkSession, demo: Path) -> None:
+    """Every output and lag table of the demo's warehouse, read by delta-rs (the `deltalake`
+    package: the Rust engine behind DuckDB's, Polars' and many services' Delta readers),
+    holds the rows Spark reads, column for column; and every table asks of its readers only
+    protocol (1, 2) without table features, which every Delta reader supports."""
+    from deltalake import DeltaTable
+
+    for table in (*OUTPUT_TABLES, *LAG_TABLES):
+        path = str(demo / "warehouse" / table)
+        other = DeltaTable(path)
+        protocol = other.protocol()
+        assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2), table
+        assert not protocol.reader_features and not protocol.writer_features, table
+        ours = spark.read.format("delta").load(path)
+        theirs = other.to_pyarrow_table()
+        assert theirs.column_names == ours.columns, table
+        got = Counter(_plain(list(r.values())) for r in theirs.to_pylist())
+        want = Counter(_plain(list(r)) for r in ours.collect())
+        assert got == want, f"{table}: {sum(got.values())} rows, Spark {sum(want.values())}"
+        assert sum(want.values()) > 0 or table in ("error_responses", "rejected_samples"), table
