@@ -2,13 +2,15 @@
 local tries of `jobs/ingest.py`.
 
 Kafka's own JARs (`org.apache.kafka:kafka_2.13`, `KAFKA_VERSION`, with its whole runtime
-closure and a log4j2 binding) are fetched from Maven Central by the same cached mechanism as
-Spark's (`pipeline.spark.jars`), into `.cache/jars/`. `kafka_broker()` formats a fresh log
-directory with a random cluster id (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on
-two free loopback ports, waits until the admin API answers with this broker's node id (polling
-with a deadline, failing early if the JVM exits) and on exit stops it with SIGTERM (a
-controlled shutdown), killing it only if that takes too long. Kafka 4.1 runs the new group
-coordinator, so classic groups and KIP-848 (`group.protocol=consumer`) groups both work.
+closure and a log4j2 binding, and `kafka-tools` beside it, as the distribution ships them) are
+fetched from Maven Central by the same cached mechanism as Spark's (`pipeline.spark.jars`),
+into `.cache/jars/` (`describe_consumer_groups` runs Kafka's own `kafka-consumer-groups` on
+them). `kafka_broker()` formats a fresh log directory with a random cluster id
+(`kafka.tools.StorageTool format`), starts `kafka.Kafka` on two free loopback ports, waits
+until the admin API answers with this broker's node id (polling with a deadline, failing early
+if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown), killing it only if
+that takes too long. Kafka 4.1 runs the new group coordinator, so classic groups and KIP-848
+(`group.protocol=consumer`) groups both work.
 
 The admin polling uses `confluent_kafka` (the project's `test` extra), imported only when a
 broker is started.
@@ -38,9 +40,13 @@ from pipeline.spark.jars import Artifact, ensure_jars
 KAFKA_VERSION = "4.1.2"  # KIP-848 consumer groups on by default since 4.0
 LOG4J_VERSION = "2.25.3"
 NODE_ID = 1
+CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 BROKER_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
+    # Kafka's command-line tools (`kafka-consumer-groups` is ConsumerGroupCommand), as its
+    # tarball ships them beside the broker: tests compare the replay with what they print.
+    Artifact("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
     # Kafka's pom leaves logging to the distribution: SLF4J 1.x to log4j2, as its tarball does.
     Artifact("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
     Artifact("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
@@ -157,6 +163,37 @@ def _jvm(classpath: str, directory: Path, heap: str) -> list[str]:
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={directory}", "-cp", classpath]
+
+
+# The tools' own logging: warnings to stderr, so stdout holds only what the command prints
+# (log4j2's default configuration would log errors to stdout).
+_TOOLS_LOG4J2 = """\
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = err
+"""
+
+
+def describe_consumer_groups(broker: Broker, timeout_s: float = 120.0) -> str:
+    """What `kafka-consumer-groups --describe --all-groups` prints (its stdout) for `broker`:
+    Kafka's own ConsumerGroupCommand, run on the broker's class path with the broker's java."""
+    config = broker.directory / "tools-log4j2.properties"
+    if not config.is_file():
+        config.write_text(_TOOLS_LOG4J2)
+    cmd = [_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+           f"-Dlog4j2.configurationFile={config}", "-cp", broker_classpath(),
+           CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers,
+           "--describe", "--all-groups"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kafka-consumer-groups --describe failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
 def format_storage(classpath: str, directory: Path, config: Path, cluster_id: str) -> None:
