@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from schemas.columns import Column, ddl
 from schemas.events import EVENT_COLUMNS, EVENT_TYPES, KIP848_EVENT_TYPES
-from schemas.tables import METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
+from schemas.tables import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
 
 __all__ = [
+    "APPEND_TABLES",
     "Column",
     "ddl",
     "EVENT_COLUMNS",

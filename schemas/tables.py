@@ -177,3 +177,5 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "group_state": ("group_id",),
     "committed_offsets": ("group_id", "topic", "partition"),
 }
+# The tables without a key are history: appended to, never updated.
+APPEND_TABLES: tuple[str, ...] = tuple(t for t in OUTPUT_TABLES if t not in TABLE_KEYS)

@@ -28,13 +28,12 @@ from pipeline.spark import paths
 from pipeline.spark.catalog import quote_name
 from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.logs import LEVELS
+from pipeline.spark.options import check_trigger, interval_ms
 from pipeline.spark.samples import check_samples
 from pipeline.spark.session import CONF_DIR, build_session, profile_path
 from pipeline.times import event_time_ms
 
 USAGE_EXIT = 2  # argparse's own status for a usage error
-_INTERVAL_UNITS = ("ms", "millisecond", "milliseconds", "s", "second", "seconds", "m", "minute",
-                   "minutes", "h", "hour", "hours")
 
 
 def version() -> str:
@@ -131,26 +130,19 @@ def event_time_arg(text: str) -> int:
 
 
 def trigger_arg(text: str) -> str:
-    """argparse type: `available-now` or `processing-time:SECONDS` (SECONDS > 0)."""
-    if text == "available-now":
-        return text
-    kind, _, seconds = text.partition(":")
+    """argparse type: `available-now` or `processing-time:SECONDS` (`options.check_trigger`)."""
     try:
-        ok = kind == "processing-time" and float(seconds) > 0
-    except ValueError:
-        ok = False
-    if not ok:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected available-now or processing-time:SECONDS (e.g. processing-time:30)")
-    return text
+        return check_trigger(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def interval_arg(text: str) -> str:
-    """argparse type: an interval such as `10 minutes` (ms, s, m, h, or their words)."""
-    number, _, unit = text.strip().partition(" ")
-    if not number.isdigit() or unit.strip() not in _INTERVAL_UNITS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a whole number and a unit, e.g. '10 minutes', '30 s', '2 hours'")
+    """argparse type: an interval such as `10 minutes` (`options.interval_ms`)."""
+    try:
+        interval_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 

@@ -17,6 +17,7 @@ import argparse
 
 from pyspark.sql import SparkSession
 
+from pipeline.errors import UsageError
 from pipeline.jobs._common import (
     JobParser,
     add_common_args,
@@ -34,6 +35,7 @@ from pipeline.jobs._common import (
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.catalog import comment_columns, persistent_catalog
+from pipeline.spark.options import check_cut
 from pipeline.spark.progress import Progress
 from pipeline.spark.validate import check_event_log, check_partition_count
 
@@ -58,8 +60,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     add_metastore_arg(p)
     add_common_args(p)
     args = p.parse_args(argv)
-    if args.until is not None and args.version is not None:
-        p.error("give --until or --log-version, not both")
+    try:  # --version N (an old spelling of --log-version) is outside the exclusive group
+        check_cut(args.until, args.version)
+    except UsageError as exc:
+        p.error(str(exc))
     return args
 
 

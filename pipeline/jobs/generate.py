@@ -36,7 +36,7 @@ from pipeline.jobs._common import (
     setup_logging,
 )
 from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.replay import delay_ms
+from pipeline.spark.options import interval_ms
 from pipeline.spark.samples import write_samples
 
 log = logging.getLogger("generate")
@@ -70,7 +70,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     setup_logging()
     args = parse(argv)
-    interval = delay_ms(args.sample_interval)
+    interval = interval_ms(args.sample_interval)
     if interval < 1:
         raise UsageError(f"--sample-interval {args.sample_interval!r}: expected a positive "
                          "interval, e.g. '30 s'")

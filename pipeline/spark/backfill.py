@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,16 +26,17 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.tables import DELETED
 from pipeline.spark import paths
-from pipeline.spark.eventlog import packed_events, select_events
-from pipeline.spark.folding import FAILED, batch_fold
+from pipeline.spark.eventlog import select_events
+from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
 from pipeline.spark.lagflow import BackfillLag, LagOptions
+from pipeline.spark.options import check_cut, interval_ms, latest_version, read_delta
+from pipeline.spark.packing import packed_events
 from pipeline.spark.parallel import run_all
 from pipeline.spark.paths import is_path
-from pipeline.spark.replay import delay_ms
-from pipeline.spark.sinks import ensure_tables, log_failed_groups, table_rows
-from pipeline.spark.tables import APPEND_TABLES, SEED_TABLE, wire_schema
-from schemas import OUTPUT_TABLES
+from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.wire import SEED_TABLE, folded, table_rows, wire_schema
+from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
 log = logging.getLogger("backfill")
@@ -59,32 +59,14 @@ class BackfillOptions:
         self.warehouse = paths.qualify(self.warehouse)
         if is_path(self.events):
             self.events = paths.qualify(self.events)
-        delay_ms(self.watermark_delay)
-        if self.until_ms is not None and self.version is not None:
-            raise ValueError("give --until or --version, not both")
-
-
-def latest_version(spark: SparkSession, events: str) -> int:
-    table = (DeltaTable.forPath(spark, events) if is_path(events)
-             else DeltaTable.forName(spark, events))
-    row = table.history(1).select("version").first()
-    assert row is not None
-    return int(row[0])
-
-
-def read_version(spark: SparkSession, events: str, version: int) -> DataFrame:
-    reader = spark.read.format("delta").option("versionAsOf", version)
-    if is_path(events):
-        return reader.load(events)
-    location = DeltaTable.forName(spark, events).detail().select("location").first()
-    assert location is not None
-    return reader.load(location[0])
+        interval_ms(self.watermark_delay)
+        check_cut(self.until_ms, self.version)
 
 
 def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     cfg = opts.config or CoordinatorConfig()
     version = opts.version if opts.version is not None else latest_version(spark, opts.events)
-    events = select_events(read_version(spark, opts.events, version))
+    events = select_events(read_delta(spark, opts.events, version))
     if opts.until_ms is not None:
         events = events.filter(F.col("event_time").isNull()
                                | (F.col("event_time") <= F.timestamp_millis(F.lit(opts.until_ms))))
@@ -94,43 +76,49 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     if opts.until_ms is not None:
         cut: int | None = opts.until_ms
     else:
-        cut = None if max_ms is None else max_ms - delay_ms(opts.watermark_delay)
+        cut = None if max_ms is None else max_ms - interval_ms(opts.watermark_delay)
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
-    wire = folded_history(events, cfg, cut, seed=opts.until_ms is None).persist(
-        StorageLevel.MEMORY_AND_DISK)
     try:
-        counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
-        log.info("folded %s groups from version %d of %s: %s", counts.get("group_state", 0),
-                 version, opts.events, counts)
-        log_failed_groups(wire, counts.get(FAILED, 0), "backfill")
-        manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
-                            watermark_ms=cut, max_event_time_ms=max_ms,
-                            groups=counts.get("group_state", 0),
-                            samples=None if lag is None else lag.opts.end_offsets,
-                            samples_version=None if lag is None else lag.version)
-        # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
-        run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
-                         _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
-                         table in filled)
-                 for table in OUTPUT_TABLES if table in filled or counts.get(table)])
-        if lag is not None:  # over the history tables just written
-            run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows, True,
-                             table in filled)
-                     for table, rows in lag.tables(spark, opts.warehouse, cut).items()])
-            if opts.until_ms is None:
-                lag.write_pending(opts.warehouse, cut)
-        # Last, so a manifest exists only when every table was replaced.
-        seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
-        (seeds.write.format("delta").mode("overwrite")
-         .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
-         .save(seed_path(opts.warehouse)))
+        with folded(folded_history(events, cfg, cut, seed=opts.until_ms is None),
+                    "backfill") as (wire, counts):
+            log.info("folded %s groups from version %d of %s: %s",
+                     counts.get("group_state", 0), version, opts.events, counts)
+            manifest = _write(spark, opts, wire, counts, version, cut, max_ms, filled, lag)
     finally:
-        wire.unpersist()
         if lag is not None:
             lag.release()
     log.info("backfill done: %s", manifest.to_json())
+    return manifest
+
+
+def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: dict[str, int],
+           version: int, cut: int | None, max_ms: int | None, filled: set[str],
+           lag: BackfillLag | None) -> Manifest:
+    """Every table replaced from the folded wire, the lag tables after them, the hand-off
+    last (a manifest exists only when every table was replaced)."""
+    manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
+                        watermark_ms=cut, max_event_time_ms=max_ms,
+                        groups=counts.get("group_state", 0),
+                        samples=None if lag is None else lag.opts.end_offsets,
+                        samples_version=None if lag is None else lag.version)
+    # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
+    run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
+                     _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
+                     table in filled)
+             for table in OUTPUT_TABLES if table in filled or counts.get(table)])
+    if lag is not None:  # over the history tables just written
+        run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows, True,
+                         table in filled)
+                 for table, rows in lag.tables(spark, opts.warehouse, cut).items()])
+        if opts.until_ms is None:
+            lag.write_pending(opts.warehouse, cut)
+    # Last, so a manifest exists only when every table was replaced.
+    seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
+    (seeds.write.format("delta").mode("overwrite")
+     .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
+     .save(seed_path(opts.warehouse)))
     return manifest
 
 

@@ -30,10 +30,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
-from pipeline.spark.tables import APPEND_TABLES
 from pipeline.spark.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
-from schemas import METADATA_TABLES, OUTPUT_TABLES
+from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
 
@@ -120,14 +119,20 @@ def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
     return said
 
 
+def _shapes_at(at: str) -> str:
+    """group_history's rows at or before `at` (a SQL expression), the newest of each group
+    numbered 1 (`newest`): the one window every as-of question about a group's shape reads."""
+    return f"""(SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
+                   log_partition DESC, log_offset DESC, seq DESC) AS newest
+          FROM group_history WHERE event_time <= {at})"""
+
+
 # The shape in group_history newest at `at`, with group_state's column names.
-STATE_AS_OF = """
+STATE_AS_OF = f"""
     SELECT group_id, state, generation_id, protocol_type, protocol, leader_id, members,
            member_count, state_since, rebalance_count, log_partition, group_type, group_epoch,
            assignment_epoch, event_time AS since
-    FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
-                    log_partition DESC, log_offset DESC, seq DESC) AS newest
-          FROM group_history WHERE event_time <= {at})
+    FROM {_shapes_at("{at}")}
     WHERE newest = 1 AND state <> 'Dead'"""
 
 _MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
@@ -144,7 +149,7 @@ MEMBERS_NOW = f"""
     FROM group_state LATERAL VIEW explode(members) AS m WHERE state <> 'Dead'"""
 
 FUNCTIONS: dict[str, str] = {
-    "group_state_as_of": """
+    "group_state_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_state_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, state STRING, generation_id INT, protocol_type STRING,
                        protocol STRING, leader_id STRING, member_count INT,
@@ -153,17 +158,13 @@ FUNCTIONS: dict[str, str] = {
         RETURN SELECT group_id, state, generation_id, protocol_type, protocol, leader_id,
                       member_count, state_since, rebalance_count, group_type, group_epoch,
                       assignment_epoch, event_time AS since
-        FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
-                        log_partition DESC, log_offset DESC, seq DESC) AS newest
-              FROM group_history WHERE event_time <= at)
+        FROM {_shapes_at("at")}
         WHERE newest = 1 AND state <> 'Dead'""",
     "group_members_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
         RETURN SELECT group_id, generation_id, {_MEMBER_COLUMNS}
-        FROM (SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY event_time DESC,
-                        log_partition DESC, log_offset DESC, seq DESC) AS newest
-              FROM group_history WHERE event_time <= at)
+        FROM {_shapes_at("at")}
         LATERAL VIEW explode(members) AS m
         WHERE newest = 1 AND state <> 'Dead'""",
     "committed_offsets_as_of": """

@@ -1,4 +1,6 @@
-"""The event log as a Delta table: written from the fold's Events, in as many commits as asked."""
+"""The event log as a Delta table: read and checked for the fold (`select_events`: the
+contract's columns and types whatever tool wrote it), and written from the fold's Events (the
+generator's logs and the tests', `write_event_log`)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import BinaryType, StructType, TimestampType
+from pyspark.sql.types import StructType, TimestampType
 
 from pipeline.fold import Event
-from pipeline.spark.tables import event_schema, holds
+from pipeline.spark.contract import event_schema
 from pipeline.spark.validate import check_event_schema
 from pipeline.times import PANDAS_MS_RANGE
 
@@ -55,36 +57,6 @@ def select_events(df: DataFrame) -> DataFrame:
         columns[f.name] = column
     columns["decode_error"] = F.coalesce(columns["decode_error"], *problems)
     return df.select(*[c.alias(name) for name, c in columns.items()])
-
-
-PACKED = "_packed"  # a packed event row: its values as one JSON object (`packed_events`)
-
-
-def packed_events(events: DataFrame, *keep: str) -> DataFrame:
-    """The narrow pipe into the fold (`select_events`' rows in): group_id, each row's other
-    values as one JSON object (`PACKED`; nulls left out, times as epoch milliseconds), and
-    the columns holding bytes as they are (JSON would carry them as base64). A row of a
-    60-column log holds a handful of values, and Spark hands a JSON string to Python at a
-    fifth of the cost of 60 Arrow columns. `convert.columns_from_packed` (Arrow) and
-    `columns_from_packed_frames` (pandas) read it back. `keep`: columns to carry as well."""
-    as_is = unpacked_schema().names
-    packed: list[Column] = []
-    for f in event_schema().fields:
-        if f.name in as_is:
-            continue
-        if isinstance(f.dataType, TimestampType):
-            packed.append(F.unix_millis(F.col(f.name)).alias(f.name))
-        elif holds(f.dataType, TimestampType):
-            raise TypeError(f"{f.name}: a time inside a nested column cannot be packed as ms")
-        else:
-            packed.append(F.col(f.name))
-    return events.select(*as_is, F.to_json(F.struct(*packed)).alias(PACKED), *keep)
-
-
-def unpacked_schema() -> StructType:
-    """The columns `packed_events` carries as they are: group_id and those holding bytes."""
-    return StructType([f for f in event_schema().fields
-                       if f.name == "group_id" or holds(f.dataType, BinaryType)])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

@@ -21,22 +21,15 @@ import pyarrow as pa
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
-from pipeline.fold.tables import FAILED, INTERNAL, failed_tables, replay_group
-from pipeline.spark.convert import (
-    columns_from_packed,
-    columns_from_packed_frames,
-    wire_checks,
-    wire_frame,
-    wire_table,
-)
-from pipeline.spark.eventlog import unpacked_schema
-from pipeline.spark.quiet import quiet_padded_concat
-from pipeline.spark.tables import SEED
+from pipeline.fold.tables import failed_tables, replay_group
+from pipeline.spark.contract import SEED
+from pipeline.spark.logs import quiet_padded_concat
+from pipeline.spark.packing import columns_from_packed, columns_from_packed_frames, unpacked_schema
+from pipeline.spark.wire import wire_checks, wire_frame, wire_table
 
 # The last line of defence (pipeline.fold.tables): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
-# FAILED wire row carries the traceback for the driver to count and log (sinks.py, backfill.py).
-__all__ = ["FAILED", "INTERNAL", "batch_fold", "split_seed", "stateful_fold"]
+# FAILED wire row carries the traceback for the driver to count and log (`wire.log_failed_groups`).
 
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
@@ -107,7 +100,7 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
     """applyInArrow: a group's whole history in one call, then its timers up to `until_ms`;
     with `seed`, also the group's final state as a `SEED_TABLE` row. Arrow in and out: the
     pandas conversions cost more than the fold itself on groups of a few hundred rows. The
-    rows come packed (`eventlog.packed_events`): one JSON object a row, not 60 columns."""
+    rows come packed (`packing.packed_events`): one JSON object a row, not 60 columns."""
     checks = wire_checks()
 
     def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:

@@ -18,7 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark import paths
-from pipeline.spark.tables import SEED, SEED_TABLE, event_schema
+from pipeline.spark.contract import SEED, event_schema
+from pipeline.spark.wire import SEED_TABLE
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,11 @@ from pyspark.sql.types import (
 
 from pipeline.errors import UsageError
 from pipeline.spark import paths
+from pipeline.spark.contract import event_schema
+from pipeline.spark.options import check_trigger, interval_ms, with_trigger
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
-from pipeline.spark.replay import delay_ms
 from pipeline.spark.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.samples import check_samples
-from pipeline.spark.tables import event_schema
 from pipeline.spark.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
 from pipeline.times import PANDAS_MS_RANGE
 
@@ -111,9 +111,10 @@ class IngestOptions:
             raise UsageError("give exactly one of bootstrap_servers (a live cluster) or raw (a dump)")
         if self.bootstrap_servers is not None and not self.checkpoint:
             raise UsageError("reading a live cluster needs a checkpoint folder")
-        if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
-            raise UsageError(
-                f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
+        try:
+            check_trigger(self.trigger)
+        except ValueError as exc:
+            raise UsageError(f"trigger {exc}") from None
         if paths.is_path(self.events):
             self.events = paths.qualify(self.events)
         if self.checkpoint:
@@ -138,7 +139,7 @@ class IngestOptions:
             raise UsageError(f"--isolation-level {self.isolation_level}: expected "
                              f"{' or '.join(ISOLATION_LEVELS)}")
         try:
-            ok = delay_ms(self.sample_interval) > 0
+            ok = interval_ms(self.sample_interval) > 0
         except ValueError:
             ok = False
         if not ok:
@@ -147,7 +148,7 @@ class IngestOptions:
 
     @property
     def sample_interval_ms(self) -> int:
-        return delay_ms(self.sample_interval)
+        return interval_ms(self.sample_interval)
 
 
 def decode_records(raw: DataFrame) -> DataFrame:
@@ -331,11 +332,7 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
 
     stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
               .option("checkpointLocation", opts.checkpoint).queryName("consumer-offsets-ingest"))
-    if opts.trigger == "available-now":
-        stream = stream.trigger(availableNow=True)
-    else:
-        stream = stream.trigger(processingTime=f"{float(opts.trigger.split(':', 1)[1])} seconds")
-    return stream.start()
+    return with_trigger(stream, opts.trigger).start()
 
 
 def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:

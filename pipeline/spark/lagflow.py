@@ -36,8 +36,9 @@ from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark import paths
 from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
+from pipeline.spark.options import delta_table, latest_version, stream_delta
 from pipeline.spark.samples import REASON, read_samples, samples_schema, select_samples
-from pipeline.spark.tables import SAMPLE_WIRE, WIRE_ROW
+from pipeline.spark.wire import ROW, SAMPLE
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
@@ -68,41 +69,27 @@ def ensure_pending(spark: SparkSession, warehouse: str) -> None:
 
 def table_id(spark: SparkSession, source: str) -> str:
     """The Delta table's id (what the streaming source records as its reservoirId)."""
-    table = (DeltaTable.forPath(spark, source) if paths.is_path(source)
-             else DeltaTable.forName(spark, source))
-    row = table.detail().select("id").first()
+    row = delta_table(spark, source).detail().select("id").first()
     assert row is not None
     return str(row[0])
 
 
-def latest_version(spark: SparkSession, source: str) -> int:
-    table = (DeltaTable.forPath(spark, source) if paths.is_path(source)
-             else DeltaTable.forName(spark, source))
-    row = table.history(1).select("version").first()
-    assert row is not None
-    return int(row[0])
-
-
 def sample_wire(samples: DataFrame) -> DataFrame:
     """Sample rows as wire rows (`_table`, `_row`: the sample as JSON, times in epoch ms), the
-    form `sinks.table_rows` parses back; the samples' own columns, whatever the table has
+    form `wire.table_rows` parses back; the samples' own columns, whatever the table has
     beyond them."""
     typed = select_samples(samples).drop(REASON)
     values = [F.unix_millis(F.col(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
               else F.col(f.name) for f in samples_schema().fields]
-    return typed.select(F.lit(SAMPLE_WIRE).alias("_table"),
-                        F.to_json(F.struct(*values)).alias(WIRE_ROW))
+    return typed.select(F.lit(SAMPLE).alias("_table"),
+                        F.to_json(F.struct(*values)).alias(ROW))
 
 
 def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
     """The samples table as a stream of wire rows, from the version after `after_version`
     (a backfill's) or from its beginning."""
-    reader = spark.readStream.format("delta")
-    if after_version is not None:
-        reader = reader.option("startingVersion", after_version + 1)
-    source = opts.end_offsets
-    df = reader.load(source) if paths.is_path(source) else reader.table(source)
-    return sample_wire(df)
+    options = {} if after_version is None else {"startingVersion": after_version + 1}
+    return sample_wire(stream_delta(spark, opts.end_offsets, **options))
 
 
 def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int

@@ -1,4 +1,4 @@
-"""What a job's JVM prints: only what a user can act on, unless asked for everything.
+"""What a job prints: only what a user can act on, unless asked for everything.
 
 Two sources of lines nobody can act on reach a terminal from the JVM Spark runs: log4j2
 messages (`conf/log4j2.properties` turns each known-harmless one down, with the reason), and
@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 import threading
+import warnings
 from collections.abc import Mapping
 from importlib.resources import as_file
 from subprocess import PIPE
@@ -74,3 +75,19 @@ def log_everything(spark: SparkSession, level: str) -> None:
     with as_file(CONF_DIR / "log4j2-verbose.properties") as path:
         context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
         context.setConfigLocation(jvm.java.io.File(str(path)).toURI())
+
+
+# PySpark's applyInPandasWithState serializer pads every group's output with a frame of Nones
+# (`dict.fromkeys(names)`, object dtype) and concatenates it to the fold's frame; pandas 2.x
+# warns (FutureWarning, once per group) that an all-NA or empty entry will stop being ignored
+# when the result's dtype is chosen. Our timestamp columns are datetime64 and the padding
+# rows are dropped by the serializer's counts, so the dtype pandas picks today is the one
+# Spark reads. The filter names that one message and PySpark's module; every other warning
+# still shows.
+_PADDED_CONCAT = "The behavior of DataFrame concatenation with empty or all-NA entries"
+
+
+def quiet_padded_concat() -> None:
+    """Idempotent (`filterwarnings` replaces an identical filter): call it in the worker."""
+    warnings.filterwarnings("ignore", message=_PADDED_CONCAT, category=FutureWarning,
+                            module=r"pyspark\.sql\.pandas\.serializers")

@@ -1,7 +1,7 @@
 """A steady progress line while a long Spark job runs: tasks, rows, rate and ETA.
 
 A backfill folds the whole log in one Spark job, and a stream's first micro-batch over a big
-log is as long; the per-batch line (`replay.ProgressLine`) only comes at the end. `Progress`
+log is as long; the per-batch line (`ProgressLine`) only comes at the end. `Progress`
 is a driver thread that, while some stage has been running for at least `interval_s`, logs
 every `interval_s`:
 
@@ -21,9 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+if TYPE_CHECKING:
+    from pipeline.spark.sinks import BatchWriter
 
 log = logging.getLogger("progress")
 
@@ -140,3 +144,44 @@ class Progress:
             self._last = at
             if now.rows is not None:
                 self._rows_then = (at, now.rows)
+
+
+class ProgressLine(StreamingQueryListener):
+    """One log line per micro-batch: rows in, groups touched, rows rejected, groups whose
+    fold failed (their rows rejected as INTERNAL), time, watermark."""
+
+    def __init__(self, writer: BatchWriter) -> None:
+        self.writer = writer
+
+    def onQueryStarted(self, event: object) -> None:
+        pass
+
+    def onQueryIdle(self, event: object) -> None:
+        pass
+
+    def onQueryTerminated(self, event: object) -> None:
+        pass
+
+    def onQueryProgress(self, event: object) -> None:
+        p = event.progress  # type: ignore[attr-defined]
+        log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,
+                                  p.eventTime.get("watermark", "-"),
+                                  self.writer.progress.get(p.batchId, {})))
+
+
+def batch_line(batch_id: int, rows_in: int, duration_ms: int, watermark: str,
+               written: dict[str, Any]) -> str:
+    """A micro-batch's progress line; `written` is what `BatchWriter` recorded of the batch
+    (nothing for a batch it did not see): its counts, the seconds of its fold and of its
+    writes, and each table's write seconds."""
+    tables: dict[str, float] = written.get("tables") or {}
+    parts = ""
+    if "fold_s" in written:
+        parts = f" (fold {written['fold_s']:.2f} s, writes {written['write_s']:.2f} s"
+        if tables:
+            longest = max(tables, key=tables.__getitem__)
+            parts += f": {len(tables)} tables, longest {longest} {tables[longest]:.2f} s"
+        parts += ")"
+    return (f"batch {batch_id}: {rows_in} rows in, {written.get('groups', 0)} groups touched, "
+            f"{written.get('rejected', 0)} rows rejected, {written.get('failed', 0)} groups "
+            f"failed, {duration_ms / 1000:.2f} s{parts}, watermark {watermark}")

@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
-from pipeline.spark.convert import PREFER_INT_EXTENSION
-from pipeline.spark.eventlog import packed_events, select_events
+from pipeline.spark.contract import SEED, STATE_SCHEMA
+from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
 from pipeline.spark.lagflow import (
@@ -41,19 +38,23 @@ from pipeline.spark.lagflow import (
     ensure_pending,
     sample_stream,
 )
+from pipeline.spark.options import (
+    check_trigger,
+    interval_ms,
+    spark_interval,
+    stream_delta,
+    with_trigger,
+)
+from pipeline.spark.packing import PREFER_INT_EXTENSION, packed_events
 from pipeline.spark.paths import is_path
-from pipeline.spark.sinks import BatchWriter, ensure_tables
-from pipeline.spark.tables import SEED, STATE_SCHEMA, wire_schema
+from pipeline.spark.progress import ProgressLine
+from pipeline.spark.sinks import BatchWriter
+from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.wire import wire_schema
 
 log = logging.getLogger("replay")
 WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
 GUARD = "_watermark_guard"
-_INTERVAL = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
-_UNIT_MS = {
-    "ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-}
 
 
 @dataclass
@@ -75,17 +76,8 @@ class ReplayOptions:
         self.checkpoint = paths.qualify(self.checkpoint)
         if is_path(self.events):
             self.events = paths.qualify(self.events)
-        if self.trigger != "available-now" and not self.trigger.startswith("processing-time:"):
-            raise ValueError(
-                f"trigger must be available-now or processing-time:SECONDS, got {self.trigger!r}")
-        delay_ms(self.watermark_delay)
-
-
-def delay_ms(text: str) -> int:
-    match = _INTERVAL.match(text)
-    if not match or match.group(2) not in _UNIT_MS:
-        raise ValueError(f"watermark delay must look like '10 minutes', got {text!r}")
-    return int(match.group(1)) * _UNIT_MS[match.group(2)]
+        check_trigger(self.trigger)
+        interval_ms(self.watermark_delay)
 
 
 def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
@@ -93,17 +85,17 @@ def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
     the backfill's group states as a second source (empty without a backfill)."""
     ensure_seed_table(spark, opts.warehouse)
     manifest = read_manifest(spark, opts.warehouse)
-    reader = spark.readStream.format("delta")
+    options: dict[str, str | int] = {}
     if opts.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", opts.max_files_per_trigger)
+        options["maxFilesPerTrigger"] = opts.max_files_per_trigger
     if manifest is not None:
         if paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
             _check_handoff(manifest, opts)
             log.info("continuing from the backfill of %s at version %d (%d groups)",
                      manifest.events, manifest.version, manifest.groups)
-        reader = reader.option("startingVersion", manifest.version + 1)
-    source = reader.load(opts.events) if is_path(opts.events) else reader.table(opts.events)
-    events = select_events(source).withColumn(SEED, F.lit(None).cast("binary"))
+        options["startingVersion"] = manifest.version + 1
+    events = select_events(stream_delta(spark, opts.events, **options))
+    events = events.withColumn(SEED, F.lit(None).cast("binary"))
     return events.unionByName(seed_rows(spark, opts.warehouse, manifest))
 
 
@@ -126,8 +118,8 @@ def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
 
 
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
-    delay = delay_ms(opts.watermark_delay)
-    marked = events.withWatermark("event_time", opts.watermark_delay)
+    delay = interval_ms(opts.watermark_delay)
+    marked = events.withWatermark("event_time", spark_interval(opts.watermark_delay))
     unguarded = marked.select(
         *[F.col(c) for c in events.columns if c != "event_time"],
         F.col("event_time").alias("event_time", metadata={}),
@@ -192,10 +184,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
               .outputMode("append").foreachBatch(writer)
               .option("checkpointLocation", opts.checkpoint)
               .queryName("consumer-group-replay"))
-    if opts.trigger == "available-now":
-        stream = stream.trigger(availableNow=True)
-    else:
-        stream = stream.trigger(processingTime=f"{float(opts.trigger.split(':', 1)[1])} seconds")
+    stream = with_trigger(stream, opts.trigger)
     listener = ProgressLine(writer)
     spark.streams.addListener(listener)
     try:
@@ -203,44 +192,3 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     except Exception:
         spark.streams.removeListener(listener)
         raise
-
-
-class ProgressLine(StreamingQueryListener):
-    """One log line per micro-batch: rows in, groups touched, rows rejected, groups whose
-    fold failed (their rows rejected as INTERNAL), time, watermark."""
-
-    def __init__(self, writer: BatchWriter) -> None:
-        self.writer = writer
-
-    def onQueryStarted(self, event: object) -> None:
-        pass
-
-    def onQueryIdle(self, event: object) -> None:
-        pass
-
-    def onQueryTerminated(self, event: object) -> None:
-        pass
-
-    def onQueryProgress(self, event: object) -> None:
-        p = event.progress  # type: ignore[attr-defined]
-        log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,
-                                  p.eventTime.get("watermark", "-"),
-                                  self.writer.progress.get(p.batchId, {})))
-
-
-def batch_line(batch_id: int, rows_in: int, duration_ms: int, watermark: str,
-               written: dict[str, Any]) -> str:
-    """A micro-batch's progress line; `written` is what `BatchWriter` recorded of the batch
-    (nothing for a batch it did not see): its counts, the seconds of its fold and of its
-    writes, and each table's write seconds."""
-    tables: dict[str, float] = written.get("tables") or {}
-    parts = ""
-    if "fold_s" in written:
-        parts = f" (fold {written['fold_s']:.2f} s, writes {written['write_s']:.2f} s"
-        if tables:
-            longest = max(tables, key=tables.__getitem__)
-            parts += f": {len(tables)} tables, longest {longest} {tables[longest]:.2f} s"
-        parts += ")"
-    return (f"batch {batch_id}: {rows_in} rows in, {written.get('groups', 0)} groups touched, "
-            f"{written.get('rejected', 0)} rows rejected, {written.get('failed', 0)} groups "
-            f"failed, {duration_ms / 1000:.2f} s{parts}, watermark {watermark}")

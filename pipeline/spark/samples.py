@@ -22,8 +22,9 @@ from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
 from pipeline.errors import UsageError
 from pipeline.spark import paths
+from pipeline.spark.contract import struct_of
+from pipeline.spark.options import read_delta
 from pipeline.spark.validate import mismatch
-from schemas import ddl
 from schemas.lag import LOG_END_OFFSETS, SAMPLE_KEY, SAMPLE_REQUIRED
 
 REASON = "reason"
@@ -32,9 +33,7 @@ REASON = "reason"
 @cache
 def samples_schema() -> StructType:
     """LOG_END_OFFSETS as a Spark schema; every column nullable on disk, as the event log's."""
-    parsed = StructType.fromDDL(ddl(LOG_END_OFFSETS))
-    assert isinstance(parsed, StructType)
-    return StructType([StructField(f.name, f.dataType, True) for f in parsed.fields])
+    return struct_of(LOG_END_OFFSETS)
 
 
 def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> DataFrame:
@@ -92,12 +91,10 @@ def check_samples(spark: SparkSession, source: str, flag: str = "--end-offsets")
             raise UsageError(f"{label}: no Delta table there; expected the end-offset samples "
                              "written by jobs/ingest.py --end-offsets or jobs/generate.py "
                              "--end-offsets (columns: see schemas/lag.py)")
-        schema = spark.read.format("delta").load(source).schema
-    else:
-        if not spark.catalog.tableExists(source):
-            raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
-                             "name of a Delta table of end-offset samples")
-        schema = spark.read.table(source).schema
+    elif not spark.catalog.tableExists(source):
+        raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
+                         "name of a Delta table of end-offset samples")
+    schema = read_delta(spark, source).schema
     given = {f.name: f.dataType for f in schema.fields}
     missing = [c for c in SAMPLE_REQUIRED if c not in given]
     if missing:
@@ -139,13 +136,4 @@ def malformed_reason() -> Column:
 def read_samples(spark: SparkSession, source: str, version: int | None = None) -> DataFrame:
     """The samples table (a path or a table name), at `version` if given, through
     `select_samples`."""
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    if paths.is_path(source):
-        return select_samples(reader.load(source))
-    if version is None:
-        return select_samples(spark.read.table(source))
-    location = DeltaTable.forName(spark, source).detail().select("location").first()
-    assert location is not None
-    return select_samples(reader.load(location[0]))
+    return select_samples(read_delta(spark, source, version))

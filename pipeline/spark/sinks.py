@@ -1,4 +1,4 @@
-"""Writing a micro-batch of wire rows to the Delta tables, idempotently per batch.
+"""The stream's writer: each micro-batch's wire rows into the Delta tables, exactly once.
 
 History tables are appended to, current tables MERGEd, each table in one Delta commit of its
 own, side by side (`pipeline.spark.parallel`). Tables live at `<warehouse>/<table>`.
@@ -20,7 +20,6 @@ marks let both through.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,144 +29,23 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    DataType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from pipeline.spark import paths
-from pipeline.spark.catalog import (
-    comment_columns,
-    persistent_catalog,
-    quote_name,
-    register_permanent,
-)
-from pipeline.spark.folding import FAILED
+from pipeline.spark.contract import table_schema
 from pipeline.spark.lagflow import StreamLag
 from pipeline.spark.parallel import WRITERS, run_all
-from pipeline.spark.tables import (
-    APPEND_TABLES,
-    SAMPLE_WIRE,
-    WIRE_ROW,
-    holds,
-    row_schema,
-    table_schema,
-)
+from pipeline.spark.wire import FAILED, SAMPLE, folded, table_rows
 from schemas import OUTPUT_TABLES, TABLE_KEYS
-from schemas.lag import LAG_TABLES
 
-# One file (and one task) per this many rows of a write: a small micro-batch writes each table
-# as one file instead of one per shuffle partition, a big batch keeps its parallelism.
-ROWS_PER_FILE = 1_000_000
-# A stream commits to each table every micro-batch. At Delta's default, every tenth commit
-# also writes a checkpoint, in the committing thread: six Spark jobs, ~2 s against ~0.3 s for
-# a small append here (+60 % on an append's average). Readers replay at most this many small
-# JSON commits after the last checkpoint.
-CHECKPOINT_INTERVAL = 100
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
 PROGRESS_KEPT = 64  # batches whose figures the writer keeps for the progress line to read
-log = logging.getLogger("replay")
-
-
-def log_failed_groups(wire: DataFrame, failed: int, where: str) -> None:
-    """Log each group whose fold raised, once, with its traceback (the FAILED wire rows)."""
-    if not failed:
-        return
-    for row in table_rows(wire, FAILED).collect():
-        log.error("%s: group %s could not be folded; its rows went to rejected_events as "
-                  "INTERNAL and its state stays as it was:\n%s", where, row["group_id"],
-                  row["reason"])
-
-
-def table_rows(wire: DataFrame, table: str, extra: bool = False,
-               count: int | None = None) -> DataFrame:
-    """`table`'s rows of the wire, parsed into the table's own schema (with `extra`, also
-    the columns its rows carry beyond it, as committed_offsets' `_deleted`). Given their
-    `count`, in as few partitions as hold them at `ROWS_PER_FILE` each."""
-    schema = row_schema(table)
-    rows = wire.filter(F.col("_table") == table)
-    if count is not None:
-        rows = rows.coalesce(max(1, -(-count // ROWS_PER_FILE)))
-    as_json = _as_json(schema)
-    assert isinstance(as_json, StructType)
-    parsed = rows.select(F.from_json(F.col(WIRE_ROW), as_json, {"mode": "FAILFAST"}).alias("r"))
-    keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
-    return parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
-                           for f in keep])
-
-
-def _as_json(t: DataType) -> DataType:
-    """`t` as the JSON holds it: times as epoch ms (bigint), bytes as base64 (string)."""
-    if isinstance(t, TimestampType):
-        return LongType()
-    if isinstance(t, BinaryType):
-        return StringType()
-    if isinstance(t, ArrayType):
-        return ArrayType(_as_json(t.elementType), t.containsNull)
-    if isinstance(t, StructType):
-        return StructType([StructField(f.name, _as_json(f.dataType), f.nullable)
-                           for f in t.fields])
-    return t
-
-
-def _restored(c: Column, t: DataType) -> Column:
-    """The value `c` of JSON type `_as_json(t)` as type `t`, at any depth."""
-    if not holds(t, (TimestampType, BinaryType)):
-        return c
-    if isinstance(t, TimestampType):
-        return F.timestamp_millis(c)
-    if isinstance(t, BinaryType):
-        return F.unbase64(c)
-    if isinstance(t, ArrayType):
-        return F.transform(c, lambda x: _restored(x, t.elementType))
-    assert isinstance(t, StructType)
-    return F.when(c.isNull(), F.lit(None)).otherwise(F.struct(
-        *[_restored(c.getField(f.name), f.dataType).alias(f.name) for f in t.fields]))
 
 
 def _on_keys(table: str) -> str:
     return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
-
-
-def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
-                  lag: bool = False) -> None:
-    """Create every output table (empty) if missing, and register it in the catalog:
-    `database` is a schema of the session catalog, or `catalog.schema`; in a persistent
-    catalog the as-of and rebalance functions and the group_members view go there too, and
-    the columns get their docs as comments. With `lag`, the lag tables too."""
-    if database:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
-    tables = [*OUTPUT_TABLES, *(LAG_TABLES if lag else ())]
-    run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
-             for table in tables])
-    # Functions, views and comments are for other processes: only in a persistent catalog
-    # (Hive's, or a catalog.schema such as Unity Catalog's); the in-memory one gets
-    # register_views' own, and tests' tables stay as the fold writes them.
-    if database and persistent_catalog(spark, database):
-        comment_columns(spark, warehouse)
-        register_permanent(spark, database, lag)
-
-
-def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
-    if not DeltaTable.isDeltaTable(spark, path):
-        builder = (DeltaTable.createIfNotExists(spark).location(path)
-                   .addColumns(table_schema(table))
-                   .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL)))
-        if table in APPEND_TABLES or table in LAG_TABLES:
-            builder = builder.property("delta.appendOnly", "true")
-        builder.execute()
-    if database:
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
-                  f"USING DELTA LOCATION '{path}'")
 
 
 def batch_mark(app_id: str, batch_id: int) -> str:
@@ -226,12 +104,9 @@ class BatchWriter:
     def __call__(self, wire: DataFrame, batch_id: int) -> None:
         start = time.monotonic()
         seconds: dict[str, float] = {}  # each table's write, side by side with the others
-        wire = wire.persist()
-        try:
-            # The first job of the batch: Spark runs the stateful operator (the fold) here.
-            counts = {r["_table"]: r["count"] for r in wire.groupBy("_table").count().collect()}
-            folded = time.monotonic()
-            log_failed_groups(wire, counts.get(FAILED, 0), f"batch {batch_id}")
+        # The first job of the batch (counting it) runs the stateful operator, the fold.
+        with folded(wire, f"batch {batch_id}") as (wire, counts):
+            fold_s = time.monotonic() - start
             spark = wire.sparkSession
             # Every commit of the batch carries its mark (the MERGEs take it from the session).
             spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
@@ -240,7 +115,7 @@ class BatchWriter:
                     t: partial(self._commit, wire, t, counts[t])
                     for t in OUTPUT_TABLES if counts.get(t)}, seconds)
                 if self.lag is not None:  # over the history tables as this batch left them
-                    new = table_rows(wire, SAMPLE_WIRE) if counts.get(SAMPLE_WIRE) else None
+                    new = table_rows(wire, SAMPLE) if counts.get(SAMPLE) else None
                     try:
                         for phase in self.lag.writes(spark, new, batch_id):
                             self._write_phase(spark, batch_id, phase, seconds)
@@ -248,14 +123,12 @@ class BatchWriter:
                         self.lag.release()
             finally:
                 spark.conf.unset(COMMIT_METADATA)
-        finally:
-            wire.unpersist()
         self.progress[batch_id] = {
             "groups": counts.get("group_state", 0),
             "rejected": counts.get("rejected_events", 0),
             "failed": counts.get(FAILED, 0),
-            "fold_s": folded - start,
-            "write_s": time.monotonic() - folded,
+            "fold_s": fold_s,
+            "write_s": time.monotonic() - start - fold_s,
             "tables": seconds,
         }
         while len(self.progress) > PROGRESS_KEPT:

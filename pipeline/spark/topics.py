@@ -31,7 +31,7 @@ from pipeline.spark import paths
 from schemas import METADATA_TABLES, ddl
 from schemas.columns import TP
 
-log = logging.getLogger("ingest")
+log = logging.getLogger("topics")
 TOPICS = "topics"
 CLUSTER = "cluster"
 

@@ -36,8 +36,9 @@ from pyspark.sql.types import (
 
 from pipeline.errors import UsageError
 from pipeline.fold.partitioning import partition_count_misfit
+from pipeline.spark.contract import event_schema
+from pipeline.spark.options import read_delta
 from pipeline.spark.paths import exists, is_path
-from pipeline.spark.tables import event_schema
 from schemas import OUTPUT_TABLES
 
 REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
@@ -122,13 +123,10 @@ def check_event_log(spark: SparkSession, events: str, flag: str = "--events") ->
         if not DeltaTable.isDeltaTable(spark, events):
             raise UsageError(f"{label}: not a Delta table (no _delta_log); expected the event "
                              f"log written by {_WRITERS}")
-        schema = spark.read.format("delta").load(events).schema
-    else:
-        if not spark.catalog.tableExists(events):
-            raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
-                             "name of a Delta table holding the event log")
-        schema = spark.read.table(events).schema
-    check_event_schema(schema, label)
+    elif not spark.catalog.tableExists(events):
+        raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
+                         "name of a Delta table holding the event log")
+    check_event_schema(read_delta(spark, events).schema, label)
 
 
 def check_partition_count(spark: SparkSession, events: str, num_partitions: int,
@@ -136,7 +134,7 @@ def check_partition_count(spark: SparkSession, events: str, num_partitions: int,
     """The coordinator's offsets.topic.num.partitions fits the log (one scan of two columns,
     up to `sample` groups): with another count the fold would refuse nearly every row as a
     foreign-partition MALFORMED, so the job is refused before it starts instead."""
-    df = spark.read.format("delta").load(events) if is_path(events) else spark.read.table(events)
+    df = read_delta(spark, events)
     counts = (df.where(F.col("group_id").isNotNull() & F.col("log_partition").isNotNull())
               .groupBy("group_id", "log_partition").count())
     top = (counts.groupBy("group_id")

@@ -46,13 +46,14 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import StructType
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, fold
+from pipeline.fold.events import events_of
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
-from pipeline.spark.convert import events_from_arrow
+from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
+from pipeline.spark.packing import columns_from_arrow
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
-from pipeline.spark.tables import event_schema
 
 
 class PeakMemory:
@@ -264,7 +265,8 @@ def make_log(spark: SparkSession, path: Path, events: int, groups: int,
             return log
     if not read_back:
         return []
-    log = events_from_arrow(select_events(spark.read.format("delta").load(str(path))).toArrow())
+    log = events_of(columns_from_arrow(
+        select_events(spark.read.format("delta").load(str(path))).toArrow()))
     print(f"read {len(log):,} events back from {path} in {time.perf_counter() - t:.0f} s")
     return log
 

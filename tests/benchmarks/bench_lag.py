@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pipeline.lag import LagConfig
 from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
 from pipeline.spark.session import build_session
-from pipeline.spark.sinks import ensure_tables
+from pipeline.spark.warehouse import ensure_tables
 
 T0 = 1_700_000_000_000
 SAMPLE_MS = 30_000

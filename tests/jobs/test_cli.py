@@ -5,16 +5,13 @@ traceback only with --debug; a bug keeps its traceback)."""
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 import pytest
 
 from pipeline.errors import UsageError
+from pipeline.jobs import _common
 from tests.jobs.jobs import JOBS, load_job
-
-load_job("generate")  # puts jobs/ on sys.path
-_common = importlib.import_module("_common")  # the module the jobs import
 
 
 def job_parser(name: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:

@@ -17,12 +17,11 @@ from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.tables import DELETED, Tables, replay_group
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.convert import wire_checks, wire_frame
 from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
+from pipeline.spark.options import interval_ms
+from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.samples import read_samples
-from pipeline.spark.sinks import table_rows
-from pipeline.spark.tables import wire_schema
+from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from tests.lag.oracle import lag_tables
@@ -39,7 +38,7 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
     for e in events:
         by_group[e.group_id].append(e)
     if watermark is None:
-        watermark = max(e.event_time for e in events if e.event_time is not None) - delay_ms(DELAY)
+        watermark = max(e.event_time for e in events if e.event_time is not None) - interval_ms(DELAY)
     tables: Tables = defaultdict(list)
     for group_id, group_events in by_group.items():
         for table, rows in replay_group(group_id, None, group_events, watermark, config)[1].items():

@@ -20,17 +20,13 @@ from pyspark.sql.conversion import ArrowBatchTransformer, PandasToArrowConversio
 from pyspark.sql.types import StructField, StructType
 
 from pipeline.fold import CoordinatorConfig, Event
+from pipeline.fold.events import events_of
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.tables import FAILED, replay_group
-from pipeline.spark.convert import (
-    events_from_arrow,
-    events_from_frames,
-    wire_checks,
-    wire_frame,
-    wire_table,
-)
+from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, write_event_log
-from pipeline.spark.tables import event_schema, wire_schema
+from pipeline.spark.packing import columns_from_arrow, columns_from_frames
+from pipeline.spark.wire import wire_checks, wire_frame, wire_schema, wire_table
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import EVENT_COLUMNS, EVENT_TYPES
 from tests.spark.backends import assert_same_tables, backfill_tables, pure_tables, streaming_tables
@@ -117,8 +113,8 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
     events = [Event.from_row(r) for r in rows]
     table = events_to_arrow(events)
     # In, both ways: exact.
-    assert [e.to_row() for e in events_from_arrow(table)] == [e.to_row() for e in events]
-    from_pandas = events_from_frames([spark_pandas(table)], event_schema())
+    assert [e.to_row() for e in events_of(columns_from_arrow(table))] == [e.to_row() for e in events]
+    from_pandas = events_of(columns_from_frames([spark_pandas(table)], event_schema()))
     assert [e.to_row() for e in from_pandas] == [e.to_row() for e in events]
     # The fold: nothing raises; every row is applied or rejected with a reason.
     for group_id, group_events in by_group(events).items():

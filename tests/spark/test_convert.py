@@ -13,9 +13,8 @@ from pyspark.sql import SparkSession
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.tables import DELETED, SEED_TABLE, STATE, Tables, replay_group
-from pipeline.spark.convert import wire_checks, wire_frame, wire_table
-from pipeline.spark.sinks import table_rows
-from pipeline.spark.tables import table_schema, wire_schema
+from pipeline.spark.contract import table_schema
+from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema, wire_table
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.replay import delay_ms
+from pipeline.spark.options import interval_ms
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
 from tests.golden.tables import line, sort_rows
@@ -36,7 +36,7 @@ def _exact(value: Any) -> Any:
 def test_spark_builds_the_stored_golden_tables(spark: SparkSession, name: str) -> None:
     case = read_case(name, OUTPUT_TABLES)
     assert case.batches == [len(case.events)] and case.config == CONFIG
-    assert case.delay_ms == delay_ms(DELAY)
+    assert case.delay_ms == interval_ms(DELAY)
     tables = pure_tables(spark, case.events)
     for table, df in tables.items():
         rows = [{k: v for k, v in _exact(r.asDict(recursive=True)).items() if v is not None}

@@ -23,8 +23,8 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.sinks import ensure_tables
 from pipeline.spark.validate import check_event_log, check_partition_count, mismatch
+from pipeline.spark.warehouse import ensure_tables
 from tests.jobs.jobs import load_job
 
 KEYS = [("log_partition", IntegerType()), ("log_offset", LongType()),

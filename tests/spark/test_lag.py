@@ -20,7 +20,7 @@ from pipeline.lag import LagConfig
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.handoff import read_manifest
 from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.replay import delay_ms
+from pipeline.spark.options import interval_ms
 from pipeline.spark.samples import write_samples
 from schemas.lag import LAG_KEYS, LAG_TABLES
 from tests.spark.backends import (
@@ -66,7 +66,7 @@ def lagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lag
     rounds = [samples[:third], samples[third:2 * third] + MALFORMED, samples[2 * third:]]
     for chunk in rounds:
         write_samples(spark, chunk, samples_path)
-    cut = last_event_ms(events) - delay_ms(DELAY)
+    cut = last_event_ms(events) - interval_ms(DELAY)
     backfilled = backfill_tables(spark, log, root / "backfill", delay=DELAY,
                                  lag=LagOptions(samples_path))
     return Lagged(commits, rounds, log, samples_path, cut, backfilled, root)

@@ -34,7 +34,8 @@ from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
 from pipeline.spark.eventlog import write_event_log
 from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.replay import ReplayOptions, delay_ms, run_replay
+from pipeline.spark.options import interval_ms
+from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.samples import write_samples
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
@@ -141,7 +142,7 @@ def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = LogSpec(groups=g.groups, events=g.events, seed=g.seed, log_kind=g.log_kind,
                    bad_rows=g.bad_rows, out_of_order=g.out_of_order,
                    config=gen_job.coordinator_config(g.coordinator_conf),
-                   sample_interval_ms=delay_ms(g.sample_interval))
+                   sample_interval_ms=interval_ms(g.sample_interval))
     events = generate(spec)
     write_event_log(spark, events, g.output, g.commits)
     assert g.end_offsets, "jobs/demo.sh no longer writes end offsets: update this fixture"

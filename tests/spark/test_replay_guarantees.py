@@ -21,9 +21,11 @@ from pipeline.lag import LagConfig
 from pipeline.spark.backfill import folded_history
 from pipeline.spark.eventlog import select_events, write_event_log
 from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.replay import delay_ms
+from pipeline.spark.options import interval_ms
 from pipeline.spark.samples import write_samples
-from pipeline.spark.sinks import BatchWriter, ensure_tables, table_rows
+from pipeline.spark.sinks import BatchWriter
+from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.wire import table_rows
 from schemas import OUTPUT_TABLES
 from tests.spark.backends import (
     CONFIG,
@@ -95,7 +97,7 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
             victim.kill()
     # Same checkpoint, same warehouse.
     resumed = streaming_tables(spark, path, tmp_path, delay=delay, lag=LagOptions(samples))
-    cut = last_event_ms(events) - delay_ms(delay)
+    cut = last_event_ms(events) - interval_ms(delay)
     assert_same_tables(resumed, pure_tables(spark, events, watermark=cut))
     assert len(assert_oracle_agrees(spark, warehouse, samples, cut, LagConfig())) > 50
 

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.spark.catalog import register_views
-from pipeline.spark.tables import table_schema
+from pipeline.spark.contract import table_schema
 from pipeline.spark.topics import read_topic_map, record_topics
 
 MAP = {"AAAAAAAAAAAAAAAAAAAAAQ": "orders", "AAAAAAAAAAAAAAAAAAAAAg": "payments"}

@@ -1,0 +1,49 @@
+"""The contract's Spark types, built from `schemas/`: the event log's, each output table's,
+and what a column holds at any depth (`holds`)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    StructField,
+    StructType,
+)
+
+from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
+from schemas.lag import LAG_TABLES
+
+STATE_SCHEMA = "state binary"  # the stream's state: the fold's versioned JSON, deflated
+SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
+__all__ = ["SEED", "STATE_SCHEMA", "event_schema", "holds", "struct_of", "table_schema"]
+
+
+def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bool:
+    """Whether type `t` is, or holds at any depth, a value of one of `kinds`."""
+    if isinstance(t, kinds):
+        return True
+    if isinstance(t, ArrayType):
+        return holds(t.elementType, kinds)
+    if isinstance(t, StructType):
+        return any(holds(f.dataType, kinds) for f in t.fields)
+    return False
+
+
+def struct_of(columns: tuple[Column, ...]) -> StructType:
+    """Columns of `schemas/` as a StructType, every column nullable (as stored)."""
+    parsed = DataType.fromDDL(ddl(columns))
+    assert isinstance(parsed, StructType)
+    # Every column is nullable on disk: a malformed row must be storable to be rejected.
+    return StructType([StructField(f.name, f.dataType, True) for f in parsed.fields])
+
+
+@cache
+def event_schema() -> StructType:
+    return struct_of(EVENT_COLUMNS)
+
+
+@cache
+def table_schema(table: str) -> StructType:
+    return struct_of(OUTPUT_TABLES[table] if table in OUTPUT_TABLES else LAG_TABLES[table])
