@@ -86,8 +86,11 @@ def time_lag(samples: Sequence[Sample], committed: int, now_ms: int) -> tuple[in
 
 def window(commits: Sequence[Commit], now_ms: int, cfg: LagConfig) -> list[Commit]:
     """Burrow's window at `now_ms`: the last `intervals` commits (in log order) at or before
-    then, none older than `expire_group_ms` (Burrow drops those on arrival)."""
-    recent = [c for c in commits if now_ms - cfg.expire_group_ms < c.time_ms <= now_ms]
+    then, none older than `expire_group_ms` (Burrow drops those on arrival), and none made
+    before the partition's first sample (a commit without a lag: Burrow skips a commit of a
+    partition it has no broker offset for yet, `storage/inmemory.go`, addConsumerOffset)."""
+    recent = [c for c in commits if c.lag is not None
+              and now_ms - cfg.expire_group_ms < c.time_ms <= now_ms]
     return recent[-cfg.intervals:]
 
 

@@ -95,7 +95,8 @@ def sample_stats(samples: DataFrame, cfg: LagConfig) -> DataFrame:
 def commit_windows(changes: DataFrame, stats: DataFrame, cfg: LagConfig) -> DataFrame:
     """Each offset change (a TXN_ABORTED row changes nothing), in ms, partitioned by topic
     partition; a commit also carries `ring`: its last `intervals` commits (itself included),
-    each with its lag against the end offset sampled at or before it (null when none was)."""
+    each with its lag against the end offset sampled at or before it, leaving out those no
+    sample precedes (which have no ring themselves)."""
     moved = changes.where(F.col("change") != "TXN_ABORTED").select(
         *PAIR, ms("event_time").alias("t"), "log_partition", "log_offset", "change",
         "committed_offset")
@@ -109,12 +110,16 @@ def commit_windows(changes: DataFrame, stats: DataFrame, cfg: LagConfig) -> Data
                .withColumn("lag", behind(F.col("end_then"), F.col("committed_offset"))))
     last_n = (Window.partitionBy(*PAIR).orderBy("t", "log_partition", "log_offset")
               .rowsBetween(1 - cfg.intervals, 0))
-    ringed = commits.select(
+    # A commit no sample precedes never enters a window (`rules.window`): as Burrow, which
+    # skips a commit of a partition it has no broker offset for yet.
+    sampled = F.col("end_then").isNotNull()
+    ringed = commits.where(sampled).select(
         *PAIR, "t", "log_partition", "log_offset", "change", "committed_offset",
         F.collect_list(F.struct(F.col("committed_offset").alias("offset"), F.col("t").alias("t"),
                                 F.col("lag").alias("lag"))).over(last_n).alias("ring"))
-    return ringed.unionByName(moved.where(F.col("change") != "COMMIT"),
-                              allowMissingColumns=True)
+    unsampled = commits.where(~sampled).select(*ringed.columns[:-1])
+    return (ringed.unionByName(unsampled, allowMissingColumns=True)
+            .unionByName(moved.where(F.col("change") != "COMMIT"), allowMissingColumns=True))
 
 
 def related_pairs(changes: DataFrame, shapes: DataFrame) -> DataFrame:

@@ -88,6 +88,9 @@ def test_window_takes_the_last_intervals_commits_none_too_old() -> None:
     short = LagConfig(expire_group_ms=5 * S)
     assert [c.offset for c in window(history, 29 * S, short)] == [25, 26, 27, 28, 29]
     assert window(history, 10 * S, CFG)[-1].offset == 10  # nothing after `now`
+    # A commit no sample precedes (no lag) never enters it: Burrow skips those commits.
+    early = commits((1, 0, None), (2, 1, None), (3, 2, 7), (4, 3, 5))
+    assert [c.offset for c in window(early, 5 * S, CFG)] == [3, 4]
 
 
 def test_group_status_is_the_worst_partition_with_errors_as_err() -> None:
