@@ -303,7 +303,8 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
                  sampler: EndOffsetSampler | None = None) -> StreamingQuery:
     """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch.
     A `sampler` given is started once the log exists (it reads the log's topics) and shown
-    each batch's decoded rows; stopping it is the caller's."""
+    each batch's decoded rows; stopping it is the caller's once the stream started (if it
+    cannot start, the sampler is stopped here)."""
     assert opts.checkpoint is not None
     log.info("reading %s from %s (startingOffsets %s, trigger %s, options %s)", opts.topic,
              opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
@@ -330,9 +331,15 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
                 rows.unpersist()
         record_cluster_topics(batch.sparkSession, opts)
 
-    stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
-              .option("checkpointLocation", opts.checkpoint).queryName("consumer-offsets-ingest"))
-    return with_trigger(stream, opts.trigger).start()
+    try:  # the topic's partitions are asked of the cluster here: it may refuse
+        stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
+                  .option("checkpointLocation", opts.checkpoint)
+                  .queryName("consumer-offsets-ingest"))
+        return with_trigger(stream, opts.trigger).start()
+    except BaseException:
+        if sampler is not None:  # no stream to sample beside: the caller gets no handle
+            sampler.stop(final_round=False)
+        raise
 
 
 def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
