@@ -13,8 +13,13 @@ fi
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "installing the project and its packages into .venv (once) ..."
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+  # pip's and setuptools' notes (the editable build's deprecation banner) say nothing a user
+  # acts on: shown only if the install fails.
+  if ! out=$( { .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip \
+                && .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"; } 2>&1 ); then
+    printf '%s\n' "$out" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-* && touch "$stamp"
 fi
 if [ -f pipeline/spark/jars.py ]; then

@@ -36,6 +36,8 @@ BY_HAND = (
     "# run by hand; not in the suite (595 MB archive)",
     "# run by hand; not in the suite (benchmarks print figures, they assert nothing)",
     "# run by hand; not in the suite (rewrites tests/data/golden)",
+    "# run by hand; not in the suite (spark-submit; the test starts the job with python)",
+    "# run by hand; not in the suite (needs a PostgreSQL server)",
 )
 SETUP = ("bash jobs/demo.sh", "bash tests/run.sh", "export ", "JARS=", "pip install ")
 FIRST = [["bash", "jobs/demo.sh"], ["bash", "tests/run.sh"]]

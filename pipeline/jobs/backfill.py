@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
         database=args.database or None, watermark_delay=args.watermark_delay,
         replace=args.replace, config=config)
-    metastore = args.metastore or default_metastore(opts.warehouse)
+    # No database, no names: the catalog (and embedded Derby's one-process lock) is never
+    # opened, so a stream can write while jobs/serve.py holds the metastore.
+    metastore = (args.metastore or default_metastore(opts.warehouse)) if opts.database else None
     with job_session("backfill", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)

@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf),
     )
-    metastore = args.metastore or default_metastore(opts.warehouse)
+    # No database, no names: the catalog (and embedded Derby's one-process lock) is never
+    # opened, so a stream can write while jobs/serve.py holds the metastore.
+    metastore = (args.metastore or default_metastore(opts.warehouse)) if opts.database else None
     with job_session("replay", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)

@@ -64,6 +64,7 @@ CONF_DIR: Traversable = resources.files("pipeline") / "conf"
 DEFAULTS_FILE = CONF_DIR / "spark-defaults.conf"
 PROFILES_DIR = CONF_DIR / "profiles"
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+METASTORE_URIS = "spark.hadoop.hive.metastore.uris"  # a Hive metastore service
 
 _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
@@ -130,8 +131,9 @@ def session_conf(profile: str = "local", extra_conf: Mapping[str, str] | None = 
         conf.update(jars.spark_conf())
     conf["spark.pyspark.python"] = sys.executable
     conf.update(load_properties(profile_path(profile)))
-    if (conf.get("spark.sql.catalogImplementation") == "hive" and METASTORE_URL not in conf
-            and METASTORE_URL not in (extra_conf or {})):
+    shared = (METASTORE_URL, METASTORE_URIS)  # a metastore of the profile's (or caller's) own
+    if (conf.get("spark.sql.catalogImplementation") == "hive"
+            and not any(k in conf or k in (extra_conf or {}) for k in shared)):
         # Only a job that registers tables names a folder; the others (query, report) read by
         # path and must not take Derby's one-process lock from a running replay.
         conf.update(metastore_conf(metastore) if metastore is not None

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = ("generate", "replay", "backfill", "ingest", "query", "report", "export_offsets")
+JOBS = ("generate", "replay", "backfill", "ingest", "query", "report", "export_offsets",
+        "serve")
 
 
 def load_job(name: str) -> ModuleType:
