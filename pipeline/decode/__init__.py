@@ -6,8 +6,8 @@ extra event-log columns the decoder emits (`columns`)."""
 from __future__ import annotations
 
 from pipeline.decode.encode import encode_key, encode_record, encode_value
+from pipeline.decode.primitives import DecodeError, EncodeError
 from pipeline.decode.records import decode_record
-from pipeline.decode.wire import DecodeError, EncodeError
 
 __all__ = [
     "DecodeError", "EncodeError", "decode_record", "encode_key", "encode_record", "encode_value",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pipeline.decode.primitives import DecodeError, Reader, Writer
 from pipeline.decode.reader import read_message
 from pipeline.decode.schema import (
     BYTES,
@@ -24,7 +25,6 @@ from pipeline.decode.schema import (
     field,
     message,
 )
-from pipeline.decode.wire import DecodeError, Reader, Writer
 from pipeline.decode.writer import write_message
 
 TOPIC_PARTITION = Struct("TopicPartition", (

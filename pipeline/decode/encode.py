@@ -24,7 +24,7 @@ from pipeline.decode.consumer_protocol import (
     encode_user_data,
 )
 from pipeline.decode.messages import EVENT_TO_RECORD_TYPE, MEMBER_STATES, RECORD_TYPES
-from pipeline.decode.wire import EncodeError, Writer
+from pipeline.decode.primitives import EncodeError, Writer
 from pipeline.decode.writer import write_message
 
 __all__ = ["EncodeError", "encode_key", "encode_record", "encode_value"]

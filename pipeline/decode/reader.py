@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pipeline.decode.primitives import DecodeError, Reader
 from pipeline.decode.schema import (
     BYTES,
     FIXED_WIDTH,
@@ -31,7 +32,6 @@ from pipeline.decode.schema import (
     Struct,
     default_of,
 )
-from pipeline.decode.wire import DecodeError, Reader
 
 ReadFn = Callable[[Reader], Any]
 StructReadFn = Callable[[Reader], dict[str, Any]]

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.decode.messages import RECORD_TYPES, RecordType
+from pipeline.decode.primitives import DecodeError, Reader
 from pipeline.decode.reader import message_reader, read_message
 from pipeline.decode.rows import VALUE_ROWS, key_columns, tombstone_type
 from pipeline.decode.schema import Message
-from pipeline.decode.wire import DecodeError, Reader
 
 __all__ = ["DecodeError", "decode_record", "record_type_of"]
 

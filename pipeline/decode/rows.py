@@ -18,7 +18,7 @@ from pipeline.decode.consumer_protocol import (
     decode_user_data,
 )
 from pipeline.decode.messages import MEMBER_STATES
-from pipeline.decode.wire import DecodeError
+from pipeline.decode.primitives import DecodeError
 
 Row = dict[str, Any]
 Body = dict[str, Any]

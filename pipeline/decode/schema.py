@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Union
 
-from pipeline.decode.wire import ZERO_UUID
+from pipeline.decode.primitives import ZERO_UUID
 
 INT8, INT16, INT32, INT64 = "int8", "int16", "int32", "int64"
 UUID, STRING, BYTES = "uuid", "string", "bytes"

@@ -13,6 +13,7 @@ import struct as _struct
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from pipeline.decode.primitives import EncodeError, Writer
 from pipeline.decode.schema import (
     BYTES,
     INT8,
@@ -27,7 +28,6 @@ from pipeline.decode.schema import (
     Struct,
     default_of,
 )
-from pipeline.decode.wire import EncodeError, Writer
 
 UNKNOWN_TAGGED = "_unknown_tagged"  # data key: {tag: raw bytes} written after known tags
 _VARIANTS = ((False, False), (True, False), (False, True), (True, True))  # (nullable, compact)

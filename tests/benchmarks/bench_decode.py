@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from pipeline.decode import decode_record, encode_record
-from pipeline.decode.wire import uuid_to_text
+from pipeline.decode.primitives import uuid_to_text
 
 T0 = 1_700_000_000_000
 

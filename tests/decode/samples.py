@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.decode.wire import uuid_to_text
+from pipeline.decode.primitives import uuid_to_text
 
 T0 = 1_700_000_000_000
 TOPIC_A = uuid_to_text(bytes(range(16)))

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.decode.messages import CONSUMER_GROUP_MEMBER_METADATA_VALUE as MEMBER_VALUE
 from pipeline.decode.messages import CONSUMER_GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE
+from pipeline.decode.primitives import DecodeError, EncodeError, Reader, Writer
 from pipeline.decode.reader import read_message
 from pipeline.decode.schema import (
     INT8,
@@ -20,7 +21,6 @@ from pipeline.decode.schema import (
     field,
     message,
 )
-from pipeline.decode.wire import DecodeError, EncodeError, Reader, Writer
 from pipeline.decode.writer import write_message
 
 

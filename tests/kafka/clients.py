@@ -22,7 +22,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pipeline.decode.wire import uuid_to_text
+from pipeline.decode.primitives import uuid_to_text
 
 TOPIC = "orders"
 OUT_TOPIC = "orders-out"
