@@ -1,4 +1,4 @@
-"""The event log (contract §1): one row per record of a `__consumer_offsets`-style log.
+"""The event log (docs/contract.md §1): one row per record of a `__consumer_offsets`-style log.
 
 Every column is physically nullable: a malformed row (a null key, say) must still be
 storable so that it reaches `rejected_events` instead of being lost. "Required" below is
@@ -54,7 +54,7 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("decode_error", "string",
            doc="why the row could not be read whole (an undecodable record, a value no "
                "column holds); such a row is rejected as MALFORMED with this reason"),
-    # Added beyond contract §1 (allowed: add, never rename or drop).
+    # Added beyond docs/contract.md §1 (allowed: add, never rename or drop).
     Column("request_member_id", "string",
            doc="JOIN: the member id as sent; '' for a new member. Null: inferred"),
     Column("api_version", "int", doc="request version; null means the newest"),

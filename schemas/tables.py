@@ -1,4 +1,4 @@
-"""The output tables (contract §3), each a tuple of columns, plus the key of each table.
+"""The output tables (docs/contract.md §3), each a tuple of columns, plus the key of each table.
 
 Times are `timestamp` columns here; inside the pure fold they are integer milliseconds
 since the epoch and the Spark adapter converts at the edge.

@@ -1,4 +1,4 @@
-"""The columns `decode_record` emits beyond contract §1, as Spark DDL types, for the schema owner
+"""The columns `decode_record` emits beyond docs/contract.md §1, as Spark DDL types, for the schema owner
 to add to the event log (add, never rename): `EXTRA_COLUMNS` for top-level keys and
 `EXTRA_MEMBER_FIELDS` for the extra keys of each GROUP_METADATA member struct. Timestamps stay
 integer milliseconds under `_ms` names; `MS_TO_TIMESTAMP` says which contract timestamp column

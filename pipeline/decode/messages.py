@@ -2,7 +2,7 @@
 table that maps a key's int16 type to its key schema, value schema and event type. Field names
 are Kafka's, in snake case. Keys are never flexible; values are flexible from the version
 Kafka's JSON says (OffsetCommitValue and GroupMetadataValue from v4, the KIP-848 values from v0).
-Facts come from the group-coordinator fact sheet §1 and apache/kafka's
+Facts come from Kafka's coordinator record schemas (docs/kafka.md, Decoding real records) and apache/kafka's
 `group-coordinator/src/main/resources/common/message/*.json`; the one field taken from a newer
 upstream file than the fact sheet's snapshot is ConsumerGroupMetadataValue's tagged
 `MetadataHash` (tag 0, KIP-1101, Kafka 4.1). Other tags added upstream later are skipped as

@@ -1,14 +1,15 @@
-"""`decode_record(key, value)`: one raw `__consumer_offsets` record as an event-log row fragment
-(contract §1). The key's int16 picks the record type (fact sheet §1.3); its body is read strictly
-(trailing bytes are an error). The value's int16 is its version: a known version is read strictly;
-a version higher than the newest known is read with the newest known layout and its trailing
-bytes are ignored (the consumer protocol's forward-compatibility rule, applied to record values
-too, since KIP-915 only lets later versions add tagged fields at the end); a version below the
-lowest known is an error. A null value is the type's tombstone. Share-group (9–15), streams-group
-(17+) and unknown types become UNSUPPORTED_RECORD rows and never raise. A corrupt record of a
-known type (or a null or too-short key) raises `DecodeError`, whose message names the record
-type, key or value, version, field path and byte offset; the job routes it to rejected_events
-as `MALFORMED: <message>`. Standard library only; nothing is evaluated or unpickled."""
+"""`decode_record(key, value)`: one raw `__consumer_offsets` record as an event-log row
+fragment (docs/contract.md §1). The key's int16 picks the record type (docs/kafka.md,
+Decoding real records); its body is read strictly (trailing bytes are an error). The value's
+int16 is its version: a known version is read strictly; a version higher than the newest
+known is read with the newest known layout and its trailing bytes are ignored (the consumer
+protocol's forward-compatibility rule, applied to record values too, since KIP-915 only lets
+later versions add tagged fields at the end); a version below the lowest known is an error.
+A null value is the type's tombstone. Share-group (9–15), streams-group (17+) and unknown
+types become UNSUPPORTED_RECORD rows and never raise. A corrupt record of a known type (or a
+null or too-short key) raises `DecodeError`, whose message names the record type, key or
+value, version, field path and byte offset; the job routes it to rejected_events as
+`MALFORMED: <message>`. Standard library only; nothing is evaluated or unpickled."""
 
 from __future__ import annotations
 

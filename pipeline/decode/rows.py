@@ -1,4 +1,4 @@
-"""Decoded record bodies as event-log columns (contract §1, plus the extra columns listed in
+"""Decoded record bodies as event-log columns (docs/contract.md §1, plus the extra columns listed in
 `pipeline.decode.columns`): one small projection per record type, independent of the version
 the body was read at, since the schema engine fills absent fields with Kafka's defaults.
 Kafka's sentinels become nulls here: -1 for a leader epoch, a timestamp or a generation, and

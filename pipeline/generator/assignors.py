@@ -1,11 +1,11 @@
-"""Kafka's client-side partition assignors ("range", "roundrobin", "sticky", "cooperative-sticky")
-as pure functions, run by the generator's simulated group leaders (the fold never assigns: a
-classic group's assignment comes from its leader's SyncGroup or a snapshot). They
-follow RangeAssignor, RoundRobinAssignor and AbstractStickyAssignor with its two subclasses in
-apache/kafka 3.9 / 4.0 (reference §5), non-rack-aware, with Java's ordering rules reproduced
-(String.compareTo by UTF-16 code unit, java.util.HashMap iteration order wherever the Java code
-iterates a HashMap in a way that changes the result); `assign` documents what is exact.
-"""
+"""Kafka's client-side partition assignors ("range", "roundrobin", "sticky", "cooperative-
+sticky") as pure functions, run by the generator's simulated group leaders (the fold never
+assigns: a classic group's assignment comes from its leader's SyncGroup or a snapshot). They
+follow RangeAssignor, RoundRobinAssignor and AbstractStickyAssignor with its two subclasses
+in apache/kafka 3.9 / 4.0 (`RangeAssignor`, `RoundRobinAssignor`, `AbstractStickyAssignor`),
+non-rack-aware, with Java's ordering rules reproduced (String.compareTo by UTF-16 code unit,
+java.util.HashMap iteration order wherever the Java code iterates a HashMap in a way that
+changes the result); `assign` documents what is exact."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ written before the event schema grew a column takes the new column on its next w
 
 The live source reads with `isolation.level=read_committed`: commits of aborted transactions
 and transaction markers never arrive, and committed transactional commits arrive as plain
-commits (contract §1, TXN_MARKER).
+commits (docs/contract.md §1).
 
 Given a warehouse, the live path also records the cluster's topic ids and names in its `topics`
 table at the start and after every batch, and the dump path those of a map file

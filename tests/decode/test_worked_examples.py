@@ -1,4 +1,5 @@
-"""The worked byte examples of the fact sheet §1.9, asserted byte for byte in both directions."""
+"""Worked byte examples of each record layout (docs/kafka.md, Decoding real records), asserted
+byte for byte in both directions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Client-side assignors against the worked examples of reference §5 and Kafka's own rules.
+"""Client-side assignors against worked examples of Kafka's own assignors (`RangeAssignor`,
+`RoundRobinAssignor`, `AbstractStickyAssignor`).
 
 Expected values marked "Java" were checked against kafka-clients 3.9.0 (the assignor sources
 are identical in the 4.0.0-SNAPSHOT the reference read) and OpenJDK 17's java.util.HashMap.
@@ -82,7 +83,7 @@ def test_topics_without_partitions_or_metadata_are_ignored(strategy: str) -> Non
     assert len(result["C0"]) == len(result["C1"]) == 1
 
 
-# --------------------------------------------------------------------------- range (§5.2)
+# --------------------------------------------------------------------------- range
 
 
 def test_range_gives_first_sorted_members_the_extra_partitions() -> None:
@@ -130,7 +131,7 @@ def test_member_order_compares_utf16_code_units_like_java() -> None:
     assert result["\uff5e"] == tps("t0p2")
 
 
-# --------------------------------------------------------------------------- roundrobin (§5.3)
+# --------------------------------------------------------------------------- roundrobin
 
 
 def test_roundrobin_deals_partitions_alternately_across_topics() -> None:
@@ -169,7 +170,7 @@ def test_roundrobin_puts_static_members_first_ordered_by_instance_id() -> None:
     }
 
 
-# --------------------------------------------------------------------------- sticky (§5.4)
+# --------------------------------------------------------------------------- sticky
 
 
 @pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
