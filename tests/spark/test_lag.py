@@ -1,7 +1,8 @@
 """The lag tables through Spark: the backfill's equal the oracle's (the rules computed the slow,
-obvious way in `tests/lag/oracle.py`), the stream's equal the backfill's whatever the
-micro-batches, a stream continues a backfill's lag where it stopped, and a sample arriving
-after the watermark passed it is still used, once."""
+obvious way in `tests/lag/oracle.py`), a stream that continues a backfill writes what one
+backfill of everything writes, and a sample arriving after the watermark passed it is still
+used, once. (A stream one file a batch, killed and restarted, is held to the oracle too: the
+kill test of tests/spark/test_replay_guarantees.py runs with lag.)"""
 
 from __future__ import annotations
 
@@ -85,14 +86,6 @@ def test_the_backfill_writes_what_the_rules_say_for_every_sample_before_the_wate
                                              "MALFORMED: topic is null"]
     causes = {r[0] for r in lagged.backfilled["group_lag"].select("cause").collect()}
     assert "REBALANCE" in causes
-
-
-def test_the_stream_writes_the_backfills_lag_one_file_a_batch(
-        spark: SparkSession, tmp_path: Path, lagged: Lagged) -> None:
-    streamed = streaming_tables(spark, lagged.log, tmp_path, max_files=1, delay=DELAY,
-                                lag=LagOptions(lagged.samples))
-    assert_same_tables(streamed, lagged.backfilled, LAG_TABLES)
-    assert streamed["partition_lag"].count() > 100
 
 
 def _keys(table: DataFrame, name: str) -> Counter[tuple[Any, ...]]:
