@@ -93,14 +93,3 @@ def topic_cmaps(history: pd.DataFrame) -> dict[str, Colormap]:
     """A colour family per topic (its partitions are shades of it)."""
     topics = sorted({str(t) for t in history["topic"]})
     return {t: colormaps[TOPIC_MAPS[i % len(TOPIC_MAPS)]] for i, t in enumerate(topics)}
-
-
-def topic_colors(history: pd.DataFrame) -> dict[str, dict[int, Color]]:
-    """A colour family per topic, one shade per partition, darker for higher partitions."""
-    out: dict[str, dict[int, Color]] = {}
-    for i, (topic, rows) in enumerate(history.groupby("topic", sort=True)):
-        cmap = colormaps[TOPIC_MAPS[i % len(TOPIC_MAPS)]]
-        parts = sorted(int(p) for p in rows["partition"].unique())
-        n = len(parts)
-        out[str(topic)] = {p: cmap(0.45 + 0.5 * (j / max(1, n - 1))) for j, p in enumerate(parts)}
-    return out
