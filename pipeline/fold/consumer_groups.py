@@ -17,7 +17,8 @@ Tombstones for things already gone are ignored; the invariants Kafka's loader en
 (member removed only after its current-assignment and target tombstones, the group only
 once members, targets and assignment epoch are gone) refuse the row as MALFORMED, as does a
 KIP-848 record for a classic group that is not a simple offsets holder. These records hold
-no heartbeats, so no timer ever expires a member (contract §2).
+no heartbeats, so no timer ever expires a member: the requests that kept one alive are not
+in the log.
 """
 
 from __future__ import annotations

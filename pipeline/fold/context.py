@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.events import Event, SnapshotMember
-from pipeline.fold.model import Group, Offset
+from pipeline.fold.model import Group, Offset, OffsetValues
 
 Row = dict[str, Any]
 
@@ -89,9 +89,7 @@ class Step:
     def offset_row(self, group_id: str, tp: tuple[str, int], o: Offset, change: str,
                    producer_id: int | None = None) -> None:
         self.out.offset_history.append(
-            offset_columns(group_id, tp, o)
-            | {"event_time": self.now, "change": change, "producer_id": producer_id}
-        )
+            offset_history_row(group_id, tp, o.values(), self.now, change, producer_id))
 
     def record(self, event_type: str, group_id: str, **values: Any) -> None:
         if not self.keep_records:
@@ -122,7 +120,23 @@ class Step:
         )
 
 
+def offset_history_row(group_id: str, tp: tuple[str, int], values: OffsetValues,
+                       event_time: int, change: str, producer_id: int | None) -> Row:
+    """An offset_history row: an offset's values (an `Offset`'s, in its field order) and what
+    happened to it at `event_time`. The quiet path builds its rows here too, from the values
+    it keeps instead of an `Offset`, so this is the one place the row's columns are listed."""
+    value, epoch, metadata, stamp, expire, member_id, generation, lp, lo = values
+    return {
+        "group_id": group_id, "topic": tp[0], "partition": tp[1], "committed_offset": value,
+        "leader_epoch": epoch, "commit_metadata": metadata, "commit_timestamp": stamp,
+        "expire_timestamp": expire, "member_id": member_id, "generation_id": generation,
+        "log_partition": lp, "log_offset": lo, "event_time": event_time, "change": change,
+        "producer_id": producer_id,
+    }
+
+
 def offset_columns(group_id: str, tp: tuple[str, int], o: Offset) -> Row:
+    """A committed_offsets row: the group's current offset of partition `tp`."""
     return {
         "group_id": group_id,
         "topic": tp[0],

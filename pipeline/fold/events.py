@@ -301,6 +301,8 @@ _NESTED = {
     "partitions_pending_revocation": _read_topic_ids,
     "regex_topics": _read_strings,
 }
+# The columns `Event.from_row` reads into values: only one of these can make a row's defect.
+NESTED_COLUMNS = tuple(_NESTED)
 _SCALARS = tuple(
     f.name for f in fields(Event) if f.name not in _NESTED and f.name != "defect"
 )

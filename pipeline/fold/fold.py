@@ -24,8 +24,9 @@ from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.quiet import NOT_QUIET, STALE, TAKEN, Batch, QuietRow, QuietRun
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
+from pipeline.fold.timers import PROTOCOL_REQUESTS, is_request
 from pipeline.fold.timers import advance as advance_timers
-from pipeline.fold.validation import position_defect, row_defect
+from pipeline.fold.validation import placement_problem, row_defect
 
 Handler = Callable[[Group, Event, Step], Group]
 
@@ -54,7 +55,6 @@ HANDLERS: dict[str, Handler] = {
     "GROUP_TOMBSTONE": _on_group_tombstone,
     **consumer_groups.HANDLERS,
 }
-PROTOCOL_REQUESTS = frozenset({"JOIN", "SYNC", "HEARTBEAT", "LEAVE"})
 DEFAULT_CONFIG = CoordinatorConfig()
 
 
@@ -83,10 +83,18 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
         late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
         if late:
             g = g.evolve(late_count=g.late_count + late)
-    # Quiet rows (plain commits, heartbeats and commits of members of a Stable group) go in
-    # runs on one working copy; every other row, and a quiet one a run cannot take exactly,
-    # through its handler. Never with `records`: the generator wants every record.
-    quiet: list[QuietRow | None] = batch.quiet_rows(home) if not records else [None] * batch.size
+    # Quiet rows (commits, markers and heartbeats that change no group's shape: `quiet`) go
+    # in runs on one working copy; every other row, and a quiet one a run cannot take
+    # exactly, through its handler. Never with `records`: the generator wants every record.
+    quiet: list[QuietRow | None] = (
+        batch.quiet_rows(g.group_id, home, config.offsets_topic_num_partitions) if not records
+        else [None] * batch.size)
+    return FoldResult(_replay(g, batch, quiet, config, out, home, records), out)
+
+
+def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: CoordinatorConfig,
+            out: Outputs, home: int, records: bool) -> Group:
+    """`batch`'s rows in log order: quiet ones in runs, each other one through `_apply`."""
     run: QuietRun | None = None
     order, k = batch.order, 0
     while k < len(order):
@@ -95,7 +103,7 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
         if row is not None:
             if run is None and QuietRun.opens_on(g):
                 run = QuietRun(g, config)
-            if run is not None:
+            if run is not None and run.records_only:
                 taken = run.take_records(quiet, order, k, out)
                 if taken:
                     k += taken
@@ -115,7 +123,7 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
         k += 1
     if run is not None:
         g = run.close()
-    return FoldResult(g, out)
+    return g
 
 
 def apply(group: Group | str, event: Event,
@@ -136,8 +144,10 @@ def advance(group: Group, until: int, config: CoordinatorConfig = DEFAULT_CONFIG
 
 def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
            records: bool) -> Group:
-    problem = position_defect(e) or _foreign(e, home, cfg)
+    problem = placement_problem(e.group_id, e.log_partition, e.log_offset, e.event_time, home,
+                                cfg.offsets_topic_num_partitions)
     if problem is not None:  # the decoder's reason first: the row may be no record at all
+        # Not even the group's position moves: a row with no place in its log is not in it.
         out.rejected.append(rejected_row(e, errors.malformed(e.decode_error or problem), g))
         return g.evolve(rejected_count=g.rejected_count + 1)
     assert e.position is not None and e.event_time is not None
@@ -150,8 +160,7 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
     now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
     reason = _reason_not_applied(e, g)
     # A request, even a refused one, is protocol traffic: from now on timers apply.
-    journal = g.journal or reason is None and (e.event_type in PROTOCOL_REQUESTS or (
-        e.event_type == "OFFSET_COMMIT" and e.generation_id is not None))
+    journal = g.journal or reason is None and is_request(e.event_type, e.generation_id)
     g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
                  seq=0, clock=now, last_event_time=e.event_time, journal=journal)
     if reason is None:
@@ -168,18 +177,6 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
             return after
     out.rejected.append(rejected_row(e, reason, g))
     return g.evolve(rejected_count=g.rejected_count + 1)
-
-
-def _foreign(e: Event, home: int, cfg: CoordinatorConfig) -> str | None:
-    """A group's records all live in the one partition Kafka maps it to (partitionFor: the
-    group id's hash modulo offsets.topic.num.partitions): a row elsewhere is no record of
-    this group's coordinator. Decided by the id alone, never by which row came first, so
-    it is the same under any batching, and the row does not move the group's position."""
-    if e.log_partition == home:
-        return None
-    return (f"group {e.group_id} belongs to partition {home} "
-            f"(offsets.topic.num.partitions={cfg.offsets_topic_num_partitions}), "
-            f"not {e.log_partition}")
 
 
 def _reason_not_applied(e: Event, g: Group) -> str | None:

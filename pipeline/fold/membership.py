@@ -1,12 +1,14 @@
 """JoinGroup, SyncGroup, Heartbeat and LeaveGroup of classic groups, checked in Kafka's order.
 
 Each handler either raises `Refused` with Kafka's error name before building anything, or
-returns the new group. Reference §4.2 (join), §4.4 (sync), §4.5 (heartbeat), §4.6 (leave).
+returns the new group, as Kafka's `GroupMetadataManager.classicGroupJoin`, `classicGroupSync`,
+`classicGroupHeartbeat` and `classicGroupLeave` do for a classic group.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.fold import errors
@@ -34,19 +36,43 @@ from pipeline.fold.states import (
     Cause,
 )
 
+# Finds a member of the group by its member id, or by its group instance id (the first such
+# member, as `ClassicGroup.staticMemberId`): the Group's own lookups, or the quiet path's dicts.
+Lookup = Callable[[str | None], Member | None]
+
+
+def validated_member(member_id: str | None, instance_id: str | None, by_id: Lookup,
+                     by_instance: Lookup) -> Member | str:
+    """Kafka's `ClassicGroup.validateMember`: the member a request comes from, or the error
+    Kafka answers (FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID)."""
+    if instance_id is not None:
+        static = by_instance(instance_id)
+        if static is None:
+            return errors.UNKNOWN_MEMBER_ID
+        if static.member_id != member_id:
+            return errors.FENCED_INSTANCE_ID
+        return static
+    member = by_id(member_id)
+    return errors.UNKNOWN_MEMBER_ID if member is None else member
+
+
+def validated_generation(g: Group, member_id: str | None, instance_id: str | None,
+                         generation: int | None, by_id: Lookup,
+                         by_instance: Lookup) -> Member | str:
+    """A SyncGroup's or Heartbeat's member (`validated_member`), in the group's generation
+    (ILLEGAL_GENERATION), as Kafka's `validateSyncGroup` and `validateClassicGroupHeartbeat`
+    begin; the member, or the error."""
+    member = validated_member(member_id, instance_id, by_id, by_instance)
+    if isinstance(member, str) or generation == g.generation_id:
+        return member
+    return errors.ILLEGAL_GENERATION
+
 
 def validate_member(g: Group, member_id: str | None, instance_id: str | None) -> Member:
-    """Kafka's `validateMember`: FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID."""
-    if instance_id is not None:
-        static = g.static_member(instance_id)
-        if static is None:
-            raise Refused(errors.UNKNOWN_MEMBER_ID)
-        if static.member_id != member_id:
-            raise Refused(errors.FENCED_INSTANCE_ID)
-        return static
-    member = g.member(member_id)
-    if member is None:
-        raise Refused(errors.UNKNOWN_MEMBER_ID)
+    """`validated_member` in the group as it stands; raises `Refused` where Kafka refuses."""
+    member = validated_member(member_id, instance_id, g.member, g.static_member)
+    if isinstance(member, str):
+        raise Refused(member)
     return member
 
 
@@ -227,9 +253,10 @@ def _synced(g: Group, m: Member, now: int) -> Group:
 def _validate_generation(g: Group, e: Event) -> Member:
     if not g.exists:
         raise Refused(errors.UNKNOWN_MEMBER_ID)
-    m = validate_member(g, e.member_id, e.group_instance_id)
-    if e.generation_id != g.generation_id:
-        raise Refused(errors.ILLEGAL_GENERATION)
+    m = validated_generation(g, e.member_id, e.group_instance_id, e.generation_id, g.member,
+                             g.static_member)
+    if isinstance(m, str):
+        raise Refused(m)
     return m
 
 

@@ -68,6 +68,12 @@ class Member:
         return tuple(p.name for p in self.protocols)
 
 
+# An `Offset`'s fields in its order, as a plain tuple: what the quiet path keeps of a commit
+# until it builds the one Offset its partition ends the run with (`Offset(*values)`).
+OffsetValues = tuple[int, int | None, str | None, int, int | None, str | None, int | None, int,
+                     int]
+
+
 @dataclass(frozen=True, slots=True)
 class Offset:
     committed_offset: int
@@ -79,6 +85,11 @@ class Offset:
     generation_id: int | None
     log_partition: int
     log_offset: int
+
+    def values(self) -> OffsetValues:
+        return (self.committed_offset, self.leader_epoch, self.metadata, self.commit_timestamp,
+                self.expire_timestamp, self.member_id, self.generation_id, self.log_partition,
+                self.log_offset)
 
 
 @dataclass(frozen=True, slots=True)

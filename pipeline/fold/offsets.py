@@ -1,11 +1,14 @@
 """Offset commits (plain and transactional), transaction markers, offset tombstones and expiry.
 
-A commit row with a generation is a request and is checked as Kafka's `validateOffsetCommit`
-does (reference §4.7); a commit row without one is a record read from `__consumer_offsets`,
-already accepted by the coordinator that wrote it, and is applied as it stands. A request to
-a KIP-848 consumer group is checked by member epoch instead (`consumer_groups`). Expiry
-follows KIP-211 (reference §4.8) on the event-time clock; a consumer group's offsets expire,
-from their commit, only for topics it does not subscribe to.
+A commit row with a generation is a request and is checked as Kafka's
+`ClassicGroup.validateOffsetCommit` does (`validated_commit`); a commit row without one is a
+record read from `__consumer_offsets`, already accepted by the coordinator that wrote it, and
+is applied as it stands. A request to a KIP-848 consumer group is checked by member epoch
+instead (`consumer_groups`). Expiry follows KIP-211, as
+`OffsetMetadataManager.cleanupExpiredOffsets` does, on the event-time clock; a consumer
+group's offsets expire, from their commit, only for topics it does not subscribe to.
+The quiet path (`quiet.QuietRun`) applies most commits and markers without these handlers,
+through the same rules: `validated_commit`, `metadata_too_large`, `from_request`, `settle`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from pipeline.fold.consumer_groups import validate_commit
 from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event, TopicPartition
-from pipeline.fold.membership import validate_member
-from pipeline.fold.model import Group, Offset
+from pipeline.fold.membership import Lookup, validated_member
+from pipeline.fold.model import Group, Member, Offset, OffsetValues
 from pipeline.fold.rebalance import create_group, transition
 from pipeline.fold.states import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, Cause
+
+LogPosition = tuple[int, int]  # (log_partition, log_offset): where a record was written
 
 
 def on_commit(g: Group, e: Event, step: Step) -> Group:
@@ -35,17 +40,11 @@ def on_commit(g: Group, e: Event, step: Step) -> Group:
         g = _accept_request(g, e, step, transactional)
     elif not g.exists:
         g = create_group(g, step)
-    offset = Offset(
-        committed_offset=e.committed_offset,
-        leader_epoch=e.leader_epoch,
-        metadata=e.commit_metadata if e.commit_metadata is not None else "",
-        commit_timestamp=e.commit_timestamp if e.commit_timestamp is not None else step.now,
-        expire_timestamp=e.expire_timestamp,
-        member_id=e.member_id or None,
-        generation_id=e.generation_id,
-        log_partition=step.log_partition if step.log_partition is not None else -1,
-        log_offset=step.log_offset if step.log_offset is not None else -1,
-    )
+    offset = Offset(*from_request(
+        e.committed_offset, e.leader_epoch, e.commit_metadata, e.commit_timestamp,
+        e.expire_timestamp, e.member_id, e.generation_id,
+        step.log_partition if step.log_partition is not None else -1,
+        step.log_offset if step.log_offset is not None else -1, step.now))
     tp = (e.topic, e.partition)
     step.record("OFFSET_COMMIT", g.group_id, topic=e.topic, partition=e.partition,
                 committed_offset=offset.committed_offset, leader_epoch=offset.leader_epoch,
@@ -67,27 +66,70 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
             old_api = e.api_version is not None and e.api_version < 9
             raise Refused(errors.ILLEGAL_GENERATION if old_api else errors.GROUP_ID_NOT_FOUND)
         g = create_group(g, step)
-    elif e.generation_id < 0 and g.state == EMPTY:
-        pass  # the admin client or a standalone consumer with manual assignment
-    elif e.generation_id >= 0 or e.member_id or e.group_instance_id is not None:
-        member = validate_member(g, e.member_id, e.group_instance_id)
-        if e.generation_id != g.generation_id:
-            raise Refused(errors.ILLEGAL_GENERATION)
-        # The old coordinator counts a commit as a heartbeat.
-        g = g.with_member(member.evolve(last_heartbeat=step.now))
-    elif not transactional:
-        raise Refused(errors.UNKNOWN_MEMBER_ID)  # generation-less commit to a live group
-    if not transactional and g.state == COMPLETING_REBALANCE:
-        raise Refused(errors.REBALANCE_IN_PROGRESS)
+    else:
+        member = validated_commit(g, e.member_id, e.group_instance_id, e.generation_id,
+                                  transactional, g.member, g.static_member)
+        if isinstance(member, str):
+            raise Refused(member)
+        if member is not None:  # the old coordinator counts a commit as a heartbeat
+            g = g.with_member(member.evolve(last_heartbeat=step.now))
     _check_metadata_size(e, step.config)
     return g
 
 
+def validated_commit(g: Group, member_id: str | None, instance_id: str | None,
+                     generation: int, transactional: bool, by_id: Lookup,
+                     by_instance: Lookup) -> Member | str | None:
+    """Kafka's `ClassicGroup.validateOffsetCommit` for a commit request to a classic group
+    that exists: the member it comes from, None for a commit taken without one, or the error.
+
+    A negative generation to an Empty group is the admin client or a standalone consumer with
+    manual assignment: no member to check. Otherwise a member id, an instance id or a
+    generation names a member, who must be in the group's generation; a commit naming none
+    is refused from a live group unless it is transactional. No commit but a transactional
+    one is taken while the group waits for its leader's SyncGroup (REBALANCE_IN_PROGRESS).
+    """
+    if generation < 0 and g.state == EMPTY:
+        return None
+    member: Member | str | None = None
+    if generation >= 0 or member_id or instance_id is not None:
+        member = validated_member(member_id, instance_id, by_id, by_instance)
+        if isinstance(member, str):
+            return member
+        if generation != g.generation_id:
+            return errors.ILLEGAL_GENERATION
+    elif not transactional:
+        return errors.UNKNOWN_MEMBER_ID
+    if not transactional and g.state == COMPLETING_REBALANCE:
+        return errors.REBALANCE_IN_PROGRESS
+    return member
+
+
 def _check_metadata_size(e: Event, cfg: CoordinatorConfig) -> None:
+    if metadata_too_large(e.commit_metadata, cfg):
+        raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
+
+
+def metadata_too_large(metadata: str | None, cfg: CoordinatorConfig) -> bool:
     """`OffsetMetadataManager.isMetadataInvalid`: Java's `String.length()` against
     `offset.metadata.max.bytes`, so UTF-16 code units, not UTF-8 bytes, despite the name."""
-    if java_length(e.commit_metadata or "") > cfg.offset_metadata_max_bytes:
-        raise Refused(errors.OFFSET_METADATA_TOO_LARGE)
+    if metadata is None:
+        return False
+    limit = cfg.offset_metadata_max_bytes
+    # n characters are n to 2n UTF-16 units: encode only when the length alone cannot tell.
+    return len(metadata) > limit or (2 * len(metadata) > limit and java_length(metadata) > limit)
+
+
+def from_request(committed_offset: int, leader_epoch: int | None, metadata: str | None,
+                 commit_timestamp: int | None, expire_timestamp: int | None,
+                 member_id: str | None, generation_id: int | None, log_partition: int,
+                 log_offset: int, now: int) -> OffsetValues:
+    """What a commit stores, in `Offset`'s field order, from the row's values: as Kafka's
+    `OffsetAndMetadata.fromRequest` fills in a request, no metadata is "" and no commit
+    timestamp is the coordinator's clock, `now`; an empty member id is none."""
+    return (committed_offset, leader_epoch, "" if metadata is None else metadata,
+            now if commit_timestamp is None else commit_timestamp, expire_timestamp,
+            member_id or None, generation_id, log_partition, log_offset)
 
 
 def java_length(s: str) -> int:
@@ -102,19 +144,36 @@ def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
     if pending is None:
         return g  # nothing of this producer's is pending in this group
     txns = {pid: p for pid, p in g.pending_txns.items() if pid != e.producer_id}
+    offsets = g.offsets
+    put: dict[TopicPartition, Offset] = {}
+    for tp, o, change in settle(pending, e.txn_result, lambda tp: _position(offsets.get(tp))):
+        if change == "COMMIT":
+            put[tp] = o
+        step.offset_row(g.group_id, tp, o, change, e.producer_id)
     if e.txn_result == "ABORT":
-        for tp, o in sorted(pending.items()):
-            step.offset_row(g.group_id, tp, o, "TXN_ABORTED", e.producer_id)
         return g.evolve(pending_txns=txns)
-    offsets = dict(g.offsets)
+    return g.evolve(pending_txns=txns, offsets={**offsets, **put})
+
+
+def settle(pending: Mapping[TopicPartition, Offset], result: str | None,
+           position_of: Callable[[TopicPartition], LogPosition | None],
+           ) -> Iterator[tuple[TopicPartition, Offset, str]]:
+    """What a transaction marker does with its producer's pending offsets, partition by
+    partition in order, as `OffsetMetadataManager.replayEndTransactionMarker`: ABORT discards
+    each (TXN_ABORTED); COMMIT puts each (COMMIT) only over an older record of its partition
+    (`position_of`: where the partition's current offset was written, None if it has none),
+    so a record the log wrote after the transaction's commit stays."""
     for tp, o in sorted(pending.items()):
-        current = offsets.get(tp)
-        # Materialise only over an older record, as the new coordinator does at the marker.
-        if current is None or (current.log_partition, current.log_offset) < (
-                o.log_partition, o.log_offset):
-            offsets[tp] = o
-            step.offset_row(g.group_id, tp, o, "COMMIT", e.producer_id)
-    return g.evolve(pending_txns=txns, offsets=offsets)
+        if result == "ABORT":
+            yield tp, o, "TXN_ABORTED"
+        else:
+            current = position_of(tp)
+            if current is None or current < (o.log_partition, o.log_offset):
+                yield tp, o, "COMMIT"
+
+
+def _position(o: Offset | None) -> LogPosition | None:
+    return None if o is None else (o.log_partition, o.log_offset)
 
 
 def on_offset_tombstone(g: Group, e: Event, step: Step) -> Group:

@@ -148,11 +148,12 @@ def remove_member(g: Group, step: Step, member_id: str, cause: str,
 
 
 def select_protocol(g: Group) -> str | None:
-    """Kafka's vote: each member picks its first protocol every member supports; most votes wins.
+    """Kafka's `ClassicGroup.selectProtocol`: each member picks its first protocol every
+    member supports; most votes wins.
 
     Members vote in their HashMap order; ties go to the first maximum in java.util.HashMap
     iteration order of the vote map, as `Stream.max` over Kafka's HashMap keeps the first it
-    meets (reference §4.2, DERIVED).
+    meets.
     """
     members = g.hashmap_members()
     if not members:

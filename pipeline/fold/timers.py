@@ -1,9 +1,10 @@
 """Event-time timers: what a group does by itself when time passes with no record for it.
 
-Timers run only for groups whose log carries protocol requests (`Group.journal`): in a log
-of bare `__consumer_offsets` records a silence proves nothing (contract §2), and every
-consequence the coordinator drew is already in the log as a record. A timer due at `t`
-fires before a record whose time is after `t`; a record at exactly `t` comes first.
+Timers run only for groups whose log carries protocol requests (`Group.journal`, on from
+its first request, `is_request`): in a log of bare `__consumer_offsets` records a silence
+proves nothing (the requests that kept the group alive are not in it), and every consequence
+the coordinator drew is already in the log as a record. A timer due at `t` fires before a
+record whose time is after `t`; a record at exactly `t` comes first.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ from pipeline.fold.states import COMPLETING_REBALANCE, PREPARING_REBALANCE, STAB
 PENDING, NEW_MEMBER, SESSION, JOIN, SYNC, EXPIRE = range(6)
 
 Timer = tuple[int, int, str]  # (due, kind, member id or "")
+PROTOCOL_REQUESTS = frozenset({"JOIN", "SYNC", "HEARTBEAT", "LEAVE"})
+
+
+def is_request(event_type: str | None, generation_id: int | None) -> bool:
+    """Whether a row is a client's request rather than a record the coordinator wrote: a
+    protocol request, or an offset commit with a generation (a record carries none). From
+    the first one the fold applies or refuses, the group's log is a journal (`Group.journal`)
+    and its timers run; the quiet path leaves that first one to the general path."""
+    return event_type in PROTOCOL_REQUESTS or (
+        event_type == "OFFSET_COMMIT" and generation_id is not None)
 
 
 def next_timer(g: Group, cfg: CoordinatorConfig, before: int | None = None) -> Timer | None:

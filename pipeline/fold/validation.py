@@ -1,7 +1,10 @@
 """What a row must carry to be applied at all; anything less is `MALFORMED: <what>`.
 
-Checks here depend on the row alone. Whether Kafka would accept the request depends on the
-group, and is the handlers' business.
+Checks here depend on the row alone (and, for its partition, on the group id the row names).
+Whether Kafka would accept the request depends on the group, and is the handlers' business.
+The checks of the rows the quiet path reads as tuples (`placement_problem`, `commit_problem`,
+`marker_problem`, `member_request_problem`) take values, not an `Event`, so that path and the
+general one (`row_defect`, `fold._apply`) ask the same functions.
 """
 
 from __future__ import annotations
@@ -28,20 +31,30 @@ def row_defect(e: Event) -> str | None:
     return None if check is None else check(e)
 
 
-def position_defect(e: Event) -> str | None:
-    if e.log_partition is None or e.log_offset is None:
+def placement_problem(group_id: str | None, log_partition: int | None, log_offset: int | None,
+                      event_time: int | None, home: int, partitions: int) -> str | None:
+    """Why a row has no place in its group's log, or None. It needs a log position to be
+    ordered by and an event time to be applied at; and a group's records all live in the one
+    partition Kafka maps it to, `home` (`partition_for`, Kafka's `partitionFor`: the group
+    id's hash modulo offsets.topic.num.partitions, `partitions`), so a row elsewhere is no
+    record of this group's coordinator. Decided by the row and its group id alone, never by
+    which row came first, so it is the same under any batching."""
+    if log_partition is None or log_offset is None:
         return "log_partition and log_offset are required"
-    if e.log_partition < 0 or e.log_offset < 0:
-        return f"negative log position ({e.log_partition}, {e.log_offset})"
-    if e.event_time is None:
-        return e.decode_error or "event_time is null"
+    if log_partition < 0 or log_offset < 0:
+        return f"negative log position ({log_partition}, {log_offset})"
+    if event_time is None:
+        return "event_time is null"
+    if log_partition != home:
+        return (f"group {group_id} belongs to partition {home} "
+                f"(offsets.topic.num.partitions={partitions}), not {log_partition}")
     return None
 
 
 def _missing(e: Event, *names: str) -> str | None:
     for name in names:
         if getattr(e, name) is None:
-            return f"{name} is required for {e.event_type}"
+            return _required(name, e.event_type)
     return None
 
 
@@ -66,7 +79,17 @@ def _join(e: Event) -> str | None:
 
 
 def _member_request(e: Event) -> str | None:
-    return _missing(e, "member_id", "generation_id")
+    return member_request_problem(e.event_type, e.member_id, e.generation_id)
+
+
+def member_request_problem(event_type: str | None, member_id: str | None,
+                           generation_id: int | None) -> str | None:
+    """A SYNC or HEARTBEAT names its member and the generation it believes in."""
+    if member_id is None:
+        return _required("member_id", event_type)
+    if generation_id is None:
+        return _required("generation_id", event_type)
+    return None
 
 
 def _leave(e: Event) -> str | None:
@@ -76,14 +99,40 @@ def _leave(e: Event) -> str | None:
 
 
 def _commit(e: Event) -> str | None:
-    return _missing(e, "topic", "partition", "committed_offset") or _negative(e, "partition")
+    return commit_problem(e.topic, e.partition, e.committed_offset)
+
+
+def commit_problem(topic: str | None, partition: int | None,
+                   committed_offset: int | None) -> str | None:
+    """An OFFSET_COMMIT names its partition and the offset (the record's key and value)."""
+    if topic is None:
+        return _required("topic", "OFFSET_COMMIT")
+    if partition is None:
+        return _required("partition", "OFFSET_COMMIT")
+    if committed_offset is None:
+        return _required("committed_offset", "OFFSET_COMMIT")
+    if partition < 0:
+        return f"partition must not be negative, got {partition}"
+    return None
 
 
 def _marker(e: Event) -> str | None:
-    problem = _missing(e, "producer_id", "txn_result")
-    if problem is None and e.txn_result not in ("COMMIT", "ABORT"):
-        return f"txn_result must be COMMIT or ABORT, got {e.txn_result!r}"
-    return problem
+    return marker_problem(e.producer_id, e.txn_result)
+
+
+def marker_problem(producer_id: int | None, txn_result: str | None) -> str | None:
+    """A TXN_MARKER names its producer and ends the transaction one way or the other."""
+    if producer_id is None:
+        return _required("producer_id", "TXN_MARKER")
+    if txn_result is None:
+        return _required("txn_result", "TXN_MARKER")
+    if txn_result not in ("COMMIT", "ABORT"):
+        return f"txn_result must be COMMIT or ABORT, got {txn_result!r}"
+    return None
+
+
+def _required(name: str, event_type: str | None) -> str:
+    return f"{name} is required for {event_type}"
 
 
 def _tombstone(e: Event) -> str | None:

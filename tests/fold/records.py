@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.fold import CoordinatorConfig, Event, FoldResult, Protocol, SnapshotMember, fold
 from pipeline.fold.partitioning import partition_for
+from tests.grouping import by_group as by_group  # tests/spark imports it from here
 
 T0 = 1_700_000_000_000
 RANGE = (("range", ("orders",)),)
@@ -115,12 +115,3 @@ def reasons(result: FoldResult) -> list[str]:
 
 def states(result: FoldResult) -> list[tuple[str | None, str, str]]:
     return [(t["from_state"], t["to_state"], t["cause"]) for t in result.outputs.transitions]
-
-
-def by_group(events: list[Event]) -> dict[str, list[Event]]:
-    """Each group's events in log order; rows without a group are left out."""
-    groups: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.group_id is not None:
-            groups[e.group_id].append(e)
-    return groups

@@ -1,5 +1,5 @@
-"""Record sequences of issue-11 scenarios, shared by the fold tests and the backend tests
-(pure fold, stream, backfill): each builds on a `Log` and returns it."""
+"""Record sequences of scenarios shared by the fold tests and the backend tests (pure fold,
+stream, backfill): each builds on a `Log` and returns it."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ plain commits go in bulk or one by one."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from functools import cache
 
 import pytest
@@ -13,6 +12,7 @@ from pipeline.fold import CoordinatorConfig, Event, FoldResult, fold
 from pipeline.fold.events import columns_of
 from pipeline.generator import LogSpec, generate
 from tests.fold.records import T0, Log
+from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
 
@@ -24,11 +24,7 @@ SEEDS = [3, 7]  # 7: transactions, committed and aborted, in both kinds
 def _groups(kind: str, seed: int = 3) -> dict[str, list[Event]]:
     spec = LogSpec(groups=8, events=2_000, seed=seed, log_kind=kind, bad_rows=0.05,
                    out_of_order=0.02)
-    by_group: dict[str, list[Event]] = defaultdict(list)
-    for e in generate(spec):
-        if e.group_id is not None:
-            by_group[e.group_id].append(e)
-    return by_group
+    return by_group(generate(spec))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -10,7 +10,8 @@ import pytest
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.history import group_shape_row
 from pipeline.generator import LogSpec, generate
-from tests.fold.records import T0, by_group
+from tests.fold.records import T0
+from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
 SHAPE_TIME = ("event_time", "log_partition", "log_offset", "seq")

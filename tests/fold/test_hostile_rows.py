@@ -1,5 +1,5 @@
-"""Rows a hostile producer could append (issue 12): each is applied as Kafka would, or
-rejected with a reason, and none moves the group where Kafka would not."""
+"""Rows a hostile producer could append: each is applied as Kafka would, or rejected with a
+reason, and none moves the group where Kafka would not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JoinGroup as Kafka's classic coordinator handles it (reference §4.2, §4.3)."""
+"""JoinGroup as Kafka's classic coordinator handles it (`GroupMetadataManager.classicGroupJoin`,
+the join phase it starts, and `ClassicGroup.selectProtocol`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Leader succession as Kafka's `ClassicGroup` does it: when the leader goes, the next one is
-the first member in its members java.util.HashMap's iteration order (reference §4.2).
+the first member in its members java.util.HashMap's iteration order (`ClassicGroup.remove`).
 
 Bucket of each id in a 16-slot table (32 slots once a group has had 13 members):
 a-1 4 (4), b-2 6 (6), g-7 0 (16). So with 16 slots g-7 comes first, before a-1 and b-2 that

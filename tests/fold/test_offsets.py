@@ -1,8 +1,10 @@
-"""OffsetCommit acceptance, transactional commits, tombstones and KIP-211 expiry (reference §4.7, §4.8)."""
+"""OffsetCommit acceptance (`ClassicGroup.validateOffsetCommit`), transactional commits,
+tombstones and KIP-211 expiry (`OffsetMetadataManager.cleanupExpiredOffsets`)."""
 
 from __future__ import annotations
 
 from pipeline.fold import CoordinatorConfig
+from pipeline.fold.offsets import java_length, metadata_too_large
 from tests.fold.records import T0, Log, reasons
 
 WEEK = 7 * 24 * 3600 * 1000
@@ -197,6 +199,17 @@ def test_offset_metadata_max_bytes_counts_utf16_code_units_not_utf8_bytes() -> N
     r = log.replay()
     assert reasons(r) == ["OFFSET_METADATA_TOO_LARGE"]
     assert committed(log) == {("orders", 0): 1, ("orders", 2): 1}
+
+
+def test_metadata_too_large_reads_the_length_only_where_the_length_decides() -> None:
+    # n characters are n to 2n UTF-16 code units: only between the two is the string encoded.
+    cfg = CoordinatorConfig(offset_metadata_max_bytes=8)
+    cases = ["", "x" * 4, "x" * 8, "x" * 9, "é" * 8, "\U0001F600" * 4, "\U0001F600" * 4 + "x",
+             "x" * 7 + "\U0001F600", "x" * 6 + "\U0001F600"]
+    assert [metadata_too_large(m, cfg) for m in cases] == [java_length(m) > 8 for m in cases]
+    assert [java_length(m) > 8 for m in cases] == [False] * 3 + [True, False, False, True,
+                                                                 True, False]
+    assert not metadata_too_large(None, cfg)
 
 
 def test_empty_group_without_offsets_dies_at_the_next_expiration_sweep() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from functools import lru_cache
 
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipeline.fold import CoordinatorConfig, Event, Group, advance, dumps, fold, loads
 from pipeline.generator import LogSpec, generate
+from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
 SEEDS = st.integers(min_value=0, max_value=10_000)
@@ -18,11 +18,8 @@ SEEDS = st.integers(min_value=0, max_value=10_000)
 
 @lru_cache(maxsize=64)
 def log_of(seed: int, kind: str = "journal", bad: float = 0.0) -> dict[str | None, list[Event]]:
-    events = generate(LogSpec(groups=4, events=600, seed=seed, log_kind=kind, bad_rows=bad))
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in events:
-        by_group[e.group_id].append(e)
-    return dict(by_group)
+    return by_group(generate(LogSpec(groups=4, events=600, seed=seed, log_kind=kind,
+                                     bad_rows=bad)), unkeyed=True)
 
 
 def step_through(events: list[Event]) -> list[tuple[Group, Event, Group, bool]]:

@@ -1,4 +1,5 @@
-"""SyncGroup, Heartbeat, LeaveGroup, session expiry and the pending-sync timeout (reference §4.4–4.6)."""
+"""SyncGroup, Heartbeat, LeaveGroup, session expiry and the pending-sync timeout (Kafka's
+`GroupMetadataManager.classicGroupSync`, `classicGroupHeartbeat`, `classicGroupLeave`)."""
 
 from __future__ import annotations
 

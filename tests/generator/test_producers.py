@@ -17,6 +17,7 @@ from pipeline.generator import log as log_module
 from pipeline.generator.log import pace_for
 from pipeline.generator.producers import PROFILES, Producers, build_producers
 from schemas.lag import LOG_END_OFFSETS
+from tests.grouping import by_group
 
 KINDS = ("journal", "offsets-topic")
 SEEDS = (1, 2, 3)
@@ -47,12 +48,11 @@ def _log(spec: LogSpec) -> list[Event]:
 
 def _commits(events: list[Event]) -> dict[str, list[Event]]:
     """Each group's OFFSET_COMMITs, in log order."""
-    out: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.event_type == "OFFSET_COMMIT" and e.committed_offset is not None:
-            assert e.group_id is not None and e.topic is not None and e.partition is not None
-            out[e.group_id].append(e)
-    return out
+    commits = [e for e in events
+               if e.event_type == "OFFSET_COMMIT" and e.committed_offset is not None]
+    for e in commits:
+        assert e.group_id is not None and e.topic is not None and e.partition is not None
+    return by_group(commits)
 
 
 def _tp(e: Event) -> TP:

@@ -16,7 +16,6 @@ tables). `encode`/`decode` turn a row into JSON and back, driven by the column t
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from pipeline.fold import CoordinatorConfig, Event, Group, next_deadline
 from pipeline.fold.context import Row
 from pipeline.fold.tables import DELETED, FAILED, Tables, replay_group
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
+from tests.grouping import by_group
 
 Current = dict[str, dict[tuple[Any, ...], Row]]  # table -> key -> row, as the sinks merge
 
@@ -60,16 +60,14 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
 
 def _batch(out: Replayed, current: Current, chunk: Sequence[Event], watermark: int,
            cfg: CoordinatorConfig) -> None:
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in chunk:
-        by_group[e.group_id].append(e)
+    groups = by_group(chunk, unkeyed=True)
     until = watermark if watermark > 0 else None
-    for group_id, rows in by_group.items():
+    for group_id, rows in groups.items():
         stored = None if group_id is None else out.groups.get(group_id)
         _keep(out, current, *replay_group(group_id, stored, rows, until, cfg, until))
     for group_id, g in sorted(out.groups.items()):
         deadline = next_deadline(g, cfg)
-        if group_id not in by_group and deadline is not None and deadline < watermark:
+        if group_id not in groups and deadline is not None and deadline < watermark:
             _keep(out, current, *replay_group(group_id, g, [], watermark, cfg))
 
 

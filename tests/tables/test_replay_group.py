@@ -14,16 +14,14 @@ from pipeline.fold import CoordinatorConfig, Event, dumps, loads
 from pipeline.fold.tables import DELETED, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 from tests.golden.files import read_case
+from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
 
 
 @cache
 def _groups(name: str) -> dict[str | None, list[Event]]:
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in read_case(name, OUTPUT_TABLES).events:
-        by_group[e.group_id].append(e)
-    return by_group
+    return by_group(read_case(name, OUTPUT_TABLES).events, unkeyed=True)
 
 
 def _end(events: list[Event]) -> int:
