@@ -22,7 +22,7 @@ from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
 from pipeline.fold.model import Group
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
-from pipeline.fold.quiet import NOT_QUIET, STALE, TAKEN, Batch, QuietRow, QuietRun
+from pipeline.fold.runs import NOT_QUIET, STALE, TAKEN, Batch, QuietRow, QuietRun
 from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import PROTOCOL_REQUESTS, is_request
 from pipeline.fold.timers import advance as advance_timers

@@ -1,6 +1,6 @@
 """Benchmark (not a test): the fold's output rows into Arrow (backfill) and pandas (stream),
-today's converter (JSON rows on a two-column wire) against an older one, on one golden log's
-per-group calls.
+today's converter (JSON rows on the two-column wire, `pipeline/spark/wire.py`) against an
+older one, on one golden log's per-group calls.
 
     PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/bench_convert.py --case offsets-topic-bad-rows
 
@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -30,11 +29,11 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pipeline.fold import Event
-from pipeline.fold.tables import Tables, replay_group
-from pipeline.spark import convert
+from pipeline.fold.group_replay import Tables, replay_group
+from pipeline.spark import wire
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
+from tests.grouping import by_group
 
 
 def old_converter(revision: str) -> tuple[ModuleType, ModuleType]:
@@ -50,25 +49,22 @@ def old_converter(revision: str) -> tuple[ModuleType, ModuleType]:
         spec = importlib.util.spec_from_file_location(f"old_{name}", path)
         assert spec is not None and spec.loader is not None
         modules[name] = importlib.util.module_from_spec(spec)
-    current = sys.modules["pipeline.spark.tables"]
+    # The old convert.py imports pipeline.spark.tables, which no longer exists: give it the old.
     sys.modules["pipeline.spark.tables"] = modules["tables"]
     try:
         for module in modules.values():
             assert module.__spec__ is not None and module.__spec__.loader is not None
             module.__spec__.loader.exec_module(module)
     finally:
-        sys.modules["pipeline.spark.tables"] = current
+        del sys.modules["pipeline.spark.tables"]
     return modules["convert"], modules["tables"]
 
 
 def calls(name: str) -> list[Tables]:
     case = read_case(name, OUTPUT_TABLES)
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in case.events:
-        by_group[e.group_id].append(e)
     until = max(e.event_time for e in case.events if e.event_time is not None) - case.delay_ms
     return [replay_group(g, None, events, until, case.config, seed=True)[1]
-            for g, events in by_group.items()]
+            for g, events in by_group(case.events).items()]
 
 
 def timed(convert_all: Callable[[], list[Any]], repeat: int) -> tuple[float, list[Any]]:
@@ -92,17 +88,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     spark = SparkSession.builder.master("local[1]").getOrCreate()  # DDL parsing only
-    import pipeline.spark.tables  # noqa: F401 - the current one, swapped out while the old loads
     old, old_tables = old_converter(args.baseline)
-    wire = old_tables.wire_schema()
-    arrow = to_arrow_schema(wire, timezone="UTC")
-    checks = convert.wire_checks()
+    old_wire = old_tables.wire_schema()
+    arrow = to_arrow_schema(old_wire, timezone="UTC")
+    checks = wire.wire_checks()
     spark.stop()
     per_call = calls(args.case)
     n = sum(len(rows) for tables in per_call for rows in tables.values())
     print(f"{args.case}: {len(per_call)} calls, {n} rows, CPU seconds, median of {args.repeat}")
-    for kind, new_fn, old_fn, schema in (("arrow", convert.wire_table, old.wire_table, arrow),
-                                        ("pandas", convert.wire_frame, old.wire_frame, wire)):
+    for kind, new_fn, old_fn, schema in (("arrow", wire.wire_table, old.wire_table, arrow),
+                                        ("pandas", wire.wire_frame, old.wire_frame, old_wire)):
         t_new, new_out = timed(lambda f=new_fn: [f(c, checks) for c in per_call], args.repeat)
         t_old, old_out = timed(lambda f=old_fn, s=schema: [f(c, s) for c in per_call],
                                args.repeat)

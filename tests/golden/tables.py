@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.fold import CoordinatorConfig, Event, Group, next_deadline
 from pipeline.fold.context import Row
-from pipeline.fold.tables import DELETED, FAILED, Tables, replay_group
+from pipeline.fold.group_replay import DELETED, FAILED, Tables, replay_group
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
 from tests.grouping import by_group
 

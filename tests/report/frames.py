@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
-from pipeline.fold.tables import DELETED, replay_group
+from pipeline.fold.group_replay import DELETED, replay_group
 from schemas import OUTPUT_TABLES
 
 CONFIG = CoordinatorConfig()

@@ -14,7 +14,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig, Event
-from pipeline.fold.tables import DELETED, Tables, replay_group
+from pipeline.fold.group_replay import DELETED, Tables, replay_group
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.lagflow import LagOptions

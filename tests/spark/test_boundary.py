@@ -21,8 +21,8 @@ from pyspark.sql.types import StructField, StructType
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.events import events_of
+from pipeline.fold.group_replay import FAILED, replay_group
 from pipeline.fold.partitioning import partition_for
-from pipeline.fold.tables import FAILED, replay_group
 from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, write_event_log
 from pipeline.spark.packing import columns_from_arrow, columns_from_frames

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.tables import DELETED, SEED_TABLE, STATE, Tables, replay_group
+from pipeline.fold.group_replay import DELETED, SEED_TABLE, STATE, Tables, replay_group
 from pipeline.spark.contract import table_schema
 from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema, wire_table
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime

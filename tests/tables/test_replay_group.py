@@ -11,7 +11,7 @@ from functools import cache
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, loads
-from pipeline.fold.tables import DELETED, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
+from pipeline.fold.group_replay import DELETED, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 from tests.golden.files import read_case
 from tests.grouping import by_group
