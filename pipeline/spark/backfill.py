@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.tables import DELETED
+from pipeline.fold.group_replay import DELETED
 from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold

@@ -1,7 +1,7 @@
 """The fold as Spark calls it: per group, a pandas frame of rows in, wire rows out.
 
 `stateful_fold` is the applyInPandasWithState function of the streaming job: through
-`replay_group` (pipeline.fold.tables) it folds the micro-batch's rows in log order onto the
+`replay_group` (pipeline.fold.group_replay) it folds the micro-batch's rows in log order onto the
 group's stored state (the fold's versioned JSON), fires every timer the watermark has
 passed, stores the state back and sets the group's next deadline as its event-time timeout,
 so a group that goes silent still expires members and offsets. `batch_fold` is the same
@@ -21,13 +21,13 @@ import pyarrow as pa
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
-from pipeline.fold.tables import failed_tables, replay_group
+from pipeline.fold.group_replay import failed_tables, replay_group
 from pipeline.spark.contract import SEED
 from pipeline.spark.logs import quiet_padded_concat
 from pipeline.spark.packing import columns_from_packed, columns_from_packed_frames, unpacked_schema
 from pipeline.spark.wire import wire_checks, wire_frame, wire_table
 
-# The last line of defence (pipeline.fold.tables): a group whose fold raises keeps the state
+# The last line of defence (pipeline.fold.group_replay): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
 # FAILED wire row carries the traceback for the driver to count and log (`wire.log_failed_groups`).
 

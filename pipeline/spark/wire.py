@@ -42,7 +42,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.fold.tables import DELETED, FAILED, SEED_TABLE, STATE, Tables
+from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
 from pipeline.spark.contract import holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
