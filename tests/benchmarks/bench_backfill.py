@@ -54,6 +54,7 @@ from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_
 from pipeline.spark.packing import columns_from_arrow
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
+from tests.grouping import by_group
 
 
 class PeakMemory:
@@ -239,10 +240,7 @@ def fresh(root: Path, name: str) -> Path:
 
 
 def pure_fold(events: list[Event], cfg: CoordinatorConfig) -> list[int]:
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in events:
-        by_group[e.group_id].append(e)
-    return [len(dumps(fold(g, evs, cfg).group)) for g, evs in by_group.items() if g is not None]
+    return [len(dumps(fold(g, evs, cfg).group)) for g, evs in by_group(events).items()]
 
 
 def log_spec(events: int, groups: int, kind: str) -> LogSpec:

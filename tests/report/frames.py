@@ -11,7 +11,6 @@ second (rebalances, an Empty stretch) and, optionally, the lag tables a replay w
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import pandas as pd
@@ -19,6 +18,7 @@ import pandas as pd
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.group_replay import DELETED, replay_group
 from schemas import OUTPUT_TABLES
+from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
 DELAY_MS = 10 * 60 * 1000  # tests/spark/backends.DELAY
@@ -33,13 +33,9 @@ def _time(ms: Any) -> Any:
 
 
 def pure_frames(events: list[Event], config: CoordinatorConfig = CONFIG) -> dict[str, pd.DataFrame]:
-    by_group: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.group_id is not None:
-            by_group[e.group_id].append(e)
     watermark = _watermark(events)
     rows: dict[str, list[dict[str, Any]]] = {t: [] for t in OUTPUT_TABLES}
-    for group_id, group_events in by_group.items():
+    for group_id, group_events in by_group(events).items():
         for table, written in replay_group(group_id, None, group_events, watermark,
                                            config)[1].items():
             rows[table] += [r for r in written if not r.get(DELETED)]

@@ -24,6 +24,7 @@ from pipeline.spark.samples import read_samples
 from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
+from tests.grouping import by_group
 from tests.lag.oracle import lag_tables
 
 CONFIG = CoordinatorConfig()
@@ -34,13 +35,10 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
                 watermark: int | None = None) -> dict[str, DataFrame]:
     """`watermark`: timers fire up to it; by default the stream's final one. Each group in
     one `replay_group` call, its rows through the stream's own converter."""
-    by_group: dict[str | None, list[Event]] = defaultdict(list)
-    for e in events:
-        by_group[e.group_id].append(e)
     if watermark is None:
         watermark = max(e.event_time for e in events if e.event_time is not None) - interval_ms(DELAY)
     tables: Tables = defaultdict(list)
-    for group_id, group_events in by_group.items():
+    for group_id, group_events in by_group(events, unkeyed=True).items():
         for table, rows in replay_group(group_id, None, group_events, watermark, config)[1].items():
             tables[table] += [r for r in rows if not r.get(DELETED)]
     wire = spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())

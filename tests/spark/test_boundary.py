@@ -6,7 +6,6 @@ with a reason, and every value comes back exactly."""
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from pipeline.spark.packing import columns_from_arrow, columns_from_frames
 from pipeline.spark.wire import wire_checks, wire_frame, wire_schema, wire_table
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import EVENT_COLUMNS, EVENT_TYPES
+from tests.grouping import by_group
 from tests.spark.backends import assert_same_tables, backfill_tables, pure_tables, streaming_tables
 
 pytestmark = pytest.mark.spark
@@ -83,13 +83,6 @@ rows_strategy = st.lists(st.randoms(use_true_random=False).map(random_row),
                          min_size=1, max_size=12)
 
 
-def by_group(events: list[Event]) -> dict[str | None, list[Event]]:
-    groups: dict[str | None, list[Event]] = defaultdict(list)
-    for e in events:
-        groups[e.group_id].append(e)
-    return groups
-
-
 def spark_pandas(table: pa.Table) -> pd.DataFrame:
     """The frame applyInPandasWithState hands the fold (its serializer's settings, with the
     nullable integer columns the replay asks for)."""
@@ -117,7 +110,7 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
     from_pandas = events_of(columns_from_frames([spark_pandas(table)], event_schema()))
     assert [e.to_row() for e in from_pandas] == [e.to_row() for e in events]
     # The fold: nothing raises; every row is applied or rejected with a reason.
-    for group_id, group_events in by_group(events).items():
+    for group_id, group_events in by_group(events, unkeyed=True).items():
         assert group_id is not None
         tables = replay_group(group_id, None, group_events, PANDAS_MS_RANGE[1], CONFIG)[1]
         assert FAILED not in tables

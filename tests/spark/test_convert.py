@@ -18,6 +18,7 @@ from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
+from tests.grouping import by_group
 
 pytestmark = pytest.mark.spark
 CONFIG = CoordinatorConfig()
@@ -31,12 +32,10 @@ def naive_utc(ms: int) -> Any:
 @pytest.fixture(scope="module")
 def calls() -> list[Tables]:
     case = read_case("classic-by-hand", OUTPUT_TABLES)
-    by_group = defaultdict(list)
-    for e in case.events:
-        by_group[e.group_id].append(e)
+    groups = by_group(case.events, unkeyed=True)
     # No timers: the groups end with members (their sessions would have expired since).
     return [replay_group(g, None, events, None, CONFIG, seed=True)[1]
-            for g, events in by_group.items()]
+            for g, events in groups.items()]
 
 
 def _state_row(calls: list[Tables], **changes: Any) -> Tables:

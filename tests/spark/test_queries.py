@@ -22,7 +22,7 @@ from pipeline.fold.rows import committed_offset_rows
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.catalog import as_of, register_views, timestamp_sql
 from pipeline.spark.eventlog import write_event_log
-from tests.fold.records import by_group
+from tests.grouping import by_group
 from tests.spark.backends import backfill_tables
 
 pytestmark = pytest.mark.spark
@@ -42,12 +42,9 @@ def warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 
 
 def _replayed(events: list[Event], t: int) -> dict[str, Any]:
-    by_group: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.group_id is not None and e.event_time is not None and e.event_time <= t:
-            by_group[e.group_id].append(e)
     groups = {}
-    for group_id, group_events in by_group.items():
+    for group_id, group_events in by_group(
+            e for e in events if e.event_time is not None and e.event_time <= t).items():
         g = advance(fold(group_id, group_events, CONFIG).group, t + 1, CONFIG).group
         if g.exists:
             groups[group_id] = g
