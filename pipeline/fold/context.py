@@ -27,6 +27,9 @@ class Outputs:
     # What the coordinator writes to its log: kept only when the fold is asked to (records=True).
     records: list[Event] = field(default_factory=list)
     history: list[Row] = field(default_factory=list)  # the group's shape after each change
+    # Partitions whose committed offset a stretch summary moved (`runs.QuietRun.take_stretch`):
+    # their offset_history rows were written from the rows themselves, outside the fold.
+    stretched: set[tuple[str, int]] = field(default_factory=set)
 
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
@@ -36,6 +39,7 @@ class Outputs:
         self.answered += other.answered
         self.records += other.records
         self.history += other.history
+        self.stretched |= other.stretched
 
 
 @dataclass

@@ -97,8 +97,14 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     """`batch`'s rows in log order: quiet ones in runs, each other one through `_apply`."""
     run: QuietRun | None = None
     order, k = batch.order, 0
+    stretches = batch.stretches()
     while k < len(order):
         i = order[k]
+        if stretches is not None and stretches[i] is not None:
+            run = run or QuietRun(g, config)
+            run.take_stretch(stretches[i], out)
+            k += 1
+            continue
         row = quiet[i]
         if row is not None:
             if run is None and QuietRun.opens_on(g):

@@ -20,6 +20,7 @@ from pipeline.fold.events import Event, EventColumns, events_of
 from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
 from pipeline.fold.model import Group
 from pipeline.fold.rows import group_state_row
+from pipeline.fold.runs import STRETCH
 from pipeline.fold.serde import dumps, loads
 
 Tables = dict[str, list[Row]]  # table name -> rows, in the order they were written
@@ -82,7 +83,8 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
     tables["committed_offsets"] = [
         offset_columns(g.group_id, tp, g.offsets[tp]) if tp in g.offsets
         else {"group_id": g.group_id, "topic": tp[0], "partition": tp[1], DELETED: True}
-        for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history})
+        for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}
+                         | out.stretched)
     ]
     return {table: rows for table, rows in tables.items() if rows}
 
@@ -95,10 +97,13 @@ def as_events(events: Iterable[Event] | EventColumns) -> list[Event]:
 def failed_tables(group_id: str | None, events: Iterable[Event] | EventColumns, before: Group | None,
                   exc: BaseException) -> Tables:
     """The rows of a group whose fold raised: each event rejected as INTERNAL (with the
-    state the group had before the call), and the FAILED row with the traceback."""
+    state the group had before the call), and the FAILED row with the traceback and the
+    reason (a stretch summary is no event: the rows it stands for are rejected with that
+    reason where they are, `pipeline.spark.bulk`)."""
     text = f"{type(exc).__name__}: {exc}"
     reason = f"{INTERNAL}: {text if len(text) <= 1000 else text[:997] + '...'}"
     tables: Tables = {"rejected_events": [rejected_row(e, reason, before)
-                                          for e in as_events(events)]}
-    tables[FAILED] = [{"group_id": group_id, "reason": "".join(traceback.format_exception(exc))}]
+                                          for e in as_events(events) if e.event_type != STRETCH]}
+    tables[FAILED] = [{"group_id": group_id, "reason": "".join(traceback.format_exception(exc)),
+                       "rejected_as": reason}]
     return {table: rows for table, rows in tables.items() if rows}

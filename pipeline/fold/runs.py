@@ -70,6 +70,9 @@ _FIELDS = ("log_partition", "log_offset", "event_time", "event_type", "member_id
            "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
            "producer_id", "txn_result")
 _TYPES = ("OFFSET_COMMIT", "HEARTBEAT", "TXN_MARKER")
+# A stretch of plain commit records folded in the JVM (`pipeline.spark.bulk`): a summary row
+# of this type, its values in the STRETCH column (`QuietRun.take_stretch`).
+STRETCH = "_STRETCH"
 NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
 # A quiet row has these null: a decoder's error, or a nested value `Event.from_row` might not
 # read (its defect), is for `row_defect` to name.
@@ -103,6 +106,11 @@ class Batch:
 
     def _column(self, name: str) -> list[Any]:
         return self.columns.get(name) or [None] * self.size
+
+    def stretches(self) -> list[Any] | None:
+        """Per row, its stretch summary (a mapping) if it is one; None when no row is."""
+        column = self.columns.get(STRETCH)
+        return column if column and any(v is not None for v in column) else None
 
     def event(self, i: int) -> Event:
         if self.events is not None:
@@ -337,6 +345,31 @@ class QuietRun:
         old = self.group.offsets.get(tp)
         return None if old is None else (old.log_partition, old.log_offset)
 
+    def take_stretch(self, stretch: Mapping[str, Any], out: Outputs) -> None:
+        """A stretch of plain commit records of this records-only group, folded in the JVM
+        (`pipeline.spark.bulk`): each partition's last commit as the fold stores it
+        (`offsets.from_request`'s defaults applied there), in the order the stretch first
+        put them, the stretch's last positions, its last row's time and the clock after it.
+        Its offset_history rows are written from the rows themselves; here, the state they
+        leave. Only a run that `take_records` would take whole may be summarised."""
+        positions = [(p["log_partition"], p["log_offset"]) for p in stretch["positions"]]
+        if not self.records_only or not self.group.exists or not positions or (
+                self.position is not None and positions[0] <= self.position):
+            raise ValueError(f"a stretch summary at {positions[-1:]} that group "
+                             f"{self.group_id!r} cannot take as it stands")
+        for o in sorted(stretch["offsets"], key=lambda o: (o["first_partition"], o["first_offset"])):
+            tp = (o["topic"], o["partition"])
+            self.latest[tp] = (o["committed_offset"], o.get("leader_epoch"),
+                               o["commit_metadata"], o["commit_timestamp"],
+                               o.get("expire_timestamp"), o.get("member_id"), None,
+                               o["log_partition"], o["log_offset"])
+            out.stretched.add(tp)
+        self.positions += positions
+        self.position = positions[-1]
+        clock = stretch["clock"]
+        self.clock = clock if self.clock is None or clock > self.clock else self.clock
+        self.last_time = stretch["last_time"]
+
     def close(self) -> Group:
         g = self.group
         if not self.positions:
@@ -359,4 +392,5 @@ class QuietRun:
                         seq=0, clock=self.clock, last_event_time=self.last_time, **changes)
 
 
-__all__ = ["NOT_QUIET", "STALE", "TAKEN", "Batch", "EventColumns", "QuietRow", "QuietRun"]
+__all__ = ["NOT_QUIET", "STALE", "STRETCH", "TAKEN", "Batch", "EventColumns", "QuietRow",
+           "QuietRun"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from delta.tables import DeltaTable
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -26,6 +27,7 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED
 from pipeline.spark import paths
+from pipeline.spark.bulk import classified, fold_input, projected
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
@@ -35,7 +37,7 @@ from pipeline.spark.packing import packed_events
 from pipeline.spark.parallel import run_all
 from pipeline.spark.paths import is_path
 from pipeline.spark.warehouse import ensure_tables
-from pipeline.spark.wire import SEED_TABLE, folded, table_rows, wire_schema
+from pipeline.spark.wire import FAILED, SEED_TABLE, folded, table_rows, wire_schema
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
@@ -54,6 +56,9 @@ class BackfillOptions:
     replace: bool = False  # replace tables that already hold rows
     config: CoordinatorConfig | None = None
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
+    # Plain commit records of groups without requests stay in the JVM (`bulk.py`); False
+    # folds every row in Python, as before (the tests compare the two).
+    bulk: bool = True
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
@@ -80,40 +85,52 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
+    rows = classified(events, cfg).persist(StorageLevel.MEMORY_AND_DISK) if opts.bulk else None
+    source = packed_events(events) if rows is None else fold_input(rows, cfg)
     try:
-        with folded(folded_history(events, cfg, cut, seed=opts.until_ms is None),
+        with folded(folded_history(source, cfg, cut, seed=opts.until_ms is None),
                     "backfill") as (wire, counts):
             log.info("folded %s groups from version %d of %s: %s",
                      counts.get("group_state", 0), version, opts.events, counts)
-            manifest = _write(spark, opts, wire, counts, version, cut, max_ms, filled, lag)
+            beside = {} if rows is None else projected(rows, table_rows(wire, FAILED))
+            manifest = _write(spark, opts, wire, counts, beside,
+                              Manifest(events=opts.events, version=version,
+                                       until_ms=opts.until_ms, watermark_ms=cut,
+                                       max_event_time_ms=max_ms,
+                                       groups=counts.get("group_state", 0),
+                                       samples=None if lag is None else lag.opts.end_offsets,
+                                       samples_version=None if lag is None else lag.version),
+                              filled, lag)
     finally:
         if lag is not None:
             lag.release()
+        if rows is not None:
+            rows.unpersist()
     log.info("backfill done: %s", manifest.to_json())
     return manifest
 
 
 def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: dict[str, int],
-           version: int, cut: int | None, max_ms: int | None, filled: set[str],
+           beside: dict[str, DataFrame], manifest: Manifest, filled: set[str],
            lag: BackfillLag | None) -> Manifest:
-    """Every table replaced from the folded wire, the lag tables after them, the hand-off
-    last (a manifest exists only when every table was replaced)."""
-    manifest = Manifest(events=opts.events, version=version, until_ms=opts.until_ms,
-                        watermark_ms=cut, max_event_time_ms=max_ms,
-                        groups=counts.get("group_state", 0),
-                        samples=None if lag is None else lag.opts.end_offsets,
-                        samples_version=None if lag is None else lag.version)
+    """Every table replaced from the folded wire (and the rows `beside` it, built in the
+    JVM), the lag tables after them, the hand-off last (a manifest exists only when every
+    table was replaced)."""
+    def rows(table: str) -> DataFrame:
+        found = _final_rows(wire, table, counts.get(table, 0))
+        return found if table not in beside else found.unionByName(beside[table])
+
     # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
-    run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
-                     _final_rows(wire, table, counts.get(table, 0)), table in APPEND_TABLES,
-                     table in filled)
-             for table in OUTPUT_TABLES if table in filled or counts.get(table)])
+    run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows(table),
+                     table in APPEND_TABLES, table in filled)
+             for table in OUTPUT_TABLES if table in filled or counts.get(table) or table in beside])
     if lag is not None:  # over the history tables just written
-        run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows, True,
+        run_all([partial(_replace, spark, paths.join(opts.warehouse, table), lag_rows, True,
                          table in filled)
-                 for table, rows in lag.tables(spark, opts.warehouse, cut).items()])
+                 for table, lag_rows in lag.tables(spark, opts.warehouse,
+                                                   manifest.watermark_ms).items()])
         if opts.until_ms is None:
-            lag.write_pending(opts.warehouse, cut)
+            lag.write_pending(opts.warehouse, manifest.watermark_ms)
     # Last, so a manifest exists only when every table was replaced.
     seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
     (seeds.write.format("delta").mode("overwrite")
@@ -129,12 +146,13 @@ def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
     return rows.filter(~F.coalesce(F.col(DELETED), F.lit(False))).drop(DELETED)
 
 
-def folded_history(events: DataFrame, cfg: CoordinatorConfig, cut: int | None,
+def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
                    seed: bool) -> DataFrame:
     """Every group's whole history folded, its timers run up to `cut`: the wire rows. The
-    events cross into Python packed (`packed_events`), per group as Arrow."""
-    return packed_events(events).groupBy("group_id").applyInArrow(
-        batch_fold(cfg, cut, seed=seed), wire_schema())
+    rows cross into Python packed (`packing.packed_events`, with `bulk.fold_input`'s stretch
+    summaries), per group as Arrow."""
+    return packed.groupBy("group_id").applyInArrow(batch_fold(cfg, cut, seed=seed),
+                                                    wire_schema())
 
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:

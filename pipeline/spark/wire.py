@@ -80,7 +80,8 @@ def row_schema(table: str) -> StructType:
                            StructField(STATE, BinaryType())])
     if table == FAILED:
         return StructType([StructField("group_id", StringType()),
-                           StructField("reason", StringType())])
+                           StructField("reason", StringType()),
+                           StructField("rejected_as", StringType())])
     if table == SAMPLE:
         return struct_of(LOG_END_OFFSETS)
     extra = [StructField(name, BooleanType()) for name in EXTRA_COLUMNS.get(table, ())]

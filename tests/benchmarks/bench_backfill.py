@@ -51,7 +51,7 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
 from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
-from pipeline.spark.packing import columns_from_arrow
+from pipeline.spark.packing import columns_from_arrow, packed_events
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
 from tests.grouping import by_group
@@ -179,7 +179,8 @@ def floor_all(spark: SparkSession, log: str) -> None:
 
 def fold_only(spark: SparkSession, log: str, cfg: CoordinatorConfig) -> None:
     """The backfill's own fold (run_backfill's), to a noop sink."""
-    (folded_history(select_events(spark.read.format("delta").load(log)), cfg, None, seed=True)
+    (folded_history(packed_events(select_events(spark.read.format("delta").load(log))), cfg, None,
+                    seed=True)
      .write.format("noop").mode("overwrite").save())
 
 

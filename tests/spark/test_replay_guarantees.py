@@ -22,6 +22,7 @@ from pipeline.spark.backfill import folded_history
 from pipeline.spark.eventlog import select_events, write_event_log
 from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.options import interval_ms
+from pipeline.spark.packing import packed_events
 from pipeline.spark.samples import write_samples
 from pipeline.spark.sinks import BatchWriter
 from pipeline.spark.warehouse import ensure_tables
@@ -106,7 +107,7 @@ def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_de
         spark: SparkSession, tmp_path: Path) -> None:
     log = str(tmp_path / "events")
     write_event_log(spark, generate(LogSpec(groups=3, events=150, seed=5)), log)
-    wire = folded_history(select_events(spark.read.format("delta").load(log)), CONFIG, None,
+    wire = folded_history(packed_events(select_events(spark.read.format("delta").load(log))), CONFIG, None,
                           seed=False).persist()
     warehouse = str(tmp_path / "warehouse")
     ensure_tables(spark, warehouse, None)

@@ -1,0 +1,170 @@
+"""Plain commit records kept in the JVM: the bulk of a real `__consumer_offsets` log never
+crosses into Python one by one.
+
+A plain commit record (an OFFSET_COMMIT with no generation and no producer: a record the
+coordinator already accepted) of a group whose log carries no requests is always applied as
+it stands: no timer runs in such a group, nothing refuses a record, and the row it writes to
+`offset_history` is a projection of its own columns, with the group's clock (the latest
+event time the group has applied) as its time. So, per group, in log order:
+
+- each row is classified (`classified`): *bulk* if it is such a record on the group's own
+  partition, past the group's previous position, with every value a commit needs; every
+  other row is *shape* (it can change the group, or be refused, or is a duplicate);
+- consecutive bulk rows form a *stretch*; the first of each stretch goes to the fold as it
+  is (it may create the group), the rest never do: their offset_history rows are built here
+  (`projected_history`), and the fold gets one summary row a stretch (`summaries`): for each
+  partition its last commit's stored values, the stretch's last positions and times, so the
+  group's state (offsets, position, clock) is what the row-by-row fold would leave.
+
+A group with any request in its log (JOIN, SYNC, HEARTBEAT, LEAVE, a commit with a
+generation) keeps every row on the general path: timers run there, and a stretch could not
+say when one fires. The fold stays the only judge: everything here is a function of the rows,
+decided before the fold the same way for any group, and a group the rules here do not
+cover is folded row by row as before.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.runs import STRETCH
+from pipeline.spark.contract import event_schema
+from pipeline.spark.packing import PACKED, packed_events
+
+REQUESTS = ("JOIN", "SYNC", "HEARTBEAT", "LEAVE")
+ORDER = ("log_partition", "log_offset")
+# Stored values of a commit, as the fold keeps them (`offsets.on_commit`'s defaults applied).
+STORED = ("committed_offset", "leader_epoch", "commit_metadata", "commit_timestamp",
+          "expire_timestamp", "member_id", "log_partition", "log_offset")
+
+
+def home_partition(cfg: CoordinatorConfig) -> Column:
+    """Kafka's `partitionFor(group_id)`: Utils.abs(group_id.hashCode()) % partitions, with
+    Java's own String.hashCode."""
+    h = F.expr("CAST(java_method('java.util.Objects', 'hashCode', group_id) AS INT)")
+    positive = F.when(h == F.lit(-(2**31)), F.lit(0)).otherwise(F.abs(h))
+    return positive % F.lit(cfg.offsets_topic_num_partitions)
+
+
+def _is_request() -> Column:
+    return (F.col("event_type").isin(*REQUESTS)
+            | ((F.col("event_type") == "OFFSET_COMMIT") & F.col("generation_id").isNotNull()))
+
+
+def _plain_commit() -> Column:
+    """A commit record as it stands: what the fold's quiet path takes without a check."""
+    return ((F.col("event_type") == "OFFSET_COMMIT") & F.col("generation_id").isNull()
+            & F.col("producer_id").isNull() & F.col("decode_error").isNull()
+            & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+            & (F.col("partition") >= 0) & F.col("committed_offset").isNotNull())
+
+
+def classified(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
+    """`events` (`select_events`' rows) with, per row: `applied` (it moves the group's
+    position and clock: a valid position on the group's partition, past the previous one),
+    `clock` (the group's clock after it, in ms), `bulk`, `stretch` (bulk rows with the same
+    number are one stretch) and `first` (the stretch's first row)."""
+    group = Window.partitionBy("group_id")
+    in_order = Window.partitionBy("group_id").orderBy(*ORDER)
+    so_far = in_order.rowsBetween(Window.unboundedPreceding, 0)
+    positioned = (F.col("log_partition").isNotNull() & F.col("log_offset").isNotNull()
+                  & (F.col("log_partition") >= 0) & (F.col("log_offset") >= 0)
+                  & F.col("event_time").isNotNull()
+                  & (F.col("log_partition") == home_partition(cfg)))
+    rows = events.select(
+        "*", positioned.alias("positioned"),
+        F.max(F.when(_is_request(), 1).otherwise(0)).over(group).alias("journal"))
+    # Applied rows only: the previous one's position decides a duplicate (the same position
+    # again); rows the fold rejects before its position check move neither.
+    previous = F.lag(F.struct(*ORDER)).over(Window.partitionBy("group_id", "positioned")
+                                            .orderBy(*ORDER))
+    rows = rows.withColumn(
+        "applied", F.col("positioned") & (previous.isNull()
+                                          | (previous < F.struct(*ORDER))))
+    rows = rows.withColumn("clock", F.max(F.when(F.col("applied"), F.unix_millis("event_time")))
+                           .over(so_far))
+    # A row whose position the next row repeats (a duplicate delivery of it follows) stays
+    # general too: the fold must meet the two in that order, the original first.
+    repeated = F.lead(F.struct(*ORDER)).over(in_order) == F.struct(*ORDER)
+    bulk = (F.col("applied") & (F.col("journal") == 0) & _plain_commit()
+            & F.col("group_id").isNotNull() & ~F.coalesce(repeated, F.lit(False)))
+    rows = rows.withColumn("bulk", bulk).withColumn(
+        "stretch", F.sum(F.when(~F.col("bulk"), 1).otherwise(0)).over(so_far))
+    first = F.lag("bulk").over(in_order)
+    return rows.withColumn("first", F.col("bulk") & (first.isNull() | ~first))
+
+
+def stored(rows: DataFrame) -> list[Column]:
+    """A bulk row's commit as the fold stores it: metadata "" for none, the commit timestamp
+    the clock's for none, an empty member id none."""
+    return [F.col("committed_offset"), F.col("leader_epoch"),
+            F.coalesce(F.col("commit_metadata"), F.lit("")).alias("commit_metadata"),
+            F.coalesce(F.unix_millis("commit_timestamp"), F.col("clock")).alias("commit_timestamp"),
+            F.unix_millis("expire_timestamp").alias("expire_timestamp"),
+            F.when(F.col("member_id") != "", F.col("member_id")).alias("member_id"),
+            F.col("log_partition"), F.col("log_offset")]
+
+
+def projected(rows: DataFrame, failed: DataFrame) -> dict[str, DataFrame]:
+    """The rows of the output tables the bulk rows the fold did not see (every bulk row but
+    the first of its stretch) stand for, built from their own columns: offset_history, a
+    projection of each; and, for a group whose fold raised (`failed`: group_id and the
+    reason its rows are rejected as), rejected_events instead, as the fold rejects the rows
+    it saw (state unknown: none)."""
+    rest = rows.where(F.col("bulk") & ~F.col("first"))
+    ok = rest.join(failed.select("group_id"), "group_id", "left_anti")
+    values = ok.select("group_id", "topic", "partition", *stored(ok), "clock")
+    history = values.select(
+        "group_id", "topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
+        F.timestamp_millis("commit_timestamp").alias("commit_timestamp"),
+        F.timestamp_millis("expire_timestamp").alias("expire_timestamp"), "member_id",
+        F.lit(None).cast("int").alias("generation_id"), "log_partition", "log_offset",
+        F.timestamp_millis("clock").alias("event_time"), F.lit("COMMIT").alias("change"),
+        F.lit(None).cast("bigint").alias("producer_id"))
+    lost = rest.join(failed.select("group_id", "rejected_as"), "group_id")
+    rejected = lost.select(*event_schema().names, F.col("rejected_as").alias("reason"),
+                           F.lit(None).cast("string").alias("group_state"),
+                           F.lit(None).cast("int").alias("group_generation_id"))
+    return {"offset_history": history, "rejected_events": rejected}
+
+
+def summaries(rows: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
+    """One row a stretch (bulk rows past its first), packed as the fold reads a row
+    (`packing.PACKED`): event_type `runs.STRETCH` at the stretch's last position and time, and
+    under `runs.STRETCH` each partition's last commit as stored (with the position of its
+    first commit in the stretch: the order the fold would have put them), the last
+    `recent_positions` positions, the last row's time and the clock after it."""
+    rest = rows.where(F.col("bulk") & ~F.col("first")).select(
+        "group_id", "stretch", "topic", "partition", *stored(rows), "clock",
+        F.unix_millis("event_time").alias("t"))
+    at = F.struct(*ORDER)
+    per_partition = rest.groupBy("group_id", "stretch", "topic", "partition").agg(
+        F.max_by(F.struct(*STORED), at).alias("o"), F.min(at).alias("first"))
+    offsets = per_partition.groupBy("group_id", "stretch").agg(F.collect_list(F.struct(
+        "topic", "partition", "o.*", F.col("first.log_partition").alias("first_partition"),
+        F.col("first.log_offset").alias("first_offset"))).alias("offsets"))
+    keep = cfg.recent_positions
+    positions = F.array_sort(F.collect_list(at))
+    stats = rest.groupBy("group_id", "stretch").agg(
+        # The last `keep` (Spark's slice from -keep is empty for a shorter array).
+        F.slice(positions, F.greatest(-F.size(positions), F.lit(-keep)), F.lit(keep))
+        .alias("positions"),
+        F.max_by("t", at).alias("last_time"), F.max("clock").alias("clock"),
+        F.max(at).alias("last"))
+    joined = stats.join(offsets, ["group_id", "stretch"])
+    summary = F.struct("positions", "last_time", "clock", "offsets")
+    packed = F.to_json(F.struct(
+        F.col("last.log_partition").alias("log_partition"),
+        F.col("last.log_offset").alias("log_offset"), F.col("last_time").alias("event_time"),
+        F.lit(STRETCH).alias("event_type"), summary.alias(STRETCH)))
+    return joined.select("group_id", packed.alias(PACKED))
+
+
+def fold_input(rows: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
+    """What the fold gets: every row but the stretches' rest, packed, and one summary a
+    stretch."""
+    kept = rows.where(~(F.col("bulk") & ~F.col("first"))).select(*event_schema().names)
+    packed = packed_events(kept)
+    return packed.unionByName(summaries(rows, cfg), allowMissingColumns=True)
