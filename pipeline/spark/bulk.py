@@ -12,7 +12,7 @@ event time the group has applied) as its time. So, per group, in log order:
   other row is *shape* (it can change the group, or be refused, or is a duplicate);
 - consecutive bulk rows form a *stretch*; the first of each stretch goes to the fold as it
   is (it may create the group), the rest never do: their offset_history rows are built here
-  (`projected_history`), and the fold gets one summary row a stretch (`summaries`): for each
+  (`projected`), and the fold gets one summary row a stretch (`summaries`): for each
   partition its last commit's stored values, the stretch's last positions and times, so the
   group's state (offsets, position, clock) is what the row-by-row fold would leave.
 
@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.runs import STRETCH
 from pipeline.spark.contract import event_schema
-from pipeline.spark.packing import PACKED, packed_events
+from pipeline.spark.packing import PACKED, packed_events, unpacked_schema
 
 REQUESTS = ("JOIN", "SYNC", "HEARTBEAT", "LEAVE")
 ORDER = ("log_partition", "log_offset")
@@ -61,39 +61,69 @@ def _plain_commit() -> Column:
             & (F.col("partition") >= 0) & F.col("committed_offset").isNotNull())
 
 
-def classified(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
-    """`events` (`select_events`' rows) with, per row: `applied` (it moves the group's
-    position and clock: a valid position on the group's partition, past the previous one),
-    `clock` (the group's clock after it, in ms), `bulk`, `stretch` (bulk rows with the same
-    number are one stretch) and `first` (the stretch's first row)."""
-    group = Window.partitionBy("group_id")
-    in_order = Window.partitionBy("group_id").orderBy(*ORDER)
-    so_far = in_order.rowsBetween(Window.unboundedPreceding, 0)
+# What the classification and the projections read of a row, beside its packed form.
+CARRIED = (*ORDER, "topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
+           "commit_timestamp", "expire_timestamp", "member_id", "event_time")
+FLAGS = ("positioned", "request", "plain")
+
+
+def _flagged(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
+    """`events` with what decides a row alone: `positioned` (a valid position on the group's
+    partition, with a time), `request`, `plain` (a plain commit record)."""
     positioned = (F.col("log_partition").isNotNull() & F.col("log_offset").isNotNull()
                   & (F.col("log_partition") >= 0) & (F.col("log_offset") >= 0)
                   & F.col("event_time").isNotNull()
-                  & (F.col("log_partition") == home_partition(cfg)))
-    rows = events.select(
-        "*", positioned.alias("positioned"),
-        F.max(F.when(_is_request(), 1).otherwise(0)).over(group).alias("journal"))
-    # Applied rows only: the previous one's position decides a duplicate (the same position
-    # again); rows the fold rejects before its position check move neither.
-    previous = F.lag(F.struct(*ORDER)).over(Window.partitionBy("group_id", "positioned")
-                                            .orderBy(*ORDER))
-    rows = rows.withColumn(
-        "applied", F.col("positioned") & (previous.isNull()
-                                          | (previous < F.struct(*ORDER))))
+                  & (F.col("log_partition") == F.col("_home")))
+    # Java's hashCode by reflection costs ~6 us a call: once a group, not once a row.
+    homes = events.select("group_id").distinct().select(
+        "group_id", home_partition(cfg).alias("_home"))
+    events = events.join(F.broadcast(homes), "group_id", "left")
+
+    def known(flag: Column) -> Column:  # a null (a null event_type, say) is no
+        return F.coalesce(flag, F.lit(False))
+
+    return events.select("*", known(positioned).alias("positioned"),
+                         known(_is_request()).alias("request"),
+                         known(_plain_commit() & F.col("group_id").isNotNull()).alias("plain")
+                         ).drop("_home")
+
+
+def _in_order(rows: DataFrame) -> DataFrame:
+    """`_flagged` rows with, per row: `applied` (it moves the group's position and clock: a
+    positioned row past the previous one), `clock` (the group's clock after it, in ms),
+    `bulk`, `stretch` (bulk rows with the same number are one stretch) and `first` (the
+    stretch's first row). One window spec (one shuffle and one sort of the rows): each
+    column is a frame of the group's rows in log order."""
+    in_order = Window.partitionBy("group_id").orderBy(*ORDER)
+    so_far = in_order.rowsBetween(Window.unboundedPreceding, 0)
+    before = in_order.rowsBetween(Window.unboundedPreceding, -1)
+    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    at = F.struct(*ORDER)
+    rows = rows.withColumn("journal", F.max(F.col("request").cast("int")).over(whole))
+    # The previous positioned row's position (in log order, the greatest before this one)
+    # decides a duplicate (the same position again); rows the fold rejects before its
+    # position check move neither position nor clock.
+    previous = F.max(F.when(F.col("positioned"), at)).over(before)
+    rows = rows.withColumn("applied", F.col("positioned") & (previous.isNull() | (previous < at)))
     rows = rows.withColumn("clock", F.max(F.when(F.col("applied"), F.unix_millis("event_time")))
                            .over(so_far))
     # A row whose position the next row repeats (a duplicate delivery of it follows) stays
     # general too: the fold must meet the two in that order, the original first.
-    repeated = F.lead(F.struct(*ORDER)).over(in_order) == F.struct(*ORDER)
-    bulk = (F.col("applied") & (F.col("journal") == 0) & _plain_commit()
-            & F.col("group_id").isNotNull() & ~F.coalesce(repeated, F.lit(False)))
+    repeated = F.lead(at).over(in_order) == at
+    bulk = (F.col("applied") & (F.col("journal") == 0) & F.col("plain")
+            & ~F.coalesce(repeated, F.lit(False)))
     rows = rows.withColumn("bulk", bulk).withColumn(
         "stretch", F.sum(F.when(~F.col("bulk"), 1).otherwise(0)).over(so_far))
     first = F.lag("bulk").over(in_order)
     return rows.withColumn("first", F.col("bulk") & (first.isNull() | ~first))
+
+
+def classified(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
+    """`events` (`select_events`' rows) packed as the fold reads them (`packing.packed_events`)
+    with the columns the projections read (`CARRIED`) and `_in_order`'s classification. The
+    windows move the packed row, not the log's 60 columns (a window copies each row it
+    passes: over the wide rows this cost twice the whole fold's JVM time)."""
+    return _in_order(packed_events(_flagged(events, cfg), *FLAGS, *CARRIED))
 
 
 def stored(rows: DataFrame) -> list[Column]:
@@ -107,15 +137,17 @@ def stored(rows: DataFrame) -> list[Column]:
             F.col("log_partition"), F.col("log_offset")]
 
 
-def projected(rows: DataFrame, failed: DataFrame) -> dict[str, DataFrame]:
+def projected(rows: DataFrame, events: DataFrame, failed: DataFrame | None,
+              cfg: CoordinatorConfig) -> dict[str, DataFrame]:
     """The rows of the output tables the bulk rows the fold did not see (every bulk row but
     the first of its stretch) stand for, built from their own columns: offset_history, a
     projection of each; and, for a group whose fold raised (`failed`: group_id and the
-    reason its rows are rejected as), rejected_events instead, as the fold rejects the rows
-    it saw (state unknown: none)."""
+    reason its rows are rejected as; None when none did), rejected_events instead, as the
+    fold rejects the rows it saw (state unknown: none), from `events` themselves."""
     rest = rows.where(F.col("bulk") & ~F.col("first"))
-    ok = rest.join(failed.select("group_id"), "group_id", "left_anti")
-    values = ok.select("group_id", "topic", "partition", *stored(ok), "clock")
+    if failed is not None:  # few groups fail, if any: broadcast them, never shuffle the rows
+        rest = rest.join(F.broadcast(failed.select("group_id")), "group_id", "left_anti")
+    values = rest.select("group_id", "topic", "partition", *stored(rest), "clock")
     history = values.select(
         "group_id", "topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
         F.timestamp_millis("commit_timestamp").alias("commit_timestamp"),
@@ -123,10 +155,14 @@ def projected(rows: DataFrame, failed: DataFrame) -> dict[str, DataFrame]:
         F.lit(None).cast("int").alias("generation_id"), "log_partition", "log_offset",
         F.timestamp_millis("clock").alias("event_time"), F.lit("COMMIT").alias("change"),
         F.lit(None).cast("bigint").alias("producer_id"))
-    lost = rest.join(failed.select("group_id", "rejected_as"), "group_id")
-    rejected = lost.select(*event_schema().names, F.col("rejected_as").alias("reason"),
-                           F.lit(None).cast("string").alias("group_state"),
-                           F.lit(None).cast("int").alias("group_generation_id"))
+    if failed is None:
+        return {"offset_history": history}
+    lost = _in_order(_flagged(events.join(F.broadcast(failed.select("group_id", "rejected_as")),
+                                          "group_id"), cfg))
+    rejected = lost.where(F.col("bulk") & ~F.col("first")).select(
+        *event_schema().names, F.col("rejected_as").alias("reason"),
+        F.lit(None).cast("string").alias("group_state"),
+        F.lit(None).cast("int").alias("group_generation_id"))
     return {"offset_history": history, "rejected_events": rejected}
 
 
@@ -165,6 +201,6 @@ def summaries(rows: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
 def fold_input(rows: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
     """What the fold gets: every row but the stretches' rest, packed, and one summary a
     stretch."""
-    kept = rows.where(~(F.col("bulk") & ~F.col("first"))).select(*event_schema().names)
-    packed = packed_events(kept)
+    kept = rows.where(~(F.col("bulk") & ~F.col("first")))
+    packed = kept.select(*unpacked_schema().names, PACKED)
     return packed.unionByName(summaries(rows, cfg), allowMissingColumns=True)

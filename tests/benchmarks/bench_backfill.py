@@ -1,6 +1,6 @@
 """Benchmark (not a test): backfill and streaming replay against Spark's own floor, one run.
 
-    .venv/bin/python tests/benchmarks/bench_backfill.py --events 2000000 --groups 20000
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_backfill.py --events 2000000 --groups 20000
 
 On one generated log (written once as a Delta table, reused from --log-dir if it is there),
 after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), each measured
@@ -14,6 +14,9 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   stream-noop the streaming fold to a noop sink (what the writes cost)
   trivial     applyInPandasWithState counting rows per group, same input, noop sink
   pure        the fold in this one Python process (one core)
+With --bulk-vs-plain, only the backfill, with and without its bulk path (`bulk.py`: plain
+commits of request-free groups stay in the JVM), paired A B A B, with each one's CPU split
+and the share of rows the bulk path took.
 Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
 group, the peak resident memory of the whole process tree (driver, JVM, workers), each run's
 CPU seconds in each of them, and from those the least time a backfill could take on this
@@ -317,6 +320,41 @@ def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.N
     print(f"peak memory (PSS) of the backfill: {memory.report()}")
 
 
+def bulk_vs_plain(spark: SparkSession, root: Path, log_path: Path, args: argparse.Namespace,
+                  cfg: CoordinatorConfig) -> None:
+    """The backfill with its bulk path and without, paired A B A B on one log."""
+    from pipeline.spark.bulk import classified
+
+    make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
+    log = str(log_path)
+    master = spark.sparkContext.master
+    events = select_events(spark.read.format("delta").load(log))
+    rows = classified(events, cfg)
+    n = events.count()
+    stretched = rows.where("bulk AND NOT first").count()
+    floor(spark, log)  # warm-up: JVM, Delta log, the Python workers' first imports
+    fold_only(spark, log, cfg)
+    times: dict[str, list[float]] = defaultdict(list)
+    cpu: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for _ in range(args.repeat):
+        for name, bulk in (("bulk", True), ("plain", False)):
+            times[name] += timed(1, lambda: fresh(root, "wh-bulk"), lambda w, b=bulk: run_backfill(
+                spark, BackfillOptions(events=log, warehouse=str(w), database=None, config=cfg,
+                                       bulk=b)), cpu[name])
+    spark.stop()
+    print(f"\n{n:,} events ({args.log_kind}), {args.groups:,} groups, "
+          f"{master}; "
+          f"{stretched / n:.0%} of the rows stay in the JVM (bulk, past a stretch's first)")
+    med = {name: statistics.median(v) for name, v in times.items()}
+    for name, runs in times.items():
+        used = {part: statistics.median(run[part] for run in cpu[name]) for part in cpu[name][0]}
+        listed = ", ".join(f"{x:.1f}" for x in runs)
+        print(f"  {name:<6} {med[name]:8.1f} s {n / med[name]:>9,.0f} events/s   [{listed}]   "
+              "CPU s: " + ", ".join(f"{part} {value:.1f}" for part, value in used.items())
+              + f"; workers {used['workers'] / n * 1e6:.1f} us/event")
+    print(f"  plain time / bulk time {med['plain'] / med['bulk']:.2f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=2_000_000)
@@ -335,11 +373,17 @@ def main() -> None:
     p.add_argument("--backfill-only", action="store_true",
                    help="the memory run: only the backfill (after a warm-up), its time and the "
                         "peak memory of the process tree; the events are not loaded here")
+    p.add_argument("--master", default=None,
+                   help="Spark master (default: the local profile's local[*]); local[1] against "
+                        "local[2] is the scale-out figure")
+    p.add_argument("--bulk-vs-plain", action="store_true",
+                   help="only the backfill, with and without its bulk path, paired")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
     root.mkdir(parents=True, exist_ok=True)
-    spark = build_session("bench-backfill", "local")
+    spark = build_session("bench-backfill", "local",
+                          None if args.master is None else {"spark.master": args.master})
     spark.sparkContext.setLogLevel("ERROR")
     log_path = root / f"{args.log_kind}-{args.events}-{args.groups}"
     small_path = root / f"{args.log_kind}-{args.events // 10}-{args.groups // 10}"
@@ -352,6 +396,9 @@ def main() -> None:
         return
     if args.backfill_only:
         memory_run(spark, root, log_path, args, cfg)
+        return
+    if args.bulk_vs_plain:
+        bulk_vs_plain(spark, root, log_path, args, cfg)
         return
     events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)

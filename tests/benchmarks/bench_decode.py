@@ -1,5 +1,5 @@
 """Benchmark (not a test): `decode_record` throughput on one core over a realistic record mix,
-run as `.venv/bin/python tests/benchmarks/bench_decode.py --records 200000`. It encodes the
+run as `PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_decode.py --records 200000`. It encodes the
 records first (not timed): 94% offset commits (v3, a tenth v1 with an expire timestamp), 3% group
 snapshots (v3, 1-12 consumer members with v3 subscriptions and assignments, range or
 cooperative-sticky, ~1.4 kB each), 2% offset and group tombstones, 1% KIP-848 records; then

@@ -1,6 +1,6 @@
 """Benchmark (not a test): the pure fold's single-core speed from Arrow, against a touch floor.
 
-    PYTHONPATH=$PWD .venv/bin/python tests/benchmarks/bench_fold.py --events 1000000 \
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_fold.py --events 1000000 \
         --groups 2000 --log-kind offsets-topic     # or journal; --profile for where time goes
 
 Generates the log (not timed) and cuts it into one Arrow table per group, times as

@@ -1,6 +1,6 @@
 """Benchmark (not a test): `jobs/ingest.py --raw` throughput, decode and Delta MERGE included.
 
-    .venv/bin/python tests/benchmarks/bench_ingest.py --records 200000
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_ingest.py --records 200000
 
 Writes a Parquet dump of raw records (bench_decode's realistic mix: 94% offset commits, 3%
 group snapshots, 2% tombstones, 1% KIP-848), ingests it into a fresh event log (timed: the

@@ -1,7 +1,7 @@
 """Benchmark (not a test): the lag step at scale, against a plain Spark range join of the same
 two tables.
 
-    .venv/bin/python tests/benchmarks/bench_lag.py --partitions 10000 --samples 100
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_lag.py --partitions 10000 --samples 100
 
 Builds, with Spark alone (no fold), a warehouse whose history tables look like a busy
 cluster's: `--partitions` topic partitions (`--per-topic` to a topic), one consumer group a

@@ -1,6 +1,6 @@
 """Benchmark (not a test): the streaming replay end to end, and a warm stream's latency.
 
-    .venv/bin/python tests/benchmarks/bench_stream.py --events 30000 --groups 40 --small 200
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_stream.py --events 30000 --groups 40 --small 200
 
 Writes a generated log (twice: one copy per stream), replays it with a processing-time
 trigger (the catch-up batch: events/s), and starts beside it a trivial stateful stream over
