@@ -98,6 +98,7 @@ class JobParser(argparse.ArgumentParser):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def cli(main: F) -> F:
@@ -196,27 +197,29 @@ def setup_logging() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def coordinator_config(path: str | None) -> CoordinatorConfig:
+def _settings(load: Callable[[Any], T], path: str | None, packaged: str, flag: str,
+              expected: str) -> T:
+    """Settings read by `load` from `path`, or from the packaged conf/`packaged`; a file that
+    cannot be read or parsed is the user's error, said with `flag` and what was `expected`."""
     try:
         if path:
-            return CoordinatorConfig.from_file(path)
+            return load(path)
         # as_file: the packaged file is a real file unless the wheel runs zipped (--py-files).
-        with as_file(CONF_DIR / "coordinator.properties") as packaged:
-            return CoordinatorConfig.from_file(packaged)
+        with as_file(CONF_DIR / packaged) as found:
+            return load(found)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--coordinator-conf {path}: {exc}; expected a Kafka-style "
-                         ".properties file (see conf/coordinator.properties)") from exc
+        raise UsageError(f"{flag} {path}: {exc}; expected {expected}") from exc
+
+
+def coordinator_config(path: str | None) -> CoordinatorConfig:
+    return _settings(CoordinatorConfig.from_file, path, "coordinator.properties",
+                     "--coordinator-conf", "a Kafka-style .properties file (see "
+                     "conf/coordinator.properties)")
 
 
 def lag_config(path: str | None) -> LagConfig:
-    try:
-        if path:
-            return LagConfig.from_file(path)
-        with as_file(CONF_DIR / "lag.properties") as packaged:
-            return LagConfig.from_file(packaged)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--lag-conf {path}: {exc}; expected a .properties file of "
-                         "lag.burrow.* settings (see conf/lag.properties)") from exc
+    return _settings(LagConfig.from_file, path, "lag.properties", "--lag-conf",
+                     "a .properties file of lag.burrow.* settings (see conf/lag.properties)")
 
 
 def add_lag_args(p: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.contract import struct_of
 from pipeline.spark.options import read_delta
-from pipeline.spark.validate import mismatch
+from pipeline.spark.validate import check_columns
 from schemas.lag import LOG_END_OFFSETS, SAMPLE_KEY, SAMPLE_REQUIRED
 
 REASON = "reason"
@@ -95,20 +95,8 @@ def check_samples(spark: SparkSession, source: str, flag: str = "--end-offsets")
         raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
                          "name of a Delta table of end-offset samples")
     schema = read_delta(spark, source).schema
-    given = {f.name: f.dataType for f in schema.fields}
-    missing = [c for c in SAMPLE_REQUIRED if c not in given]
-    if missing:
-        raise UsageError(f"{label}: no column {', '.join(missing)}; end-offset samples need "
-                         f"{', '.join(SAMPLE_REQUIRED)} (see schemas/lag.py)")
-    problems = []
-    for f in samples_schema().fields:
-        found = f.name in given and mismatch(given[f.name], f.dataType, f.name)
-        if found:
-            where, have, want = found
-            problems.append(f"column {where} is {have.simpleString()}, expected "
-                            f"{want.simpleString()}")
-    if problems:
-        raise UsageError(f"{label}: {'; '.join(problems)} (see schemas/lag.py)")
+    check_columns(schema, samples_schema(), SAMPLE_REQUIRED, label,
+                  "end-offset samples need", "schemas/lag.py")
 
 
 def select_samples(df: DataFrame) -> DataFrame:

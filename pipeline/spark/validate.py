@@ -11,6 +11,7 @@ so any URI Spark reads (file:, s3a:, abfss:) is checked the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import reduce
 
 from delta.tables import DeltaTable
@@ -92,16 +93,18 @@ def _scalar_fits(source: DataType, target: DataType) -> bool:
     return isinstance(target, BooleanType) and isinstance(source, BooleanType)
 
 
-def check_event_schema(schema: StructType, label: str = "the event log") -> None:
-    """Refuse an event log that lacks a required column or has a column of a type the
-    contract's does not take without loss."""
-    missing = [c for c in REQUIRED if c not in schema.fieldNames()]
-    if missing:
-        raise UsageError(f"{label}: no column {', '.join(missing)}; an event log needs "
-                         f"{', '.join(REQUIRED)} (see schemas/events.py)")
+def check_columns(schema: StructType, contract: StructType, required: Sequence[str],
+                  label: str, needs: str, doc: str) -> None:
+    """Refuse a table (`schema`) that lacks a `required` column or has a column of a type
+    the `contract`'s does not take without loss: `label` names the table, `needs` says what
+    it is ("an event log"), `doc` where its columns are described."""
     given = {f.name: f.dataType for f in schema.fields}
+    missing = [c for c in required if c not in given]
+    if missing:
+        raise UsageError(f"{label}: no column {', '.join(missing)}; {needs} "
+                         f"{', '.join(required)} (see {doc})")
     problems = []
-    for f in event_schema().fields:
+    for f in contract.fields:
         found = f.name in given and mismatch(given[f.name], f.dataType, f.name)
         if found:
             where, source, target = found
@@ -109,7 +112,14 @@ def check_event_schema(schema: StructType, label: str = "the event log") -> None
                             f"expected {target.simpleString()}")
     if problems:
         raise UsageError(f"{label}: {'; '.join(problems)} (a type that casts to it without "
-                         "loss also does; see schemas/events.py)")
+                         f"loss also does; see {doc})")
+
+
+def check_event_schema(schema: StructType, label: str = "the event log") -> None:
+    """Refuse an event log that lacks a required column or has a column of a type the
+    contract's does not take without loss."""
+    check_columns(schema, event_schema(), REQUIRED, label, "an event log needs",
+                  "schemas/events.py")
 
 
 def check_event_log(spark: SparkSession, events: str, flag: str = "--events") -> None:

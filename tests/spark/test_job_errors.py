@@ -188,3 +188,26 @@ def test_a_group_that_does_not_exist_is_said_so(
         capsys: pytest.CaptureFixture[str]) -> None:
     line = fails(job, ["--warehouse", warehouse, "--group", "nope", *argv], spark, capsys)
     assert line.startswith(f"{job}.py: error: --group nope: no such group in {warehouse}"), line
+
+
+def test_end_offset_samples_of_the_wrong_shape_are_refused(
+        spark: SparkSession, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from pipeline.spark.samples import check_samples
+    at = datetime(2026, 1, 1)
+    keyless = write(spark, tmp_path / "keyless", [("topic", StringType()),
+                                                  ("sampled_at", TimestampType())], ("t", at))
+    with pytest.raises(UsageError) as no_column:
+        check_samples(spark, keyless)
+    assert str(no_column.value) == (
+        f"--end-offsets {keyless}: no column partition, log_end_offset; end-offset samples "
+        "need topic, partition, log_end_offset, sampled_at (see schemas/lag.py)")
+    typed = write(spark, tmp_path / "typed", [
+        ("topic", StringType()), ("partition", IntegerType()), ("log_end_offset", StringType()),
+        ("sampled_at", TimestampType())], ("t", 0, "12", at))
+    with pytest.raises(UsageError) as wrong_type:
+        check_samples(spark, typed)
+    assert str(wrong_type.value) == (
+        f"--end-offsets {typed}: column log_end_offset is string, expected bigint (a type "
+        "that casts to it without loss also does; see schemas/lag.py)")
