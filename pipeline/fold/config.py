@@ -5,12 +5,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Self
 
 INT32_MAX = 2**31 - 1
 
 
+class PropertiesSettings:
+    """Settings a `.properties` file gives (`read_properties`), parsed by the class's own
+    `from_properties`."""
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Self:
+        return cls.from_properties(read_properties(path))
+
+
 @dataclass(frozen=True)
-class CoordinatorConfig:
+class CoordinatorConfig(PropertiesSettings):
     initial_rebalance_delay_ms: int = 3000
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1800000
@@ -40,10 +54,6 @@ class CoordinatorConfig:
         config = cls(**values)
         config.validate()
         return config
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> CoordinatorConfig:
-        return cls.from_properties(read_properties(path))
 
     def validate(self) -> None:
         for f in fields(self):

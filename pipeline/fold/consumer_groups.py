@@ -182,14 +182,22 @@ def on_member_metadata(g: Group, e: Event, step: Step) -> Group:
     return _settle(found, _with_member(c, member), e, step)
 
 
-def on_member_metadata_tombstone(g: Group, e: Event, step: Step) -> Group:
+def _tombstoned_member(g: Group, e: Event, step: Step
+                       ) -> tuple[Group, ConsumerGroup, ConsumerMember] | None:
+    """The group, its consumer part and the member a member tombstone names; None (ignore,
+    leniently) when there is no consumer group or the member is already gone."""
     found = _persisted(g, e, step, create=False)
     if found is None or found.consumer is None:
+        return None
+    member = found.consumer.member(e.member_id)
+    return None if member is None else (found, found.consumer, member)
+
+
+def on_member_metadata_tombstone(g: Group, e: Event, step: Step) -> Group:
+    known = _tombstoned_member(g, e, step)
+    if known is None:
         return g
-    c = found.consumer
-    member = c.member(e.member_id)
-    if member is None:
-        return g  # lenient: already gone
+    found, c, member = known
     if member.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
         raise Refused(errors.malformed(
             f"{e.event_type} for {e.member_id!r} before its "
@@ -267,13 +275,10 @@ def on_current_assignment(g: Group, e: Event, step: Step) -> Group:
 
 
 def on_current_assignment_tombstone(g: Group, e: Event, step: Step) -> Group:
-    found = _persisted(g, e, step, create=False)
-    if found is None or found.consumer is None:
+    known = _tombstoned_member(g, e, step)
+    if known is None:
         return g
-    c = found.consumer
-    member = c.member(e.member_id)
-    if member is None:
-        return g  # lenient: already gone
+    found, c, member = known
     left = replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned_partitions=(),
                    partitions_pending_revocation=(), last_record=step.now)

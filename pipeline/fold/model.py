@@ -239,24 +239,15 @@ class Group:
         return new
 
     def member(self, member_id: str | None) -> Member | None:
-        for m in self.members:
-            if m.member_id == member_id:
-                return m
-        return None
+        return next((m for m in self.members if m.member_id == member_id), None)
 
     def static_member(self, instance_id: str | None) -> Member | None:
         if instance_id is None:
             return None
-        for m in self.members:
-            if m.group_instance_id == instance_id:
-                return m
-        return None
+        return next((m for m in self.members if m.group_instance_id == instance_id), None)
 
     def pending(self, member_id: str | None) -> PendingMember | None:
-        for p in self.pending_members:
-            if p.member_id == member_id:
-                return p
-        return None
+        return next((p for p in self.pending_members if p.member_id == member_id), None)
 
     def with_member(self, member: Member) -> Group:
         """Replace the member with the same id (a put on a present key keeps its place), or

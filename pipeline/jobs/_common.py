@@ -122,39 +122,34 @@ def cli(main: F) -> F:
     return run  # type: ignore[return-value]
 
 
-def event_time_arg(text: str) -> int:
-    """argparse type: an ISO-8601 event time (UTC unless an offset is given) as epoch ms."""
-    try:
-        return event_time_ms(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def trigger_arg(text: str) -> str:
-    """argparse type: `available-now` or `processing-time:SECONDS` (`options.check_trigger`)."""
-    try:
-        return check_trigger(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def interval_arg(text: str) -> str:
-    """argparse type: an interval such as `10 minutes` (`options.interval_ms`)."""
-    try:
-        interval_ms(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def database_arg(text: str) -> str:
-    """argparse type: `schema`, `catalog.schema`, or '' (register no names)."""
-    if text:
+def arg_type(convert: Callable[[str], T], doc: str) -> Callable[[str], T]:
+    """An argparse type from `convert`: its ValueError becomes argparse's own error (the
+    parser prints it with the flag's name and exits 2)."""
+    def parse(text: str) -> T:
         try:
-            quote_name(text)
+            return convert(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    parse.__doc__ = f"argparse type: {doc}"
+    return parse
+
+
+def _checked(check: Callable[[str], object]) -> Callable[[str], str]:
+    """The text itself, once `check` (which raises ValueError) accepts it."""
+    def text_if_valid(text: str) -> str:
+        check(text)
+        return text
+    return text_if_valid
+
+
+event_time_arg = arg_type(event_time_ms, "an ISO-8601 event time (UTC unless an offset is "
+                                         "given) as epoch ms")
+trigger_arg = arg_type(check_trigger, "`available-now` or `processing-time:SECONDS` "
+                                      "(`options.check_trigger`)")
+interval_arg = arg_type(_checked(interval_ms), "an interval such as `10 minutes` "
+                                               "(`options.interval_ms`)")
+database_arg = arg_type(_checked(lambda text: text and quote_name(text)),
+                        "`schema`, `catalog.schema`, or '' (register no names)")
 
 
 def positive_int(text: str) -> int:
@@ -177,13 +172,8 @@ def fraction(text: str) -> float:
     return value
 
 
-def profile_arg(text: str) -> str:
-    """argparse type: a profile under conf/profiles/, or a path to a .conf file."""
-    try:
-        profile_path(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+profile_arg = arg_type(_checked(profile_path), "a profile under conf/profiles/, or a path "
+                                             "to a .conf file")
 
 
 def setup_logging() -> None:
@@ -220,6 +210,21 @@ def coordinator_config(path: str | None) -> CoordinatorConfig:
 def lag_config(path: str | None) -> LagConfig:
     return _settings(LagConfig.from_file, path, "lag.properties", "--lag-conf",
                      "a .properties file of lag.burrow.* settings (see conf/lag.properties)")
+
+
+def add_fold_args(p: argparse.ArgumentParser, watermark: str) -> None:
+    """The flags of the jobs that fold a log into a warehouse (replay, backfill): the log,
+    the warehouse and its database, the watermark delay (`watermark`: its help), lag, the
+    metastore, the coordinator settings and the profile."""
+    p.add_argument("--events", required=True, help="event log: Delta path or table name")
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--database", default="consumer_groups", type=database_arg,
+                   help="catalog database to register the tables in: schema, or catalog.schema "
+                        "for a three-part name ('' for none)")
+    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg, help=watermark)
+    add_lag_args(p)
+    add_metastore_arg(p)
+    add_common_args(p)
 
 
 def add_lag_args(p: argparse.ArgumentParser) -> None:

@@ -20,15 +20,11 @@ from pyspark.sql import SparkSession
 from pipeline.errors import UsageError
 from pipeline.jobs._common import (
     JobParser,
-    add_common_args,
-    add_lag_args,
-    add_metastore_arg,
+    add_fold_args,
     cli,
     coordinator_config,
-    database_arg,
     default_metastore,
     event_time_arg,
-    interval_arg,
     job_session,
     lag_options,
     setup_logging,
@@ -42,8 +38,7 @@ from pipeline.spark.validate import check_event_log, check_partition_count
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__, version_value="version")
-    p.add_argument("--events", required=True, help="event log: Delta path or table name")
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_fold_args(p, "as the stream's: timers run up to the latest event time minus this")
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--until", type=event_time_arg, metavar="TIMESTAMP",
                      help="rebuild as of this event time (no stream hand-off)")
@@ -51,14 +46,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                      help="the event log's Delta version to read (default: the latest)")
     p.add_argument("--replace", action="store_true",
                    help="replace tables that already hold rows")
-    p.add_argument("--database", default="consumer_groups", type=database_arg,
-                   help="catalog database to register the tables in: schema, or catalog.schema "
-                        "for a three-part name ('' for none)")
-    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
-                   help="as the stream's: timers run up to the latest event time minus this")
-    add_lag_args(p)
-    add_metastore_arg(p)
-    add_common_args(p)
     args = p.parse_args(argv)
     try:  # --version N (an old spelling of --log-version) is outside the exclusive group
         check_cut(args.until, args.version)

@@ -19,14 +19,10 @@ from pyspark.sql import SparkSession
 
 from pipeline.jobs._common import (
     JobParser,
-    add_common_args,
-    add_lag_args,
-    add_metastore_arg,
+    add_fold_args,
     cli,
     coordinator_config,
-    database_arg,
     default_metastore,
-    interval_arg,
     job_session,
     lag_options,
     positive_int,
@@ -40,21 +36,12 @@ from pipeline.spark.validate import check_event_log, check_partition_count
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--events", required=True, help="event log: Delta path or table name")
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_fold_args(p, "how far event time may run back before timers fire")
     p.add_argument("--checkpoint", required=True, help="the stream's checkpoint folder")
     p.add_argument("--trigger", default="available-now", type=trigger_arg,
                    help="available-now (what is there, then stop), or processing-time:SECONDS")
-    p.add_argument("--database", default="consumer_groups", type=database_arg,
-                   help="catalog database to register the tables in: schema, or catalog.schema "
-                        "for a three-part name ('' for none)")
-    p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg,
-                   help="how far event time may run back before timers fire")
     p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
                    help="read at most N files of the log per micro-batch (default: all)")
-    add_lag_args(p)
-    add_metastore_arg(p)
-    add_common_args(p)
     return p.parse_args(argv)
 
 

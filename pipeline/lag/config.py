@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from pipeline.fold.config import read_properties
+from pipeline.fold.config import PropertiesSettings
 
 
 @dataclass(frozen=True)
-class LagConfig:
+class LagConfig(PropertiesSettings):
     intervals: int = 10  # Burrow storage `intervals`: commits (and samples) in the window
     allowed_lag: int = 0  # Burrow evaluator `allowed-lag`
     minimum_complete: float = 0.0  # Burrow evaluator `minimum-complete`
@@ -35,10 +34,6 @@ class LagConfig:
         config = cls(**values)  # type: ignore[arg-type]
         config.validate()
         return config
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> LagConfig:
-        return cls.from_properties(read_properties(path))
 
     def validate(self) -> None:
         if self.intervals < 1:

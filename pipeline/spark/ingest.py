@@ -52,6 +52,7 @@ from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.samples import check_samples
 from pipeline.spark.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
+from pipeline.spark.warehouse import insert_missing
 from pipeline.times import PANDAS_MS_RANGE
 
 log = logging.getLogger("ingest")
@@ -187,22 +188,8 @@ def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
 
 def merge_into_log(spark: SparkSession, events: str, rows: DataFrame) -> int:
     """Insert the rows whose (log_partition, log_offset) the log lacks; how many were offered."""
-    source = rows.dropDuplicates(list(KEY)).persist()
-    try:
-        bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min("log_offset").alias("lo"),
-                            F.max("log_offset").alias("hi")).first()
-        assert bounds is not None
-        if not bounds["n"]:
-            return 0
-        # The offset range lets Delta skip files by their statistics instead of joining the
-        # batch against the whole log.
-        condition = (f"t.log_offset BETWEEN {int(bounds['lo'])} AND {int(bounds['hi'])} AND "
-                     + " AND ".join(f"t.{k} = s.{k}" for k in KEY))
-        (ensure_event_log(spark, events).alias("t").merge(source.alias("s"), condition)
-         .whenNotMatchedInsertAll().withSchemaEvolution().execute())
-        return int(bounds["n"])
-    finally:
-        source.unpersist()
+    return insert_missing(lambda: ensure_event_log(spark, events), rows, KEY, "log_offset",
+                          evolve=True)
 
 
 def read_raw(spark: SparkSession, path: str) -> DataFrame:

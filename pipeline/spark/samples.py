@@ -25,6 +25,7 @@ from pipeline.spark import paths
 from pipeline.spark.contract import struct_of
 from pipeline.spark.options import read_delta
 from pipeline.spark.validate import check_columns
+from pipeline.spark.warehouse import insert_missing
 from schemas.lag import LOG_END_OFFSETS, SAMPLE_KEY, SAMPLE_REQUIRED
 
 REASON = "reason"
@@ -56,24 +57,13 @@ def ensure_samples_table(spark: SparkSession, path: str) -> None:
 
 
 def merge_samples(spark: SparkSession, target: str, rows: DataFrame) -> int:
-    """Insert the samples whose key `target` (a Delta path) lacks; how many were offered."""
-    source = rows.dropDuplicates(list(SAMPLE_KEY)).persist()
-    try:
-        bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min("sampled_at").alias("lo"),
-                            F.max("sampled_at").alias("hi")).first()
-        assert bounds is not None
-        if not bounds["n"]:
-            return 0
+    """Insert the samples whose key `target` (a Delta path) lacks; how many were offered.
+    Samples arrive in time order: their time range prunes the files."""
+    def table() -> DeltaTable:
         ensure_samples_table(spark, target)
-        # The time range lets Delta skip files by their statistics: samples arrive in time order.
-        lo, hi = (F.lit(bounds["lo"]), F.lit(bounds["hi"]))
-        on = (F.col("t.sampled_at").between(lo, hi)
-              & F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in SAMPLE_KEY)))
-        (DeltaTable.forPath(spark, target).alias("t").merge(source.alias("s"), on)
-         .whenNotMatchedInsertAll().execute())
-        return int(bounds["n"])
-    finally:
-        source.unpersist()
+        return DeltaTable.forPath(spark, target)
+
+    return insert_missing(table, rows, SAMPLE_KEY, "sampled_at")
 
 
 def write_samples(spark: SparkSession, rows: Iterable[Mapping[str, Any]], target: str) -> int:

@@ -5,10 +5,12 @@ and view and the columns' docs as comments."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipeline.spark import paths
 from pipeline.spark.catalog import (
@@ -59,3 +61,25 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
+
+
+def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],
+                   ranged: str, evolve: bool = False) -> int:
+    """Insert the `rows` whose `key` the Delta `table` (made when first needed) lacks, in one
+    MERGE; how many distinct rows were offered. The range of `ranged` among them (a column
+    that grows with the log: an offset, a time) lets Delta skip files by their statistics
+    instead of joining the rows against the whole table. `evolve`: take new columns."""
+    source = rows.dropDuplicates(list(key)).persist()
+    try:
+        bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min(ranged).alias("lo"),
+                            F.max(ranged).alias("hi")).first()
+        assert bounds is not None
+        if not bounds["n"]:
+            return 0
+        on = (F.col(f"t.`{ranged}`").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
+              & F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)))
+        merge = table().alias("t").merge(source.alias("s"), on).whenNotMatchedInsertAll()
+        (merge.withSchemaEvolution() if evolve else merge).execute()
+        return int(bounds["n"])
+    finally:
+        source.unpersist()

@@ -3,6 +3,7 @@ there, nobody else is, and each span knows what its member owned (pure, no Spark
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -58,13 +59,24 @@ def group_lanes(tables: dict[str, pd.DataFrame], group: str
     return t, lanes(t, t["group_state"]["last_event_time"].max())
 
 
-@pytest.mark.parametrize("log", ["journal", "records"])
-def test_at_any_time_the_lanes_hold_exactly_the_members_group_history_lists(
-        log: str, request: pytest.FixtureRequest) -> None:
-    _, tables = request.getfixturevalue(log)
-    checked = 0
+@pytest.fixture(params=["journal", "records"])
+def either_log(request: pytest.FixtureRequest) -> Log:
+    """Each of the two logs (a coordinator journal, an offsets-topic log) in turn."""
+    log: Log = request.getfixturevalue(request.param)
+    return log
+
+
+def every_group(tables: dict[str, pd.DataFrame]
+                ) -> Iterator[tuple[str, dict[str, pd.DataFrame], list[Lane]]]:
     for group in tables["group_state"]["group_id"]:
-        t, drawn = group_lanes(tables, group)
+        yield group, *group_lanes(tables, group)
+
+
+def test_at_any_time_the_lanes_hold_exactly_the_members_group_history_lists(
+        either_log: Log) -> None:
+    _, tables = either_log
+    checked = 0
+    for group, t, drawn in every_group(tables):
         shapes = listed(t["group_history"])
         for at in probes(t["group_history"]):
             assert set(covering(drawn, at)) == set(as_of(shapes, at)), (group, at)
@@ -75,14 +87,11 @@ def test_at_any_time_the_lanes_hold_exactly_the_members_group_history_lists(
     assert checked > 200
 
 
-@pytest.mark.parametrize("log", ["journal", "records"])
-def test_a_replay_row_by_row_agrees_on_who_was_a_member_and_when(
-        log: str, request: pytest.FixtureRequest) -> None:
+def test_a_replay_row_by_row_agrees_on_who_was_a_member_and_when(either_log: Log) -> None:
     """Checked without group_history: the fold, one row at a time, watched for members."""
-    events, tables = request.getfixturevalue(log)
+    events, tables = either_log
     exact_ends = 0
-    for group in tables["group_state"]["group_id"]:
-        t, drawn = group_lanes(tables, group)
+    for group, t, drawn in every_group(tables):
         real = truth(events, group)
         spans = [s for lane in drawn for s in lane.spans]
         assert {s.member_id for s in spans} == set(real), group

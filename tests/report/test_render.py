@@ -35,12 +35,17 @@ def assert_a_real_png(picture: Picture) -> None:
     assert (gray < 0.9).mean() > 0.05, "almost nothing is drawn"
 
 
-def test_a_busy_journal_group_gets_every_panel(journal: Log, tmp_path: Path) -> None:
-    _, tables = journal
+def busiest_drawn(log: Log, tmp_path: Path) -> tuple[str, Picture, dict[str, pd.DataFrame]]:
+    """The log's busiest group, drawn (checked to be a real PNG), and its frames."""
+    _, tables = log
     group = busiest(tables)
     picture = render(tables, group, path=tmp_path / "g.png")
     assert_a_real_png(picture)
-    t = group_frames(tables, group)
+    return group, picture, group_frames(tables, group)
+
+
+def test_a_busy_journal_group_gets_every_panel(journal: Log, tmp_path: Path) -> None:
+    _, picture, t = busiest_drawn(journal, tmp_path)
     assert [ax.get_label() for ax in picture.figure.axes[:6]] == [
         "members", "generations", "state", "assignment", "commits", "refused"]
     assert len(set(gids(picture, "lane:"))) == len(picture.lanes) == len(
@@ -58,11 +63,8 @@ def test_a_busy_journal_group_gets_every_panel(journal: Log, tmp_path: Path) -> 
 
 
 def test_an_offsets_topic_group_draws_every_member_it_had(records: Log, tmp_path: Path) -> None:
-    events, tables = records
-    group = busiest(tables)
-    picture = render(tables, group, path=tmp_path / "g.png")
-    assert_a_real_png(picture)
-    t = group_frames(tables, group)
+    group, picture, t = busiest_drawn(records, tmp_path)
+    events, _ = records
     drawn = {s.member_id for lane in picture.lanes for s in lane.spans}
     assert drawn == set(truth(events, group))
     current = {m["member_id"] for m in t["group_state"]["members"].iloc[-1]}

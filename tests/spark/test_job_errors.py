@@ -9,15 +9,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql.types import (
-    ArrayType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql import types as T
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
@@ -27,8 +19,8 @@ from pipeline.spark.validate import check_event_log, check_partition_count, mism
 from pipeline.spark.warehouse import ensure_tables
 from tests.jobs.jobs import load_job
 
-KEYS = [("log_partition", IntegerType()), ("log_offset", LongType()),
-        ("event_time", TimestampType()), ("group_id", StringType()), ("event_type", StringType())]
+KEYS = [("log_partition", T.IntegerType()), ("log_offset", T.LongType()),
+        ("event_time", T.TimestampType()), ("group_id", T.StringType()), ("event_type", T.StringType())]
 
 
 def fails(job: str, argv: list[str], spark: SparkSession,
@@ -45,7 +37,7 @@ def fails(job: str, argv: list[str], spark: SparkSession,
 
 def write(spark: SparkSession, path: Path, columns: list[tuple[str, object]],
           row: tuple[object, ...]) -> str:
-    schema = StructType([StructField(n, t) for n, t in columns])  # type: ignore[arg-type]
+    schema = T.StructType([T.StructField(n, t) for n, t in columns])  # type: ignore[arg-type]
     spark.createDataFrame([row], schema).write.format("delta").save(str(path))
     return str(path)
 
@@ -69,8 +61,8 @@ def logs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "plain": str(root / "plain"),
         "missing": str(root / "nowhere"),
         "typed": write(spark, root / "typed",
-                       [*KEYS[:1], ("log_offset", StringType()), *KEYS[2:],
-                        ("partition", LongType())],
+                       [*KEYS[:1], ("log_offset", T.StringType()), *KEYS[2:],
+                        ("partition", T.LongType())],
                        (0, "12x", at, "g", "JOIN", 3)),
         "keyless": write(spark, root / "keyless", [k for k in KEYS if k[0] != "group_id"],
                          (0, 1, at, "JOIN")),
@@ -86,16 +78,16 @@ def warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_a_lossless_type_is_taken_and_a_lossy_one_is_named_where_it_is() -> None:
-    assert mismatch(IntegerType(), LongType(), "log_offset") is None
-    assert mismatch(LongType(), IntegerType(), "partition") == (
-        "partition", LongType(), IntegerType())
-    member = StructType([StructField("member_id", StringType()),
-                         StructField("session_timeout_ms", IntegerType())])
-    wide = StructType([StructField("member_id", StringType()),
-                       StructField("session_timeout_ms", StringType())])
-    assert mismatch(ArrayType(wide), ArrayType(member), "members") == (
-        "members[].session_timeout_ms", StringType(), IntegerType())
-    swapped = StructType(list(reversed(member.fields)))  # Spark casts structs by position
+    assert mismatch(T.IntegerType(), T.LongType(), "log_offset") is None
+    assert mismatch(T.LongType(), T.IntegerType(), "partition") == (
+        "partition", T.LongType(), T.IntegerType())
+    member = T.StructType([T.StructField("member_id", T.StringType()),
+                         T.StructField("session_timeout_ms", T.IntegerType())])
+    wide = T.StructType([T.StructField("member_id", T.StringType()),
+                       T.StructField("session_timeout_ms", T.StringType())])
+    assert mismatch(T.ArrayType(wide), T.ArrayType(member), "members") == (
+        "members[].session_timeout_ms", T.StringType(), T.IntegerType())
+    swapped = T.StructType(list(reversed(member.fields)))  # Spark casts structs by position
     assert mismatch(swapped, member, "m") == ("m", swapped, member)
 
 
@@ -196,16 +188,16 @@ def test_end_offset_samples_of_the_wrong_shape_are_refused(
 
     from pipeline.spark.samples import check_samples
     at = datetime(2026, 1, 1)
-    keyless = write(spark, tmp_path / "keyless", [("topic", StringType()),
-                                                  ("sampled_at", TimestampType())], ("t", at))
+    keyless = write(spark, tmp_path / "keyless", [("topic", T.StringType()),
+                                                  ("sampled_at", T.TimestampType())], ("t", at))
     with pytest.raises(UsageError) as no_column:
         check_samples(spark, keyless)
     assert str(no_column.value) == (
         f"--end-offsets {keyless}: no column partition, log_end_offset; end-offset samples "
         "need topic, partition, log_end_offset, sampled_at (see schemas/lag.py)")
     typed = write(spark, tmp_path / "typed", [
-        ("topic", StringType()), ("partition", IntegerType()), ("log_end_offset", StringType()),
-        ("sampled_at", TimestampType())], ("t", 0, "12", at))
+        ("topic", T.StringType()), ("partition", T.IntegerType()), ("log_end_offset", T.StringType()),
+        ("sampled_at", T.TimestampType())], ("t", 0, "12", at))
     with pytest.raises(UsageError) as wrong_type:
         check_samples(spark, typed)
     assert str(wrong_type.value) == (
