@@ -58,7 +58,7 @@ class BackfillOptions:
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
     # True: plain commit records of groups without requests stay in the JVM (`bulk.py`).
     # Exact (tests/spark/test_bulk.py) but not yet faster: at 2 M offsets-topic events it
-    # saves the Python workers a third of their CPU and costs the JVM two thirds more
+    # saves the Python workers a third of their CPU and costs the JVM half as much again
     # (docs/performance.md, "Commits kept in the JVM"), so the default folds every row.
     bulk: bool = False
 

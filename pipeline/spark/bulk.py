@@ -99,23 +99,28 @@ def _in_order(rows: DataFrame) -> DataFrame:
     before = in_order.rowsBetween(Window.unboundedPreceding, -1)
     whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     at = F.struct(*ORDER)
-    rows = rows.withColumn("journal", F.max(F.col("request").cast("int")).over(whole))
-    # The previous positioned row's position (in log order, the greatest before this one)
-    # decides a duplicate (the same position again); rows the fold rejects before its
-    # position check move neither position nor clock.
-    previous = F.max(F.when(F.col("positioned"), at)).over(before)
-    rows = rows.withColumn("applied", F.col("positioned") & (previous.isNull() | (previous < at)))
-    rows = rows.withColumn("clock", F.max(F.when(F.col("applied"), F.unix_millis("event_time")))
-                           .over(so_far))
-    # A row whose position the next row repeats (a duplicate delivery of it follows) stays
-    # general too: the fold must meet the two in that order, the original first.
-    repeated = F.lead(at).over(in_order) == at
-    bulk = (F.col("applied") & (F.col("journal") == 0) & F.col("plain")
-            & ~F.coalesce(repeated, F.lit(False)))
-    rows = rows.withColumn("bulk", bulk).withColumn(
-        "stretch", F.sum(F.when(~F.col("bulk"), 1).otherwise(0)).over(so_far))
-    first = F.lag("bulk").over(in_order)
-    return rows.withColumn("first", F.col("bulk") & (first.isNull() | ~first))
+    # Two passes over each group's rows (every window column of a pass reads only the row's
+    # own columns and the pass before: a third pass would copy every row again).
+    rows = rows.select(
+        "*", F.max(F.col("request").cast("int")).over(whole).alias("journal"),
+        # The previous positioned row's position (in log order, the greatest before this
+        # one) decides a duplicate (the same position again); rows the fold rejects before
+        # its position check move neither position nor clock.
+        F.max(F.when(F.col("positioned"), at)).over(before).alias("_previous"),
+        # A row whose position the next row repeats (a duplicate delivery of it follows)
+        # stays general too: the fold must meet the two in that order, the original first.
+        F.lead(at).over(in_order).alias("_next"))
+    applied = F.col("positioned") & (F.col("_previous").isNull() | (F.col("_previous") < at))
+    rows = rows.withColumn("applied", applied).withColumn(
+        "bulk", F.col("applied") & (F.col("journal") == 0) & F.col("plain")
+        & ~F.coalesce(F.col("_next") == at, F.lit(False)))
+    rows = rows.select(
+        "*", F.max(F.when(F.col("applied"), F.unix_millis("event_time"))).over(so_far)
+        .alias("clock"),
+        F.sum(F.when(~F.col("bulk"), 1).otherwise(0)).over(so_far).alias("stretch"),
+        F.lag("bulk").over(in_order).alias("_bulk_before"))
+    first = F.col("bulk") & (F.col("_bulk_before").isNull() | ~F.col("_bulk_before"))
+    return rows.withColumn("first", first).drop("_previous", "_next", "_bulk_before")
 
 
 def classified(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
