@@ -7,7 +7,7 @@ is applied as it stands. A request to a KIP-848 consumer group is checked by mem
 instead (`consumer_groups`). Expiry follows KIP-211, as
 `OffsetMetadataManager.cleanupExpiredOffsets` does, on the event-time clock; a consumer
 group's offsets expire, from their commit, only for topics it does not subscribe to.
-The quiet path (`quiet.QuietRun`) applies most commits and markers without these handlers,
+The quiet path (`runs.QuietRun`) applies most commits and markers without these handlers,
 through the same rules: `validated_commit`, `metadata_too_large`, `from_request`, `settle`.
 """
 

@@ -35,7 +35,7 @@ from pipeline.spark.packing import PACKED, packed_events, unpacked_schema
 
 REQUESTS = ("JOIN", "SYNC", "HEARTBEAT", "LEAVE")
 ORDER = ("log_partition", "log_offset")
-# Stored values of a commit, as the fold keeps them (`offsets.on_commit`'s defaults applied).
+# Stored values of a commit, as the fold keeps them (`offsets.from_request`'s defaults applied).
 STORED = ("committed_offset", "leader_epoch", "commit_metadata", "commit_timestamp",
           "expire_timestamp", "member_id", "log_partition", "log_offset")
 
@@ -132,8 +132,9 @@ def classified(events: DataFrame, cfg: CoordinatorConfig) -> DataFrame:
 
 
 def stored(rows: DataFrame) -> list[Column]:
-    """A bulk row's commit as the fold stores it: metadata "" for none, the commit timestamp
-    the clock's for none, an empty member id none."""
+    """A bulk row's commit as the fold stores it, `offsets.from_request`'s defaults in Spark
+    terms (the JVM cannot call it; tests/spark/test_bulk.py holds the two equal): metadata ""
+    for none, the commit timestamp the clock's for none, an empty member id none."""
     return [F.col("committed_offset"), F.col("leader_epoch"),
             F.coalesce(F.col("commit_metadata"), F.lit("")).alias("commit_metadata"),
             F.coalesce(F.unix_millis("commit_timestamp"), F.col("clock")).alias("commit_timestamp"),

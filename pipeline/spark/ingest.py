@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.contract import event_schema
-from pipeline.spark.options import check_trigger, interval_ms, with_trigger
+from pipeline.spark.options import check_trigger, delta_table, interval_ms, with_trigger
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.samples import check_samples
@@ -179,11 +179,10 @@ def normalized(raw: DataFrame) -> DataFrame:
 
 
 def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
-    if not paths.is_path(events):
-        return DeltaTable.forName(spark, events)
-    if not DeltaTable.isDeltaTable(spark, events):
+    """The event log to write into, created empty at a path where there is none yet."""
+    if paths.is_path(events) and not DeltaTable.isDeltaTable(spark, events):
         spark.createDataFrame([], event_schema()).write.format("delta").mode("ignore").save(events)
-    return DeltaTable.forPath(spark, events)
+    return delta_table(spark, events)
 
 
 def merge_into_log(spark: SparkSession, events: str, rows: DataFrame) -> int:

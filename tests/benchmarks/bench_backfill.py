@@ -52,6 +52,7 @@ from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.fold.events import events_of
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
+from pipeline.spark.bulk import classified
 from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.packing import columns_from_arrow, packed_events
@@ -323,8 +324,6 @@ def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.N
 def bulk_vs_plain(spark: SparkSession, root: Path, log_path: Path, args: argparse.Namespace,
                   cfg: CoordinatorConfig) -> None:
     """The backfill with its bulk path and without, paired A B A B on one log."""
-    from pipeline.spark.bulk import classified
-
     make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
     log = str(log_path)
     master = spark.sparkContext.master
