@@ -25,10 +25,13 @@ cover is folded row by row as before.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipeline.fold.config import CoordinatorConfig
+from pipeline.fold.events import NESTED_COLUMNS
 from pipeline.fold.runs import STRETCH
 from pipeline.spark.contract import event_schema
 from pipeline.spark.packing import PACKED, packed_events, unpacked_schema
@@ -54,11 +57,14 @@ def _is_request() -> Column:
 
 
 def _plain_commit() -> Column:
-    """A commit record as it stands: what the fold's quiet path takes without a check."""
-    return ((F.col("event_type") == "OFFSET_COMMIT") & F.col("generation_id").isNull()
-            & F.col("producer_id").isNull() & F.col("decode_error").isNull()
-            & F.col("topic").isNotNull() & F.col("partition").isNotNull()
-            & (F.col("partition") >= 0) & F.col("committed_offset").isNotNull())
+    """A commit record as it stands: what the fold's quiet path takes without a check (no
+    decoder's error and no nested value, which the fold reads, `runs.Batch.quiet_rows`)."""
+    nothing_nested = [F.col(name).isNull() for name in NESTED_COLUMNS]
+    return reduce(Column.__and__, nothing_nested, (
+        (F.col("event_type") == "OFFSET_COMMIT") & F.col("generation_id").isNull()
+        & F.col("producer_id").isNull() & F.col("decode_error").isNull()
+        & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+        & (F.col("partition") >= 0) & F.col("committed_offset").isNotNull()))
 
 
 # What the classification and the projections read of a row, beside its packed form.

@@ -4,7 +4,9 @@ kinds (refusals, duplicates, transactions, expiry and timers in journal groups) 
 rows that end or split a stretch: a duplicate delivery beside its original, a group
 tombstone and the commit that recreates the group, a transaction and its marker, an offset
 tombstone, commits without metadata, timestamp or member, a time that runs back, a row on
-another partition and rows without a position."""
+another partition and rows without a position (`tests/stretches.py`). Spark's
+classification is held row for row to the rules restated in plain Python there, the oracle
+tests/fold/test_stretches.py folds many more random logs with, without Spark."""
 
 from __future__ import annotations
 
@@ -21,55 +23,12 @@ from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.bulk import classified
 from pipeline.spark.eventlog import select_events, write_event_log
+from tests.grouping import by_group
 from tests.spark.backends import CONFIG, assert_same_tables, backfill_tables
+from tests.stretches import classify, edge_rows
 
 pytestmark = pytest.mark.spark
-T0 = 1_700_000_000_000
-
-
-def edge_rows(group: str, rng: random.Random) -> list[Event]:
-    """One records-only group's rows meant to end or split its stretches."""
-    home, t, rows = partition_for(group), T0, []
-
-    def add(kind: str, **values: object) -> Event:
-        nonlocal t
-        t += rng.choice((0, 5, 400, -300))  # a time running back keeps the group's clock
-        e = Event(home, len(rows) * 2, t, group, kind, **values)  # type: ignore[arg-type]
-        rows.append(e)
-        return e
-
-    def commit(**values: object) -> Event:
-        fields: dict[str, object] = dict(topic="t", partition=rng.randrange(3),
-                                         committed_offset=rng.randrange(10_000),
-                                         commit_timestamp=t, member_id="m")
-        fields.update(values)
-        return add("OFFSET_COMMIT", **fields)
-
-    for _ in range(6):
-        commit()
-    rows.append(rows[-2])  # a duplicate delivery, right behind... (re-sorted by position)
-    commit(commit_metadata=None, commit_timestamp=None, member_id="")
-    commit(leader_epoch=7, commit_metadata="é" * 3, expire_timestamp=t + 10_000)
-    add("OFFSET_TOMBSTONE", topic="t", partition=1)
-    for _ in range(4):
-        commit()
-    commit(producer_id=42)
-    commit()
-    add("TXN_MARKER", producer_id=42, txn_result="COMMIT")
-    for _ in range(3):
-        commit()
-    add("GROUP_TOMBSTONE")
-    for _ in range(3):
-        commit()  # the first recreates the group
-    commit(partition=-3)  # malformed: it ends a stretch, and is rejected
-    for _ in range(3):
-        commit()
-    other = (home + 1) % 50
-    rows.append(replace(rows[-1], log_partition=other, log_offset=10**9))  # a foreign row
-    rows.append(replace(rows[-1], log_partition=None, log_offset=None))  # no position
-    return rows
-
-
+KEY = ("log_partition", "log_offset", "bulk", "first", "stretch", "clock")
 def test_bulk_and_row_by_row_backfills_write_the_same_tables(
         spark: SparkSession, tmp_path: Path) -> None:
     seed = 5
@@ -87,8 +46,16 @@ def test_bulk_and_row_by_row_backfills_write_the_same_tables(
     path = str(tmp_path / "events")
     write_event_log(spark, events, path, commits=2)
     rows = classified(select_events(spark.read.format("delta").load(path)), CONFIG)
-    kept = rows.where(F.col("bulk") & ~F.col("first")).count()
+    # Spark's classification is the oracle's (tests/stretches.py), row for row...
+    spark_rows = [tuple(r) for r in rows.where(F.col("group_id").isNotNull()).select(
+        "group_id", *KEY).collect()]
+    oracle = [(c.event.group_id, c.event.log_partition, c.event.log_offset, c.bulk, c.first,
+               c.stretch, c.clock)
+              for group in by_group(events).values() for c in classify(group, CONFIG)]
+    assert sorted(spark_rows, key=repr) == sorted(oracle, key=repr)
+    kept = sum(bulk and not first for _, _, _, bulk, first, _, _ in oracle)
     assert kept > len(events) // 3  # most offsets-topic rows never reach the fold
+    # ... and the tables written are the row-by-row backfill's.
     bulk = backfill_tables(spark, path, tmp_path / "bulk", bulk=True)
     plain = backfill_tables(spark, path, tmp_path / "plain", bulk=False)
     assert bulk["offset_history"].count() > 1000
