@@ -27,9 +27,14 @@ class Outputs:
     # What the coordinator writes to its log: kept only when the fold is asked to (records=True).
     records: list[Event] = field(default_factory=list)
     history: list[Row] = field(default_factory=list)  # the group's shape after each change
-    # Partitions whose committed offset a stretch summary moved (`runs.QuietRun.take_stretch`):
-    # their offset_history rows were written from the rows themselves, outside the fold.
-    stretched: set[tuple[str, int]] = field(default_factory=set)
+    # With `project` (the Spark jobs ask for it): a plain commit record a records-only run
+    # takes whose offset_history row is a projection of the row itself (`runs.QuietRun.
+    # take_records` says which) writes no row here; the caller builds it from the input row
+    # (`pipeline/spark/projection.py`). Here, the index of each such row among the fold's
+    # input rows, and the partitions they moved.
+    project: bool = False
+    projected: list[int] = field(default_factory=list)
+    projected_partitions: set[tuple[str, int]] = field(default_factory=set)
 
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
@@ -39,7 +44,8 @@ class Outputs:
         self.answered += other.answered
         self.records += other.records
         self.history += other.history
-        self.stretched |= other.stretched
+        self.projected += other.projected
+        self.projected_partitions |= other.projected_partitions
 
 
 @dataclass

@@ -66,17 +66,18 @@ class FoldResult:
 
 def fold(group: Group | str, events: Iterable[Event] | EventColumns,
          config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None,
-         records: bool = False) -> FoldResult:
+         records: bool = False, project: bool = False) -> FoldResult:
     """Apply `events` of one group, in log-position order, to `group` (or a new group id).
 
     `events`: `Event`s, or the same rows as `EventColumns` (plain commits are then never
     built into Events). `watermark`: the stream's event-time watermark when these rows
     arrived; rows behind it are applied all the same (log order is the truth) and counted as
     late on the group. `records`: also return the coordinator's own records
-    (`Outputs.records`), which only the generator reads.
+    (`Outputs.records`), which only the generator reads. `project`: leave the offset_history
+    rows that are projections of their input rows to the caller (`Outputs.project`).
     """
     g = Group(group_id=group) if isinstance(group, str) else group
-    out = Outputs()
+    out = Outputs(project=project)
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     batch = Batch(events)
     if watermark is not None:
@@ -97,14 +98,8 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     """`batch`'s rows in log order: quiet ones in runs, each other one through `_apply`."""
     run: QuietRun | None = None
     order, k = batch.order, 0
-    stretches = batch.stretches()
     while k < len(order):
         i = order[k]
-        if stretches is not None and stretches[i] is not None:
-            run = run or QuietRun(g, config)
-            run.take_stretch(stretches[i], out)
-            k += 1
-            continue
         row = quiet[i]
         if row is not None:
             if run is None and QuietRun.opens_on(g):

@@ -20,7 +20,6 @@ from pipeline.fold.events import Event, EventColumns, events_of
 from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
 from pipeline.fold.model import Group
 from pipeline.fold.rows import group_state_row
-from pipeline.fold.runs import STRETCH
 from pipeline.fold.serde import dumps, loads
 
 Tables = dict[str, list[Row]]  # table name -> rows, in the order they were written
@@ -35,7 +34,8 @@ STATE = "_state"
 def replay_group(group_id: str | None, start: bytes | Group | None,
                  events: Iterable[Event] | EventColumns,
                  until: int | None, cfg: CoordinatorConfig, watermark: int | None = None,
-                 seed: bool = False) -> tuple[Group | None, Tables]:
+                 seed: bool = False, projected: list[int] | None = None
+                 ) -> tuple[Group | None, Tables]:
     """Fold `events` of `group_id` onto `start`, then fire every timer due before `until`.
 
     `start`: the group's stored state or seed (`dumps` bytes), a Group, or None for a group
@@ -43,7 +43,10 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
     counted late). `seed`: also return the final state as a SEED_TABLE row. A `group_id` of
     None is no group: every event is rejected and there is no state. The returned state is
     the one to store; after a failure it is `start`'s (None if there was none). `events` is
-    read again after a failure, so pass a list, not an iterator.
+    read again after a failure, so pass a list, not an iterator. `projected`: a list to take
+    the index (among `events`) of each row whose offset_history row the caller builds from
+    the row itself (`Outputs.project`): those rows are not in the tables (emptied again if
+    the fold raises, when every row is rejected).
     """
     if group_id is None:
         return None, {"rejected_events": reject_unkeyed(as_events(events))}
@@ -53,7 +56,8 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
         if loaded is not None and loaded.group_id != group_id:  # kept nowhere: not this group's
             raise ValueError(f"start is group {loaded.group_id!r}'s state, not {group_id!r}'s")
         before = loaded
-        result = fold(group_id if before is None else before, events, cfg, watermark)
+        result = fold(group_id if before is None else before, events, cfg, watermark,
+                      project=projected is not None)
         g, out = result.group, result.outputs
         if until is not None:
             timed = advance(g, until, cfg)
@@ -62,8 +66,12 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
         tables = result_tables(g, out, cfg)
         if seed:
             tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
+        if projected is not None:
+            projected += out.projected
         return g, tables
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
+        if projected is not None:
+            projected.clear()
         return before, failed_tables(group_id, events, before, exc)
 
 
@@ -84,7 +92,7 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
         offset_columns(g.group_id, tp, g.offsets[tp]) if tp in g.offsets
         else {"group_id": g.group_id, "topic": tp[0], "partition": tp[1], DELETED: True}
         for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}
-                         | out.stretched)
+                         | out.projected_partitions)
     ]
     return {table: rows for table, rows in tables.items() if rows}
 
@@ -98,12 +106,11 @@ def failed_tables(group_id: str | None, events: Iterable[Event] | EventColumns, 
                   exc: BaseException) -> Tables:
     """The rows of a group whose fold raised: each event rejected as INTERNAL (with the
     state the group had before the call), and the FAILED row with the traceback and the
-    reason (a stretch summary is no event: the rows it stands for are rejected with that
-    reason where they are, `pipeline.spark.bulk`)."""
+    reason. Every row is rejected here, those the fold would have left to the caller too."""
     text = f"{type(exc).__name__}: {exc}"
     reason = f"{INTERNAL}: {text if len(text) <= 1000 else text[:997] + '...'}"
     tables: Tables = {"rejected_events": [rejected_row(e, reason, before)
-                                          for e in as_events(events) if e.event_type != STRETCH]}
+                                          for e in as_events(events)]}
     tables[FAILED] = [{"group_id": group_id, "reason": "".join(traceback.format_exception(exc)),
                        "rejected_as": reason}]
     return {table: rows for table, rows in tables.items() if rows}

@@ -65,14 +65,11 @@ from pipeline.fold.validation import (
 #  generation_id, topic, partition, committed_offset, leader_epoch, commit_metadata,
 #  commit_timestamp, expire_timestamp, producer_id, txn_result)
 QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
-_FIELDS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
+QUIET_COLUMNS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
            "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
            "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
            "producer_id", "txn_result")
 _TYPES = ("OFFSET_COMMIT", "HEARTBEAT", "TXN_MARKER")
-# A stretch of plain commit records folded in the JVM (`pipeline.spark.bulk`): a summary row
-# of this type, its values in the STRETCH column (`QuietRun.take_stretch`).
-STRETCH = "_STRETCH"
 NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
 # A quiet row has these null: a decoder's error, or a nested value `Event.from_row` might not
 # read (its defect), is for `row_defect` to name.
@@ -107,11 +104,6 @@ class Batch:
     def _column(self, name: str) -> list[Any]:
         return self.columns.get(name) or [None] * self.size
 
-    def stretches(self) -> list[Any] | None:
-        """Per row, its stretch summary (a mapping) if it is one; None when no row is."""
-        column = self.columns.get(STRETCH)
-        return column if column and any(v is not None for v in column) else None
-
     def event(self, i: int) -> Event:
         if self.events is not None:
             return self.events[i]
@@ -134,7 +126,7 @@ class Batch:
                     and e.decode_error is None and e.defect is None]
             values: list[tuple[Any, ...]] = [()] * self.size
             for i in rows:
-                values[i] = tuple(getattr(events[i], name) for name in _FIELDS)
+                values[i] = tuple(getattr(events[i], name) for name in QUIET_COLUMNS)
             return _quiet(values, rows, group_id, home, partitions)
         # Column by column (a list comprehension per column, not a check per cell per row).
         types = self._column("event_type")
@@ -143,7 +135,7 @@ class Batch:
             column = self.columns.get(name)
             if column:
                 rows = [i for i in rows if column[i] is None]
-        values = list(zip(*(self._column(n) for n in _FIELDS), strict=True))
+        values = list(zip(*(self._column(n) for n in QUIET_COLUMNS), strict=True))
         return _quiet(values, rows, group_id, home, partitions)
 
 
@@ -216,11 +208,17 @@ class QuietRun:
                      out: Outputs) -> int:
         """`take` for the bulk of a records-only log, in one loop: the plain commit records
         (no request, no producer) at `order[start:]`, as many as come in a row, to a group
-        whose log carries no requests (`records_only`). Returns how many it took."""
+        whose log carries no requests (`records_only`). Returns how many it took.
+
+        With `out.project`, a row taken here whose time does not run back writes no row: its
+        offset_history row is the row's own values, stored as `from_request` stores them, at
+        its own time, and the caller builds it from the row (`out.projected` gets the row's
+        index)."""
         if not self.records_only:
             return 0
         position, clock, group_id = self.position, self.clock, self.group_id
         latest, positions, history = self.latest, self.positions, out.offset_history.append
+        project, projected, moved = out.project, out.projected.append, out.projected_partitions
         before, last_time = len(positions), self.last_time
         # Whether a commit is a request depends on its generation alone: `is_request` is asked
         # again only when the generation changes (a records-only log's are all null).
@@ -240,12 +238,17 @@ class QuietRun:
                 break  # DUPLICATE or OUT_OF_ORDER: the general path says which
             position = at
             positions.append(at)
+            own_time = clock is None or t >= clock
             if clock is None or t > clock:
                 clock = t
             tp = (topic, partition)
             values = latest[tp] = from_request(value, epoch, metadata, stamp, expire, member_id,
                                                generation, lp, lo, clock)
-            history(offset_history_row(group_id, tp, values, clock, "COMMIT", None))
+            if project and own_time:
+                projected(i)
+                moved.add(tp)
+            else:
+                history(offset_history_row(group_id, tp, values, clock, "COMMIT", None))
             last_time = t
         self.position, self.clock, self.last_time = position, clock, last_time
         return len(positions) - before
@@ -345,31 +348,6 @@ class QuietRun:
         old = self.group.offsets.get(tp)
         return None if old is None else (old.log_partition, old.log_offset)
 
-    def take_stretch(self, stretch: Mapping[str, Any], out: Outputs) -> None:
-        """A stretch of plain commit records of this records-only group, folded in the JVM
-        (`pipeline.spark.bulk`): each partition's last commit as the fold stores it
-        (`offsets.from_request`'s defaults applied there), in the order the stretch first
-        put them, the stretch's last positions, its last row's time and the clock after it.
-        Its offset_history rows are written from the rows themselves; here, the state they
-        leave. Only a run that `take_records` would take whole may be summarised."""
-        positions = [(p["log_partition"], p["log_offset"]) for p in stretch["positions"]]
-        if not self.records_only or not self.group.exists or not positions or (
-                self.position is not None and positions[0] <= self.position):
-            raise ValueError(f"a stretch summary at {positions[-1:]} that group "
-                             f"{self.group_id!r} cannot take as it stands")
-        for o in sorted(stretch["offsets"], key=lambda o: (o["first_partition"], o["first_offset"])):
-            tp = (o["topic"], o["partition"])
-            self.latest[tp] = (o["committed_offset"], o.get("leader_epoch"),
-                               o["commit_metadata"], o["commit_timestamp"],
-                               o.get("expire_timestamp"), o.get("member_id"), None,
-                               o["log_partition"], o["log_offset"])
-            out.stretched.add(tp)
-        self.positions += positions
-        self.position = positions[-1]
-        clock = stretch["clock"]
-        self.clock = clock if self.clock is None or clock > self.clock else self.clock
-        self.last_time = stretch["last_time"]
-
     def close(self) -> Group:
         g = self.group
         if not self.positions:
@@ -392,5 +370,5 @@ class QuietRun:
                         seq=0, clock=self.clock, last_event_time=self.last_time, **changes)
 
 
-__all__ = ["NOT_QUIET", "STALE", "STRETCH", "TAKEN", "Batch", "EventColumns", "QuietRow",
+__all__ = ["NOT_QUIET", "QUIET_COLUMNS", "STALE", "TAKEN", "Batch", "EventColumns", "QuietRow",
            "QuietRun"]

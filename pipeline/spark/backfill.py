@@ -15,11 +15,12 @@ that table (see `replay.py`), so no record is applied twice or skipped.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,7 +28,6 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED
 from pipeline.spark import paths
-from pipeline.spark.bulk import classified, fold_input, projected
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, seed_path
@@ -37,10 +37,12 @@ from pipeline.spark.packing import packed_events
 from pipeline.spark.parallel import run_all
 from pipeline.spark.paths import is_path
 from pipeline.spark.warehouse import ensure_tables
-from pipeline.spark.wire import FAILED, SEED_TABLE, folded, table_rows, wire_schema
+from pipeline.spark.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
+ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+FOLD_BATCH_ROWS = 1000
 log = logging.getLogger("backfill")
 APPEND_ONLY = "delta.appendOnly"
 
@@ -56,11 +58,10 @@ class BackfillOptions:
     replace: bool = False  # replace tables that already hold rows
     config: CoordinatorConfig | None = None
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
-    # True: plain commit records of groups without requests stay in the JVM (`bulk.py`).
-    # Exact (tests/spark/test_bulk.py) but not yet faster: at 2 M offsets-topic events it
-    # saves the Python workers a third of their CPU and costs the JVM half as much again
-    # (docs/performance.md, "Commits kept in the JVM"), so the default folds every row.
-    bulk: bool = False
+    # The offset_history rows of plain commit records built in the JVM from their input rows
+    # (`projection.py`); False: every row comes back from the fold as JSON (the benchmark's
+    # baseline).
+    project: bool = True
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
@@ -87,16 +88,13 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
-    rows = classified(events, cfg).persist(StorageLevel.MEMORY_AND_DISK) if opts.bulk else None
-    source = packed_events(events) if rows is None else fold_input(rows, cfg)
     try:
-        with folded(folded_history(source, cfg, cut, seed=opts.until_ms is None),
-                    "backfill") as (wire, counts):
+        with arrow_batches(spark), folded(folded_history(
+                packed_events(events), cfg, cut, seed=opts.until_ms is None,
+                project=opts.project), "backfill") as (wire, counts):
             log.info("folded %s groups from version %d of %s: %s",
                      counts.get("group_state", 0), version, opts.events, counts)
-            failed = table_rows(wire, FAILED) if counts.get(FAILED) else None
-            beside = {} if rows is None else projected(rows, events, failed, cfg)
-            manifest = _write(spark, opts, wire, counts, beside,
+            manifest = _write(spark, opts, wire, counts,
                               Manifest(events=opts.events, version=version,
                                        until_ms=opts.until_ms, watermark_ms=cut,
                                        max_event_time_ms=max_ms,
@@ -107,26 +105,19 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     finally:
         if lag is not None:
             lag.release()
-        if rows is not None:
-            rows.unpersist()
     log.info("backfill done: %s", manifest.to_json())
     return manifest
 
 
 def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: dict[str, int],
-           beside: dict[str, DataFrame], manifest: Manifest, filled: set[str],
-           lag: BackfillLag | None) -> Manifest:
-    """Every table replaced from the folded wire (and the rows `beside` it, built in the
-    JVM), the lag tables after them, the hand-off last (a manifest exists only when every
-    table was replaced)."""
-    def rows(table: str) -> DataFrame:
-        found = _final_rows(wire, table, counts.get(table, 0))
-        return found if table not in beside else found.unionByName(beside[table])
-
+           manifest: Manifest, filled: set[str], lag: BackfillLag | None) -> Manifest:
+    """Every table replaced from the folded wire, the lag tables after them, the hand-off
+    last (a manifest exists only when every table was replaced)."""
     # A table that was empty and gets no rows stays as it is: no commit, no Spark job.
-    run_all([partial(_replace, spark, paths.join(opts.warehouse, table), rows(table),
+    run_all([partial(_replace, spark, paths.join(opts.warehouse, table),
+                     _final_rows(wire, table, table_count(counts, table)),
                      table in APPEND_TABLES, table in filled)
-             for table in OUTPUT_TABLES if table in filled or counts.get(table) or table in beside])
+             for table in OUTPUT_TABLES if table in filled or table_count(counts, table)])
     if lag is not None:  # over the history tables just written
         run_all([partial(_replace, spark, paths.join(opts.warehouse, table), lag_rows, True,
                          table in filled)
@@ -150,12 +141,31 @@ def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
 
 
 def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
-                   seed: bool) -> DataFrame:
+                   seed: bool, project: bool = True) -> DataFrame:
     """Every group's whole history folded, its timers run up to `cut`: the wire rows. The
-    rows cross into Python packed (`packing.packed_events`, with `bulk.fold_input`'s stretch
-    summaries), per group as Arrow."""
-    return packed.groupBy("group_id").applyInArrow(batch_fold(cfg, cut, seed=seed),
-                                                    wire_schema())
+    rows cross into Python packed (`packing.packed_events`), shuffled by group and sorted so
+    that each group's rows come together, many groups an Arrow batch (`folding.batch_fold`);
+    with `project`, the rows whose offset_history rows the JVM builds come back as they came
+    in (`projection.py`). Run it under `arrow_batches`."""
+    return (packed.repartition("group_id").sortWithinPartitions("group_id")
+            .mapInArrow(batch_fold(cfg, cut, seed=seed, project=project), wire_schema()))
+
+
+@contextmanager
+def arrow_batches(spark: SparkSession, rows: int = FOLD_BATCH_ROWS) -> Iterator[None]:
+    """Spark's Arrow batches into Python at most `rows` long while the block runs: the JVM's
+    cost per row grows with a batch's length (at 2 M offsets-topic events, a backfill's pipe
+    into an empty mapInArrow cost 8.4 JVM CPU-s in batches of 1,000 rows, 22 in Spark's
+    default 10,000, 153 in 100,000)."""
+    before = spark.conf.get(ARROW_BATCH_ROWS, None)
+    spark.conf.set(ARROW_BATCH_ROWS, str(rows))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(ARROW_BATCH_ROWS)
+        else:
+            spark.conf.set(ARROW_BATCH_ROWS, before)
 
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:

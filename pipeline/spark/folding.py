@@ -8,7 +8,8 @@ so a group that goes silent still expires members and offsets. `batch_fold` is t
 call for `applyInArrow`, over a whole history at once; it can also emit each group's final
 state (a `SEED_TABLE` row) for a stream to continue from. A stream's first rows for a group
 may include such a seed row (`SEED` set, every event column null): the group starts from
-the seeded state instead of from nothing.
+the seeded state instead of from nothing. Both leave the offset_history rows of plain commit
+records to the JVM: those input rows go back as they came (`projection.py`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import pyarrow as pa
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
-from pipeline.fold.group_replay import failed_tables, replay_group
+from pipeline.fold.group_replay import Tables, failed_tables, replay_group
 from pipeline.spark.contract import SEED
 from pipeline.spark.logs import quiet_padded_concat
 from pipeline.spark.packing import columns_from_packed, columns_from_packed_frames, unpacked_schema
-from pipeline.spark.wire import wire_checks, wire_frame, wire_table
+from pipeline.spark.projection import PASSED
+from pipeline.spark.wire import Checks, packed_tables, wire_checks, wire_frame, wire_table_of
 
 # The last line of defence (pipeline.fold.group_replay): a group whose fold raises keeps the state
 # it had before the call; its rows go to rejected_events as `INTERNAL: <exception>`, and one
@@ -44,6 +46,8 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
         now = watermark if watermark > 0 else None
         start: bytes | None = None
         events: EventColumns = {}
+        event_frames: list[pd.DataFrame] = []
+        projected: list[int] = []
         try:
             if state.hasTimedOut:
                 start = state.get[0]
@@ -51,8 +55,9 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 seed, event_frames = split_seed(frames)
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
-            after, tables = replay_group(group_id, start, events, now, cfg, now)
-            wire = wire_frame(tables, checks)
+            after, tables = replay_group(group_id, start, events, now, cfg, now,
+                                         projected=projected)
+            wire = wire_frame(tables, checks, _taken(event_frames, projected))
             stored = None if after is None else (dumps(after), next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
@@ -81,6 +86,16 @@ def store(state: Any, stored: bytes, deadline: int | None, watermark: int) -> No
         state.setTimeoutTimestamp(max(deadline, watermark))
 
 
+def _taken(frames: list[pd.DataFrame], rows: list[int]) -> pd.DataFrame | None:
+    """The `PASSED` columns of the fold's input rows at `rows` (positions among `frames`'
+    rows, in order), as the frames hold them."""
+    if not rows:
+        return None
+    frames = [pdf for pdf in frames if len(pdf)]
+    whole = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return whole.iloc[rows].loc[:, list(PASSED)]
+
+
 def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.DataFrame]]:
     """The seeded state among a group's rows, if any, and the frames of real events."""
     seed: bytes | None = None
@@ -95,24 +110,95 @@ def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.Da
     return seed, events
 
 
-def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
-               ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
-    """applyInArrow: a group's whole history in one call, then its timers up to `until_ms`;
-    with `seed`, also the group's final state as a `SEED_TABLE` row. Arrow in and out: the
-    pandas conversions cost more than the fold itself on groups of a few hundred rows. The
-    rows come packed (`packing.packed_events`): one JSON object a row, not 60 columns."""
+def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False,
+               project: bool = True
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow over a partition's rows sorted by group (`backfill.folded_history`): each
+    group's whole history in one `replay_group` call, then its timers up to `until_ms`;
+    with `seed`, also the group's final state as a `SEED_TABLE` row; with `project`, the
+    input rows whose offset_history rows the JVM builds go back as they came
+    (`projection.py`; without it, the fold writes every row: the benchmark's baseline).
+
+    Many groups a batch, not one Arrow stream a group: Spark's and pyarrow's cost per call
+    was most of a small group's. A batch's columns become Python values once, each complete
+    group folds on its slice of them (a group that runs on into the next batch waits for
+    it), and one wire batch goes back per batch in. The rows come packed
+    (`packing.packed_events`)."""
     checks = wire_checks()
 
-    def fold_history(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        group_id = key[0].as_py()
-        group_id = None if group_id is None else str(group_id)
-        events: EventColumns = {}
-        try:
-            events = columns_from_packed(table)
-            return wire_table(replay_group(group_id, None, events, until_ms, cfg, seed=seed)[1],
-                              checks)
-        except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
-            return wire_table(failed_tables(group_id, events, None, exc), checks)
+    def fold_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.RecordBatch] = []  # the last group seen, which may go on
+        for batch in batches:
+            ids = batch.column("group_id").to_pylist()
+            if not ids:
+                continue
+            if pending and ids[0] != pending[0].column("group_id")[0].as_py():
+                yield from _folded(pa.Table.from_batches(pending), checks, until_ms, cfg, seed,
+                                   project)
+                pending = []
+            last = _last_group_start(ids)
+            if last == 0:
+                pending.append(batch)  # one group throughout: it may go on
+                continue
+            yield from _folded(pa.Table.from_batches([*pending, batch.slice(0, last)]), checks,
+                               until_ms, cfg, seed, project)
+            pending = [batch.slice(last)]
+        if pending:
+            yield from _folded(pa.Table.from_batches(pending), checks, until_ms, cfg, seed,
+                               project)
 
-    return fold_history
+    return fold_partition
 
+
+def _last_group_start(ids: list[Any]) -> int:
+    """Where the last group of `ids` (sorted by group) starts."""
+    last = ids[-1]
+    k = len(ids) - 1
+    while k > 0 and ids[k - 1] == last:
+        k -= 1
+    return k
+
+
+def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: CoordinatorConfig,
+            seed: bool, project: bool) -> Iterator[pa.RecordBatch]:
+    """The wire of `table`'s groups (whole, sorted by group), as record batches: every
+    group's rows checked together (`wire.packed_tables`), and a group whose rows do not all
+    fit their columns rejected as INTERNAL alone."""
+    columns = columns_from_packed(table)
+    ids = columns["group_id"]
+    starts = [k for k in range(len(ids)) if k == 0 or ids[k] != ids[k - 1]]
+    results: list[tuple[str | None, EventColumns, Tables, list[int]]] = []
+    for a, b in zip(starts, [*starts[1:], len(ids)], strict=True):
+        group_id = None if ids[a] is None else str(ids[a])
+        events = {name: column[a:b] for name, column in columns.items()}
+        projected: list[int] | None = [] if project else None
+        tables = replay_group(group_id, None, events, until_ms, cfg, seed=seed,
+                              projected=projected)[1]
+        results.append((group_id, events, tables, [a + i for i in projected or ()]))
+    try:
+        names_texts = packed_tables(_merged(r[2] for r in results), checks)
+    except ValueError:
+        results = [_checked(r, checks) for r in results]
+        names_texts = packed_tables(_merged(r[2] for r in results), checks)
+    rows = [k for r in results for k in r[3]]
+    passed = table.select(list(PASSED)).take(pa.array(rows, pa.int64()))
+    yield from wire_table_of(*names_texts, passed).to_batches()
+
+
+def _merged(each: Iterable[Tables]) -> Tables:
+    merged: Tables = {}
+    for tables in each:
+        for name, rows in tables.items():
+            merged.setdefault(name, []).extend(rows)
+    return merged
+
+
+def _checked(result: tuple[str | None, EventColumns, Tables, list[int]], checks: Checks
+             ) -> tuple[str | None, EventColumns, Tables, list[int]]:
+    """A group's result if its rows fit their columns; else the group rejected as INTERNAL."""
+    group_id, events, tables, rows = result
+    try:
+        packed_tables(tables, checks)
+    except ValueError as exc:
+        return group_id, events, failed_tables(group_id, events, None, exc), []
+    return result

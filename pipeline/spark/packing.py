@@ -2,21 +2,28 @@
 fold's side reads a group's rows back as `EventColumns` (plain Python values, times in epoch
 milliseconds, integers exact).
 
-A row of the 60-column log holds a handful of values, and Spark hands a JSON string to
-Python at a fifth of the cost of 60 Arrow columns, so `packed_events` sends group_id, the
-row's other values as one JSON object (`PACKED`: nulls left out, times as epoch ms) and the
-columns holding bytes as they are. The backfill reads them from Arrow (`columns_from_packed`),
-the stream from pandas frames (`columns_from_packed_frames`), where a null timestamp is NaT
-and an array a numpy array. Integers never pass through float: a float64 holds integers
-exactly only up to 2^53, and pandas turns an int64 column with a null into float64, so the
-stream asks Spark for nullable integer columns (`PREFER_INT_EXTENSION`, set by the replay)
-and a float column that reaches `_ints` anyway is refused unless every value is exact.
+A row of the 60-column log holds a handful of values. The columns a plain commit holds (the
+fold's quiet rows, `runs.QUIET_COLUMNS`), group_id and the columns holding bytes cross as
+they are, typed; every other value of a row crosses as one JSON object (`PACKED`: nulls left
+out, times as epoch ms), null for a row that holds none, as ~90 % of a real log's rows (its
+plain commits) do. Spark hands a JSON string to Python at a fifth of the cost of the many
+Arrow columns it stands for, and a typed column costs no JSON on either side: the fold
+reads a plain commit's values straight from Arrow, and hands a row it leaves to the JVM
+(`projection.py`) back without one Python value per cell. The backfill reads them from Arrow
+(`columns_from_packed`), the stream from pandas frames (`columns_from_packed_frames`), where
+a null timestamp is NaT and an array a numpy array. Integers never pass through float: a
+float64 holds integers exactly only up to 2^53, and pandas turns an int64 column with a null
+into float64, so the stream asks Spark for nullable integer columns (`PREFER_INT_EXTENSION`,
+set by the replay) and a float column that reaches `_ints` anyway is refused unless every
+value is exact.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -35,6 +42,7 @@ from pyspark.sql.types import (
 )
 
 from pipeline.fold.events import EventColumns
+from pipeline.fold.runs import QUIET_COLUMNS
 from pipeline.spark.contract import event_schema, holds
 
 # Spark 4.2's switch for Int64/Int32 pandas columns in place of int64-or-float64 ones.
@@ -42,16 +50,15 @@ PREFER_INT_EXTENSION = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionD
 _EXACT = 2**53  # beyond this a float64 no longer holds every integer
 
 
-PACKED = "_packed"  # a packed event row: its values as one JSON object (`packed_events`)
+PACKED = "_packed"  # a row's other values as one JSON object (`packed_events`), or null
 
 
 def packed_events(events: DataFrame, *keep: str) -> DataFrame:
-    """The narrow pipe into the fold (`select_events`' rows in): group_id, each row's other
-    values as one JSON object (`PACKED`; nulls left out, times as epoch milliseconds), and
-    the columns holding bytes as they are (JSON would carry them as base64). A row of a
-    60-column log holds a handful of values, and Spark hands a JSON string to Python at a
-    fifth of the cost of 60 Arrow columns. `columns_from_packed` (Arrow) and
-    `columns_from_packed_frames` (pandas) read it back. `keep`: columns to carry as well."""
+    """The narrow pipe into the fold (`select_events`' rows in): the `unpacked_schema`
+    columns as they are, and each row's other values as one JSON object (`PACKED`; nulls
+    left out, times as epoch milliseconds), null when the row holds none of them (a plain
+    commit). `columns_from_packed` (Arrow) and `columns_from_packed_frames` (pandas) read it
+    back. `keep`: columns to carry as well."""
     as_is = unpacked_schema().names
     packed: list[Column] = []
     for f in event_schema().fields:
@@ -63,13 +70,17 @@ def packed_events(events: DataFrame, *keep: str) -> DataFrame:
             raise TypeError(f"{f.name}: a time inside a nested column cannot be packed as ms")
         else:
             packed.append(F.col(f.name))
-    return events.select(*as_is, F.to_json(F.struct(*packed)).alias(PACKED), *keep)
+    held = [F.col(f.name).isNotNull() for f in event_schema().fields if f.name not in as_is]
+    text = F.when(reduce(operator.or_, held), F.to_json(F.struct(*packed)))
+    return events.select(*as_is, text.alias(PACKED), *keep)
 
 
 def unpacked_schema() -> StructType:
-    """The columns `packed_events` carries as they are: group_id and those holding bytes."""
+    """The columns `packed_events` carries as they are: group_id, the columns a quiet row of
+    the fold reads (`runs.QUIET_COLUMNS`) and those holding bytes."""
+    typed = {"group_id", *QUIET_COLUMNS}
     return StructType([f for f in event_schema().fields
-                       if f.name == "group_id" or holds(f.dataType, BinaryType)])
+                       if f.name in typed or holds(f.dataType, BinaryType)])
 
 
 def columns_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> EventColumns:
@@ -115,30 +126,33 @@ def columns_from_arrow(table: pa.Table) -> EventColumns:
 
 
 def columns_from_packed(table: pa.Table) -> EventColumns:
-    """`columns_from_arrow` for `packed_events`' rows (the backfill): each packed
-    JSON object read back (times in ms already), one column for each name any row holds,
-    and the byte columns as Arrow carried them."""
-    columns = _unpacked(table.column(PACKED).to_pylist())
-    columns.update(columns_from_arrow(table.drop_columns([PACKED])))
+    """`columns_from_arrow` for `packed_events`' rows (the backfill): the typed columns as
+    Arrow carried them, and each packed JSON object read back (times in ms already), one
+    column for each name any row holds."""
+    columns = columns_from_arrow(table.drop_columns([PACKED]))
+    columns.update(_unpacked(table.column(PACKED).to_pylist()))
     return columns
 
 
 def columns_from_packed_frames(frames: Iterable[pd.DataFrame], schema: StructType
                                ) -> EventColumns:
-    """The same from the stream's pandas frames; `schema`: group_id and the byte columns
-    (`eventlog.unpacked_schema()`, built on the driver)."""
+    """The same from the stream's pandas frames; `schema`: the typed columns
+    (`unpacked_schema()`, built on the driver)."""
     frames = [pdf for pdf in frames if len(pdf)]
-    columns = _unpacked([text for pdf in frames for text in pdf[PACKED].tolist()])
-    columns.update(columns_from_frames(frames, schema))
+    columns = columns_from_frames(frames, schema)
+    columns.update(_unpacked([text for pdf in frames for text in pdf[PACKED].tolist()]))
     return columns
 
 
-def _unpacked(texts: list[str]) -> EventColumns:
-    rows = [json.loads(text) for text in texts]
+def _unpacked(texts: list[str | None]) -> EventColumns:
+    """The packed JSON objects' values, a column for each name any of them holds (a null
+    text: a row holding none)."""
+    rows = [None if text is None else json.loads(text) for text in texts]
     names: dict[str, None] = {}
     for row in rows:
-        names.update(dict.fromkeys(row))
-    return {name: [row.get(name) for row in rows] for name in names}
+        if row:
+            names.update(dict.fromkeys(row))
+    return {name: [None if row is None else row.get(name) for row in rows] for name in names}
 
 
 _PER_MS = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}  # seconds never occur: Spark sends us

@@ -178,7 +178,8 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         ensure_pending(spark, opts.warehouse)
         manifest = read_manifest(spark, opts.warehouse)
         wire = wire.unionByName(sample_stream(
-            spark, opts.lag, None if manifest is None else manifest.samples_version))
+            spark, opts.lag, None if manifest is None else manifest.samples_version),
+            allowMissingColumns=True)
         writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint)
     stream = (wire.writeStream
               .outputMode("append").foreachBatch(writer)

@@ -34,7 +34,7 @@ from pipeline.spark import paths
 from pipeline.spark.contract import table_schema
 from pipeline.spark.lagflow import StreamLag
 from pipeline.spark.parallel import WRITERS, run_all
-from pipeline.spark.wire import FAILED, SAMPLE, folded, table_rows
+from pipeline.spark.wire import FAILED, SAMPLE, folded, table_count, table_rows
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -112,8 +112,8 @@ class BatchWriter:
             spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
             try:
                 self._write_phase(spark, batch_id, {
-                    t: partial(self._commit, wire, t, counts[t])
-                    for t in OUTPUT_TABLES if counts.get(t)}, seconds)
+                    t: partial(self._commit, wire, t, table_count(counts, t))
+                    for t in OUTPUT_TABLES if table_count(counts, t)}, seconds)
                 if self.lag is not None:  # over the history tables as this batch left them
                     new = table_rows(wire, SAMPLE) if counts.get(SAMPLE) else None
                     try:

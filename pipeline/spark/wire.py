@@ -9,7 +9,10 @@ the group's call is rejected as INTERNAL instead of a value going wrong); the JV
 table's rows back into its own schema (`table_rows`). Besides the tables of `schemas/`, the
 wire carries a backfill's seed rows (`SEED_TABLE`: group_id and `_state`, the state a stream
 continues from), a failed group's row (`FAILED`: group_id and the traceback) and, in a stream
-with lag, the end-offset samples (`SAMPLE`), unioned after the fold.
+with lag, the end-offset samples (`SAMPLE`), unioned after the fold. One kind of row is no
+JSON: an input row whose offset_history row the JVM builds (`PROJECTED`, `projection.py`)
+comes back in the wire's typed `PASSED` columns, as the fold's input carried them, and
+`table_rows(wire, "offset_history")` holds its projection too.
 
 Integers never pass through float: JSON carries Python ints as they are.
 """
@@ -43,7 +46,8 @@ from pyspark.sql.types import (
 )
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
-from pipeline.spark.contract import holds, struct_of, table_schema
+from pipeline.spark.contract import event_schema, holds, struct_of, table_schema
+from pipeline.spark.projection import PASSED, PROJECTED, projected_history
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 from schemas.lag import LOG_END_OFFSETS
@@ -54,8 +58,8 @@ SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 __all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
-           "log_failed_groups", "row_schema", "table_rows", "wire_checks", "wire_frame",
-           "wire_schema", "wire_table"]
+           "log_failed_groups", "row_schema", "table_count", "table_rows", "wire_checks",
+           "wire_frame", "wire_schema", "wire_table", "wire_table_of"]
 log = logging.getLogger("wire")
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -64,11 +68,12 @@ ROWS_PER_FILE = 1_000_000
 
 @cache
 def wire_schema() -> StructType:
+    """`TABLE`, `ROW` (JSON), and the `PASSED` columns of `PROJECTED` rows, typed as the
+    event log types them."""
+    log = {f.name: f for f in event_schema().fields}
     return StructType([StructField(TABLE, StringType(), False),
-                       StructField(ROW, StringType(), True)])
-
-
-_WIRE = pa.schema([pa.field(TABLE, pa.string(), nullable=False), pa.field(ROW, pa.string())])
+                       StructField(ROW, StringType(), True),
+                       *[StructField(name, log[name].dataType, True) for name in PASSED]])
 
 
 @cache
@@ -150,18 +155,44 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def wire_table(rows: Tables, checks: Checks) -> pa.Table:
-    """The backfill's applyInArrow output (`wire_schema`)."""
-    names, texts = packed_tables(rows, checks)
-    return pa.Table.from_arrays([pa.array(names, pa.string()), pa.array(texts, pa.string())],
-                                schema=_WIRE)
+def wire_table(rows: Tables, checks: Checks, passed: pa.Table | None = None) -> pa.Table:
+    """The backfill's output (`wire_schema`) as Arrow: `rows` as JSON, then `passed` (the
+    fold's input `PASSED` columns of its PROJECTED rows, as Arrow carried them in; without
+    them, the `PASSED` columns are all null, of Arrow's null type)."""
+    return wire_table_of(*packed_tables(rows, checks), passed)
 
 
-def wire_frame(rows: Tables, checks: Checks) -> pd.DataFrame:
-    """The stream's applyInPandasWithState output (`wire_schema`)."""
+def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None) -> pa.Table:
+    """`wire_table` of rows `packed_tables` made."""
+    n, m = len(names), 0 if passed is None else passed.num_rows
+    columns = [pa.array(names + [PROJECTED] * m, pa.string()),
+               pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]
+    types = [pa.null() if passed is None else passed.schema.field(name).type for name in PASSED]
+    for name, kind in zip(PASSED, types, strict=True):
+        given = [] if passed is None else passed.column(name).chunks
+        columns.append(pa.concat_arrays([pa.nulls(n, kind), *given]))
+    fields = [pa.field(TABLE, pa.string(), nullable=False), pa.field(ROW, pa.string()),
+              *[pa.field(name, kind) for name, kind in zip(PASSED, types, strict=True)]]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def wire_frame(rows: Tables, checks: Checks, passed: pd.DataFrame | None = None
+               ) -> pd.DataFrame:
+    """The stream's applyInPandasWithState output (`wire_schema`): `rows` as JSON, then
+    `passed` (the fold's input `PASSED` columns of its PROJECTED rows, as the frames carried
+    them in)."""
     names, texts = packed_tables(rows, checks)
-    return pd.DataFrame({TABLE: pd.Series(names, dtype=object),
-                         ROW: pd.Series(texts, dtype=object)})
+    frame = pd.DataFrame({TABLE: pd.Series(names, dtype=object),
+                          ROW: pd.Series(texts, dtype=object),
+                          **{name: pd.Series([None] * len(names), dtype=object)
+                             for name in PASSED}})
+    if passed is None or not len(passed):
+        return frame
+    given = passed.loc[:, list(PASSED)].reset_index(drop=True)
+    given.insert(0, ROW, pd.Series([None] * len(given), dtype=object))
+    given.insert(0, TABLE, pd.Series([PROJECTED] * len(given), dtype=object))
+    return given if frame.empty else pd.concat([frame.astype(given.dtypes.to_dict()), given],
+                                               ignore_index=True)
 
 
 def _base64(value: Any) -> str:
@@ -225,18 +256,32 @@ def log_failed_groups(wire: DataFrame, failed: int, where: str) -> None:
 def table_rows(wire: DataFrame, table: str, extra: bool = False,
                count: int | None = None) -> DataFrame:
     """`table`'s rows of the wire, parsed into the table's own schema (with `extra`, also
-    the columns its rows carry beyond it, as committed_offsets' `_deleted`). Given their
-    `count`, in as few partitions as hold them at `ROWS_PER_FILE` each."""
+    the columns its rows carry beyond it, as committed_offsets' `_deleted`); offset_history's
+    with the projections of the PROJECTED rows (`projection.projected_history`). Given their
+    `count` (offset_history's: with the PROJECTED rows'), in as few partitions as hold them
+    at `ROWS_PER_FILE` each."""
+    parts = max(1, -(-count // ROWS_PER_FILE)) if count is not None else None
     schema = row_schema(table)
     rows = wire.filter(F.col(TABLE) == table)
-    if count is not None:
-        rows = rows.coalesce(max(1, -(-count // ROWS_PER_FILE)))
+    if parts is not None:
+        rows = rows.coalesce(parts)
     as_json = _as_json(schema)
     assert isinstance(as_json, StructType)
     parsed = rows.select(F.from_json(F.col(ROW), as_json, {"mode": "FAILFAST"}).alias("r"))
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
-    return parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
-                           for f in keep])
+    found = parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
+                            for f in keep])
+    if table != "offset_history":
+        return found
+    projected = wire.filter(F.col(TABLE) == PROJECTED)
+    if parts is not None:
+        projected = projected.coalesce(parts)
+    return found.unionByName(projected_history(projected))
+
+
+def table_count(counts: dict[str, int], table: str) -> int:
+    """How many rows `table_rows(wire, table)` holds, from `counted(wire)`."""
+    return counts.get(table, 0) + (counts.get(PROJECTED, 0) if table == "offset_history" else 0)
 
 
 def _as_json(t: DataType) -> DataType:

@@ -14,9 +14,9 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   stream-noop the streaming fold to a noop sink (what the writes cost)
   trivial     applyInPandasWithState counting rows per group, same input, noop sink
   pure        the fold in this one Python process (one core)
-With --bulk-vs-plain, only the backfill, with and without its bulk path (`bulk.py`: plain
-commits of request-free groups stay in the JVM), paired A B A B, with each one's CPU split
-and the share of rows the bulk path took.
+With --projected-vs-rows, only the backfill, with its offset_history projected in the JVM
+(`projection.py`, the default) and with every row written by the fold, paired A B A B, with
+each one's CPU split and the share of rows projected.
 Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
 group, the peak resident memory of the whole process tree (driver, JVM, workers), each run's
 CPU seconds in each of them, and from those the least time a backfill could take on this
@@ -51,13 +51,14 @@ from pyspark.sql.types import StructType
 from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.fold.events import events_of
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.backfill import BackfillOptions, folded_history, run_backfill
-from pipeline.spark.bulk import classified
+from pipeline.spark.backfill import BackfillOptions, arrow_batches, folded_history, run_backfill
 from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.packing import columns_from_arrow, packed_events
+from pipeline.spark.projection import PROJECTED
 from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
 from pipeline.spark.session import build_session
+from pipeline.spark.wire import TABLE
 from tests.grouping import by_group
 
 
@@ -183,9 +184,10 @@ def floor_all(spark: SparkSession, log: str) -> None:
 
 def fold_only(spark: SparkSession, log: str, cfg: CoordinatorConfig) -> None:
     """The backfill's own fold (run_backfill's), to a noop sink."""
-    (folded_history(packed_events(select_events(spark.read.format("delta").load(log))), cfg, None,
-                    seed=True)
-     .write.format("noop").mode("overwrite").save())
+    with arrow_batches(spark):
+        (folded_history(packed_events(select_events(spark.read.format("delta").load(log))), cfg,
+                        None, seed=True)
+         .write.format("noop").mode("overwrite").save())
 
 
 def count_rows(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
@@ -321,37 +323,39 @@ def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.N
     print(f"peak memory (PSS) of the backfill: {memory.report()}")
 
 
-def bulk_vs_plain(spark: SparkSession, root: Path, log_path: Path, args: argparse.Namespace,
-                  cfg: CoordinatorConfig) -> None:
-    """The backfill with its bulk path and without, paired A B A B on one log."""
+def projected_vs_rows(spark: SparkSession, root: Path, log_path: Path,
+                      args: argparse.Namespace, cfg: CoordinatorConfig) -> None:
+    """The backfill with its offset_history projected and with every row from the fold,
+    paired A B A B on one log."""
     make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
     log = str(log_path)
     master = spark.sparkContext.master
     events = select_events(spark.read.format("delta").load(log))
-    rows = classified(events, cfg)
     n = events.count()
-    stretched = rows.where("bulk AND NOT first").count()
     floor(spark, log)  # warm-up: JVM, Delta log, the Python workers' first imports
-    fold_only(spark, log, cfg)
+    # ... and the fold's own rows, with the projection on (how many it leaves to the JVM).
+    with arrow_batches(spark):
+        left = {r[0]: r[1] for r in folded_history(packed_events(events), cfg, None, seed=True)
+                .groupBy(TABLE).count().collect()}.get(PROJECTED, 0)
     times: dict[str, list[float]] = defaultdict(list)
     cpu: dict[str, list[dict[str, float]]] = defaultdict(list)
     for _ in range(args.repeat):
-        for name, bulk in (("bulk", True), ("plain", False)):
-            times[name] += timed(1, lambda: fresh(root, "wh-bulk"), lambda w, b=bulk: run_backfill(
-                spark, BackfillOptions(events=log, warehouse=str(w), database=None, config=cfg,
-                                       bulk=b)), cpu[name])
+        for name, project in (("projected", True), ("rows", False)):
+            times[name] += timed(1, lambda: fresh(root, "wh-projected"),
+                                 lambda w, p=project: run_backfill(spark, BackfillOptions(
+                                     events=log, warehouse=str(w), database=None, config=cfg,
+                                     project=p)), cpu[name])
     spark.stop()
-    print(f"\n{n:,} events ({args.log_kind}), {args.groups:,} groups, "
-          f"{master}; "
-          f"{stretched / n:.0%} of the rows stay in the JVM (bulk, past a stretch's first)")
+    print(f"\n{n:,} events ({args.log_kind}), {args.groups:,} groups, {master}; "
+          f"{left / n:.0%} of the rows' offset_history built in the JVM")
     med = {name: statistics.median(v) for name, v in times.items()}
     for name, runs in times.items():
         used = {part: statistics.median(run[part] for run in cpu[name]) for part in cpu[name][0]}
         listed = ", ".join(f"{x:.1f}" for x in runs)
-        print(f"  {name:<6} {med[name]:8.1f} s {n / med[name]:>9,.0f} events/s   [{listed}]   "
+        print(f"  {name:<9} {med[name]:8.1f} s {n / med[name]:>9,.0f} events/s   [{listed}]   "
               "CPU s: " + ", ".join(f"{part} {value:.1f}" for part, value in used.items())
               + f"; workers {used['workers'] / n * 1e6:.1f} us/event")
-    print(f"  plain time / bulk time {med['plain'] / med['bulk']:.2f}")
+    print(f"  rows time / projected time {med['rows'] / med['projected']:.2f}")
 
 
 def main() -> None:
@@ -375,8 +379,8 @@ def main() -> None:
     p.add_argument("--master", default=None,
                    help="Spark master (default: the local profile's local[*]); local[1] against "
                         "local[2] is the scale-out figure")
-    p.add_argument("--bulk-vs-plain", action="store_true",
-                   help="only the backfill, with and without its bulk path, paired")
+    p.add_argument("--projected-vs-rows", action="store_true",
+                   help="only the backfill, with its projection and without, paired")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -396,8 +400,8 @@ def main() -> None:
     if args.backfill_only:
         memory_run(spark, root, log_path, args, cfg)
         return
-    if args.bulk_vs_plain:
-        bulk_vs_plain(spark, root, log_path, args, cfg)
+    if args.projected_vs_rows:
+        projected_vs_rows(spark, root, log_path, args, cfg)
         return
     events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)

@@ -1,0 +1,138 @@
+"""Benchmark (not a test): this tree's backfill against an earlier commit's, on one log.
+
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_vs_commit.py --commit 4067a3a \\
+        --log /tmp/bench-backfill/offsets-topic-2000000-20000
+
+The earlier commit is checked out as a git worktree (under --worktrees, kept for the next
+run; it borrows this tree's JARs), and each backfill runs in a process of its own (`--child`),
+its `pipeline` package imported from its own tree, with this venv's interpreter: the two
+are paired A B A B (`--repeat` pairs), each after a warm-up run in its process. Printed: each
+run's seconds, events/s and CPU seconds in the driver, the JVM and the Python workers, and
+the medians' ratios, among them the workers' CPU per event. The log is a Delta event log,
+such as bench_backfill.py writes under its --log-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = ("driver", "jvm", "workers")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu() -> dict[str, float]:
+    """CPU seconds (user + system, reaped children included) of this process (the driver),
+    the JVM under it and the processes the JVM started (the Python workers)."""
+    parts = dict.fromkeys(PARTS, 0.0)
+    todo = [(str(os.getpid()), "driver")]
+    while todo:
+        pid, part = todo.pop()
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                part = "jvm"
+            elif part == "jvm":
+                part = "workers"
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            parts[part] += sum(int(f) for f in fields[11:15]) / _TICK
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [(child, part) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return parts
+
+
+def child(log: str, out: str, runs: int) -> None:
+    """In a process of its own: the backfill of `log` into a fresh `out`, a warm-up run then
+    `runs` measured ones, each as one JSON line on stdout."""
+    from pipeline.fold import CoordinatorConfig
+    from pipeline.spark.backfill import BackfillOptions, run_backfill
+    from pipeline.spark.session import build_session
+
+    spark = build_session("bench-vs-commit", "local")
+    spark.sparkContext.setLogLevel("ERROR")
+    events = spark.read.format("delta").load(log).count()
+    for k in range(runs + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        before, start = tree_cpu(), time.perf_counter()
+        run_backfill(spark, BackfillOptions(events=log, warehouse=out, database=None,
+                                            config=CoordinatorConfig()))
+        seconds = time.perf_counter() - start
+        after = tree_cpu()
+        if k:  # the first run warms the JVM and the workers up
+            print(json.dumps({"seconds": seconds, "events": events,
+                              **{p: after[p] - before[p] for p in PARTS}}), flush=True)
+    spark.stop()
+
+
+def worktree(commit: str, under: Path) -> Path:
+    """`commit` checked out under `under` (once), with this tree's JAR cache beside it."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", commit],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    path = under / sha
+    if not (path / "pipeline").is_dir():
+        under.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), sha],
+                       check=True, capture_output=True)
+    cache = path / ".cache"
+    if not cache.exists() and (ROOT / ".cache").is_dir():
+        cache.symlink_to(ROOT / ".cache")
+    return path
+
+
+def measure(tree: Path, log: str, out: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, __file__, "--child", "--log", log, "--out", str(out)],
+                          env=env, cwd=tree, check=True, capture_output=True, text=True)
+    line = [x for x in done.stdout.splitlines() if x.startswith("{")][-1]
+    return dict(json.loads(line))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--commit", default="HEAD", help="the earlier commit (git rev)")
+    p.add_argument("--log", required=True, help="a Delta event log")
+    p.add_argument("--repeat", type=int, default=2, help="pairs")
+    p.add_argument("--worktrees", default=str(Path(tempfile.gettempdir()) / "bench-worktrees"))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args.log, args.out, 1)
+        return
+    old = worktree(args.commit, Path(args.worktrees))
+    out = Path(tempfile.mkdtemp(prefix="bench-vs-commit-"))
+    runs: dict[str, list[dict[str, float]]] = {"this tree": [], args.commit: []}
+    try:
+        for _ in range(args.repeat):
+            runs[args.commit].append(measure(old, args.log, out / "old"))
+            runs["this tree"].append(measure(ROOT, args.log, out / "new"))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    n = runs["this tree"][0]["events"]
+    print(f"\n{n:,.0f} events, {args.log}; backfill, every table written, medians of "
+          f"{args.repeat} (each after a warm-up run in its own process)")
+    med = {name: {k: statistics.median(r[k] for r in rs) for k in ("seconds", *PARTS)}
+           for name, rs in runs.items()}
+    for name, m in med.items():
+        listed = ", ".join(f"{r['seconds']:.1f}" for r in runs[name])
+        print(f"  {name:<12} {m['seconds']:7.1f} s {n / m['seconds']:>9,.0f} events/s  [{listed}]"
+              f"  CPU s: " + ", ".join(f"{p} {m[p]:.1f}" for p in PARTS)
+              + f"; workers {m['workers'] / n * 1e6:.1f} us/event")
+    new, base = med["this tree"], med[args.commit]
+    print(f"  throughput: this tree {base['seconds'] / new['seconds']:.2f}x {args.commit}'s; "
+          f"workers' CPU per event {base['workers'] / max(new['workers'], 1e-9):.2f}x lower; "
+          f"JVM CPU {new['jvm'] / base['jvm']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""The backfill that projects the offset_history rows of plain commit records in the JVM
+(`pipeline/spark/projection.py`, the default) writes every table exactly as the backfill
+whose fold writes every row, on random logs of both kinds with rows delivered twice and the
+rows meant to end or split a run (`tests/projection.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline.fold import Event
+from pipeline.fold.group_replay import replay_group
+from pipeline.fold.partitioning import partition_for
+from pipeline.spark.eventlog import write_event_log
+from tests.fold.test_projection import random_log
+from tests.grouping import by_group
+from tests.projection import projected
+from tests.spark.backends import CONFIG, assert_same_tables, backfill_tables
+
+pytestmark = pytest.mark.spark
+
+
+def test_projected_and_row_by_row_backfills_write_the_same_tables(
+        spark: SparkSession, tmp_path: Path) -> None:
+    events: list[Event] = []
+    for seed in (3, 4, 5):  # two offsets-topic logs and a journal
+        # Each log its own groups (their ids carry the seed) on their own partitions.
+        events += [e if e.group_id is None else replace(
+            e, group_id=f"{e.group_id}-{seed}",
+            log_partition=e.log_partition if e.log_partition is None else partition_for(
+                f"{e.group_id}-{seed}")) for e in random_log(seed)]
+    path = str(tmp_path / "events")
+    write_event_log(spark, events, path, commits=2)
+    left_out = 0
+    for group_id, rows in by_group(events).items():
+        named: list[int] = []
+        replay_group(group_id, None, rows, None, CONFIG, projected=named)
+        left_out += len(projected(rows, named))
+    assert left_out > len(events) // 3  # most rows' offset_history never leaves the JVM
+    with_projection = backfill_tables(spark, path, tmp_path / "projected")
+    row_by_row = backfill_tables(spark, path, tmp_path / "rows", project=False)
+    assert with_projection["offset_history"].count() > left_out
+    assert_same_tables(with_projection, row_by_row)
