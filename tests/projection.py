@@ -1,6 +1,6 @@
 """The JVM's projection (`pipeline/spark/projection.py`) restated in plain Python: the rows
-the fold leaves to its caller (`replay_group(..., projected=[])`) as offset_history rows,
-built from the input rows alone. The oracle tests/fold/test_projection.py holds the fold to;
+the fold leaves to its caller (`replay_group(..., left=Left())`) as offset_history and
+committed_offsets rows, built from the input rows alone. The oracle tests/fold/test_projection.py holds the fold to;
 and the logs meant to end or split a run of such rows (`edge_rows`)."""
 
 from __future__ import annotations
@@ -15,20 +15,27 @@ from pipeline.fold.partitioning import partition_for
 T0 = 1_700_000_000_000
 
 
-def projected(events: list[Event], rows: list[int]) -> list[dict[str, Any]]:
-    """The offset_history rows of `events` at `rows` (the indices the fold named), each
-    stored as the fold stores a commit (metadata "" for none, its own time for no commit
-    timestamp, no member for an empty member id) at its own time."""
-    return [{"group_id": e.group_id, "topic": e.topic, "partition": e.partition,
-             "committed_offset": e.committed_offset, "leader_epoch": e.leader_epoch,
-             "commit_metadata": "" if e.commit_metadata is None else e.commit_metadata,
-             "commit_timestamp": e.event_time if e.commit_timestamp is None
-             else e.commit_timestamp,
-             "expire_timestamp": e.expire_timestamp, "member_id": e.member_id or None,
-             "generation_id": None, "log_partition": e.log_partition,
-             "log_offset": e.log_offset, "event_time": e.event_time, "change": "COMMIT",
-             "producer_id": None}
-            for e in (events[i] for i in rows)]
+def projected(events: list[Event], rows: list[int], table: str = "offset_history"
+              ) -> list[dict[str, Any]]:
+    """`table`'s rows (offset_history or committed_offsets) of `events` at `rows` (the
+    indices the fold named), each stored as the fold stores a commit (metadata "" for none,
+    its own time for no commit timestamp, no member for an empty member id) at its own
+    time."""
+    built = [{"group_id": e.group_id, "topic": e.topic, "partition": e.partition,
+              "committed_offset": e.committed_offset, "leader_epoch": e.leader_epoch,
+              "commit_metadata": "" if e.commit_metadata is None else e.commit_metadata,
+              "commit_timestamp": e.event_time if e.commit_timestamp is None
+              else e.commit_timestamp,
+              "expire_timestamp": e.expire_timestamp, "member_id": e.member_id or None,
+              "generation_id": None, "log_partition": e.log_partition,
+              "log_offset": e.log_offset, "event_time": e.event_time, "change": "COMMIT",
+              "producer_id": None}
+             for e in (events[i] for i in rows)]
+    if table == "committed_offsets":
+        for row in built:
+            for name in ("event_time", "change", "producer_id"):
+                del row[name]
+    return built
 
 
 def edge_rows(group: str, rng: random.Random) -> list[Event]:

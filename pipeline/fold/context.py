@@ -31,10 +31,11 @@ class Outputs:
     # takes whose offset_history row is a projection of the row itself (`runs.QuietRun.
     # take_records` says which) writes no row here; the caller builds it from the input row
     # (`pipeline/spark/projection.py`). Here, the index of each such row among the fold's
-    # input rows, and the partitions they moved.
+    # input rows, and per partition they moved, the last one's position and index.
     project: bool = False
     projected: list[int] = field(default_factory=list)
-    projected_partitions: set[tuple[str, int]] = field(default_factory=set)
+    projected_partitions: dict[tuple[str, int], tuple[int, int, int]] = field(
+        default_factory=dict)
 
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
@@ -45,7 +46,7 @@ class Outputs:
         self.records += other.records
         self.history += other.history
         self.projected += other.projected
-        self.projected_partitions |= other.projected_partitions
+        self.projected_partitions.update(other.projected_partitions)
 
 
 @dataclass

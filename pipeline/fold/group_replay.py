@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, Row, offset_columns
@@ -31,10 +32,21 @@ DELETED = "_deleted"  # a committed_offsets row that deletes its key
 STATE = "_state"
 
 
+@dataclass
+class Left:
+    """Input rows whose output rows the caller builds from the rows themselves
+    (`Outputs.project`), by index among the fold's input: `history`, each row's offset_history
+    row; `current`, of those, the rows whose partition's committed_offsets row is the row's
+    own (its partition's last commit in the call, still its offset at the end)."""
+
+    history: list[int] = field(default_factory=list)
+    current: list[int] = field(default_factory=list)
+
+
 def replay_group(group_id: str | None, start: bytes | Group | None,
                  events: Iterable[Event] | EventColumns,
                  until: int | None, cfg: CoordinatorConfig, watermark: int | None = None,
-                 seed: bool = False, projected: list[int] | None = None
+                 seed: bool = False, left: Left | None = None
                  ) -> tuple[Group | None, Tables]:
     """Fold `events` of `group_id` onto `start`, then fire every timer due before `until`.
 
@@ -43,10 +55,9 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
     counted late). `seed`: also return the final state as a SEED_TABLE row. A `group_id` of
     None is no group: every event is rejected and there is no state. The returned state is
     the one to store; after a failure it is `start`'s (None if there was none). `events` is
-    read again after a failure, so pass a list, not an iterator. `projected`: a list to take
-    the index (among `events`) of each row whose offset_history row the caller builds from
-    the row itself (`Outputs.project`): those rows are not in the tables (emptied again if
-    the fold raises, when every row is rejected).
+    read again after a failure, so pass a list, not an iterator. `left`: takes the rows
+    whose output rows the caller builds from the rows themselves (`Left`): those output rows
+    are not in the tables (`left` stays empty if the fold raises: every row is rejected).
     """
     if group_id is None:
         return None, {"rejected_events": reject_unkeyed(as_events(events))}
@@ -57,26 +68,29 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
             raise ValueError(f"start is group {loaded.group_id!r}'s state, not {group_id!r}'s")
         before = loaded
         result = fold(group_id if before is None else before, events, cfg, watermark,
-                      project=projected is not None)
+                      project=left is not None)
         g, out = result.group, result.outputs
         if until is not None:
             timed = advance(g, until, cfg)
             g = timed.group
             out.extend(timed.outputs)
-        tables = result_tables(g, out, cfg)
+        current: list[int] = []
+        tables = result_tables(g, out, cfg, current)
         if seed:
             tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
-        if projected is not None:
-            projected += out.projected
+        if left is not None:
+            left.history += out.projected
+            left.current += current
         return g, tables
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
-        if projected is not None:
-            projected.clear()
         return before, failed_tables(group_id, events, before, exc)
 
 
-def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
-    """The rows `out` holds, and group `g`'s current rows they changed; only tables with rows."""
+def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
+                  current: list[int] | None = None) -> Tables:
+    """The rows `out` holds, and group `g`'s current rows they changed; only tables with rows.
+    `current`: takes the index of each input row left to the caller (`out.projected`) whose
+    committed_offsets row is the row's own, in place of that row."""
     tables: Tables = {
         "group_transitions": out.transitions,
         "rebalances": out.rebalances,
@@ -88,12 +102,22 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
     if g.exists or g.state_since is not None:
         # A group that never existed (every row refused) has no row: Kafka has no such group.
         tables["group_state"] = [group_state_row(g, cfg)]
-    tables["committed_offsets"] = [
-        offset_columns(g.group_id, tp, g.offsets[tp]) if tp in g.offsets
-        else {"group_id": g.group_id, "topic": tp[0], "partition": tp[1], DELETED: True}
-        for tp in sorted({(h["topic"], h["partition"]) for h in out.offset_history}
-                         | out.projected_partitions)
-    ]
+    left = out.projected_partitions
+    touched = {(h["topic"], h["partition"]) for h in out.offset_history} | left.keys()
+    rows: list[Row] = []
+    for tp in sorted(touched):
+        o = g.offsets.get(tp)
+        if o is None:
+            rows.append({"group_id": g.group_id, "topic": tp[0], "partition": tp[1],
+                         DELETED: True})
+            continue
+        last = left.get(tp)
+        if current is not None and last is not None \
+                and (o.log_partition, o.log_offset) == last[:2]:
+            current.append(last[2])  # the offset is the one that row stored
+        else:
+            rows.append(offset_columns(g.group_id, tp, o))
+    tables["committed_offsets"] = rows
     return {table: rows for table, rows in tables.items() if rows}
 
 

@@ -213,7 +213,7 @@ class QuietRun:
         With `out.project`, a row taken here whose time does not run back writes no row: its
         offset_history row is the row's own values, stored as `from_request` stores them, at
         its own time, and the caller builds it from the row (`out.projected` gets the row's
-        index)."""
+        index, `out.projected_partitions` its position and index as its partition's last)."""
         if not self.records_only:
             return 0
         position, clock, group_id = self.position, self.clock, self.group_id
@@ -246,7 +246,7 @@ class QuietRun:
                                                generation, lp, lo, clock)
             if project and own_time:
                 projected(i)
-                moved.add(tp)
+                moved[tp] = (lp, lo, i)
             else:
                 history(offset_history_row(group_id, tp, values, clock, "COMMIT", None))
             last_time = t

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
 from pipeline.fold.events import EventColumns
-from pipeline.fold.group_replay import Tables, failed_tables, replay_group
+from pipeline.fold.group_replay import Left, Tables, failed_tables, replay_group
 from pipeline.spark.contract import SEED
 from pipeline.spark.logs import quiet_padded_concat
 from pipeline.spark.packing import columns_from_packed, columns_from_packed_frames, unpacked_schema
@@ -47,7 +47,7 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
         start: bytes | None = None
         events: EventColumns = {}
         event_frames: list[pd.DataFrame] = []
-        projected: list[int] = []
+        left = Left()
         try:
             if state.hasTimedOut:
                 start = state.get[0]
@@ -55,9 +55,9 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 seed, event_frames = split_seed(frames)
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
-            after, tables = replay_group(group_id, start, events, now, cfg, now,
-                                         projected=projected)
-            wire = wire_frame(tables, checks, _taken(event_frames, projected))
+            after, tables = replay_group(group_id, start, events, now, cfg, now, left=left)
+            wire = wire_frame(tables, checks, _taken(event_frames, passed_order(left)),
+                              len(left.current))
             stored = None if after is None else (dumps(after), next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
@@ -94,6 +94,12 @@ def _taken(frames: list[pd.DataFrame], rows: list[int]) -> pd.DataFrame | None:
     frames = [pdf for pdf in frames if len(pdf)]
     whole = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return whole.iloc[rows].loc[:, list(PASSED)]
+
+
+def passed_order(left: Left) -> list[int]:
+    """The rows `left` names, in the order the wire carries them: CURRENT ones first."""
+    current = set(left.current)
+    return [*left.current, *(i for i in left.history if i not in current)]
 
 
 def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.DataFrame]]:
@@ -167,22 +173,24 @@ def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: Coordina
     columns = columns_from_packed(table)
     ids = columns["group_id"]
     starts = [k for k in range(len(ids)) if k == 0 or ids[k] != ids[k - 1]]
-    results: list[tuple[str | None, EventColumns, Tables, list[int]]] = []
+    results: list[tuple[str | None, EventColumns, Tables, Left]] = []
     for a, b in zip(starts, [*starts[1:], len(ids)], strict=True):
         group_id = None if ids[a] is None else str(ids[a])
         events = {name: column[a:b] for name, column in columns.items()}
-        projected: list[int] | None = [] if project else None
-        tables = replay_group(group_id, None, events, until_ms, cfg, seed=seed,
-                              projected=projected)[1]
-        results.append((group_id, events, tables, [a + i for i in projected or ()]))
+        left = Left() if project else None
+        tables = replay_group(group_id, None, events, until_ms, cfg, seed=seed, left=left)[1]
+        if left is not None:
+            left = Left([a + i for i in left.history], [a + i for i in left.current])
+        results.append((group_id, events, tables, left or Left()))
     try:
         names_texts = packed_tables(_merged(r[2] for r in results), checks)
     except ValueError:
         results = [_checked(r, checks) for r in results]
         names_texts = packed_tables(_merged(r[2] for r in results), checks)
-    rows = [k for r in results for k in r[3]]
+    current = [k for r in results for k in r[3].current]
+    rows = current + [k for r in results for k in passed_order(r[3])[len(r[3].current):]]
     passed = table.select(list(PASSED)).take(pa.array(rows, pa.int64()))
-    yield from wire_table_of(*names_texts, passed).to_batches()
+    yield from wire_table_of(*names_texts, passed, len(current)).to_batches()
 
 
 def _merged(each: Iterable[Tables]) -> Tables:
@@ -193,12 +201,12 @@ def _merged(each: Iterable[Tables]) -> Tables:
     return merged
 
 
-def _checked(result: tuple[str | None, EventColumns, Tables, list[int]], checks: Checks
-             ) -> tuple[str | None, EventColumns, Tables, list[int]]:
+def _checked(result: tuple[str | None, EventColumns, Tables, Left], checks: Checks
+             ) -> tuple[str | None, EventColumns, Tables, Left]:
     """A group's result if its rows fit their columns; else the group rejected as INTERNAL."""
-    group_id, events, tables, rows = result
+    group_id, events, tables, _ = result
     try:
         packed_tables(tables, checks)
     except ValueError as exc:
-        return group_id, events, failed_tables(group_id, events, None, exc), []
+        return group_id, events, failed_tables(group_id, events, None, exc), Left()
     return result

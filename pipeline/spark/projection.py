@@ -4,11 +4,13 @@
 A plain commit record (no generation, no producer) of a group whose log carries no requests
 is applied as it stands, and its offset_history row is, column for column, a projection of
 the record. The fold still reads every row and stays the only judge of what is applied:
-asked to (`replay_group(..., projected=[])`), it writes no row for such a record whose time
-does not run back and names the row instead. The Spark side hands those rows back as they
-came in (`PROJECTED` wire rows: the `PASSED` columns, typed, taken from the fold's input
-Arrow or pandas columns without a Python value per cell), and `projected_history` stores
-each the way `offsets.from_request` stores a commit. Backfill and stream share both.
+asked to (`replay_group(..., left=Left())`), it writes no row for such a record whose time
+does not run back and names the row instead, and names it again if its partition's
+committed_offsets row is the row's own. The Spark side hands those rows back as they came in
+(`PROJECTED` wire rows, `CURRENT` for the latter: the `PASSED` columns, typed, taken from
+the fold's input Arrow or pandas columns without a Python value per cell), and `projected`
+stores each the way `offsets.from_request` stores a commit, in the columns of either table.
+Backfill and stream share both.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from pyspark.sql import functions as F
 
 from pipeline.spark.contract import table_schema
 
-__all__ = ["PASSED", "PROJECTED", "projected_history"]
+__all__ = ["CURRENT", "PASSED", "PROJECTED", "projected"]
 
-# The wire's rows of input rows whose offset_history rows are projected here.
+# The wire's rows of input rows whose offset_history rows are projected here; CURRENT: whose
+# committed_offsets rows are too.
 PROJECTED = "_projected"
+CURRENT = "_projected_current"
 # What a projected row reads of its input row: the wire carries these columns, typed, null
 # on every other wire row.
 PASSED = ("group_id", "topic", "partition", "committed_offset", "leader_epoch",
@@ -34,11 +38,12 @@ def _ms(c: Column) -> Column:
     return F.timestamp_millis(F.unix_millis(c))
 
 
-def projected_history(rows: DataFrame) -> DataFrame:
-    """The offset_history rows of `rows` (the wire's PROJECTED rows: the `PASSED` columns of
-    commit records), each stored as `offsets.from_request` stores a commit (metadata "" for
-    none, the time for no commit timestamp, no member for an empty member id) at its own
-    time: the fold projects only rows whose time is the group's clock."""
+def projected(rows: DataFrame, table: str) -> DataFrame:
+    """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (wire
+    rows holding the `PASSED` columns of commit records), each stored as
+    `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
+    timestamp, no member for an empty member id) at its own time: the fold names only rows
+    whose time is the group's clock."""
     at = _ms(F.col("event_time"))
     values: dict[str, Column] = {
         "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
@@ -49,4 +54,4 @@ def projected_history(rows: DataFrame) -> DataFrame:
     }
     return rows.select(*[values.get(f.name, F.col(f.name) if f.name in PASSED else F.lit(None))
                          .cast(f.dataType).alias(f.name)
-                         for f in table_schema("offset_history").fields])
+                         for f in table_schema(table).fields])

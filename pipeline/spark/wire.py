@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
 from pipeline.spark.contract import event_schema, holds, struct_of, table_schema
-from pipeline.spark.projection import PASSED, PROJECTED, projected_history
+from pipeline.spark.projection import CURRENT, PASSED, PROJECTED, projected
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
 from schemas.lag import LOG_END_OFFSETS
@@ -155,17 +155,20 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def wire_table(rows: Tables, checks: Checks, passed: pa.Table | None = None) -> pa.Table:
+def wire_table(rows: Tables, checks: Checks, passed: pa.Table | None = None,
+               current: int = 0) -> pa.Table:
     """The backfill's output (`wire_schema`) as Arrow: `rows` as JSON, then `passed` (the
-    fold's input `PASSED` columns of its PROJECTED rows, as Arrow carried them in; without
-    them, the `PASSED` columns are all null, of Arrow's null type)."""
-    return wire_table_of(*packed_tables(rows, checks), passed)
+    fold's input `PASSED` columns of the rows it left to the JVM, as Arrow carried them in,
+    the first `current` of them CURRENT, the rest PROJECTED; without them, the `PASSED`
+    columns are all null, of Arrow's null type)."""
+    return wire_table_of(*packed_tables(rows, checks), passed, current)
 
 
-def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None) -> pa.Table:
+def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,
+                  current: int = 0) -> pa.Table:
     """`wire_table` of rows `packed_tables` made."""
     n, m = len(names), 0 if passed is None else passed.num_rows
-    columns = [pa.array(names + [PROJECTED] * m, pa.string()),
+    columns = [pa.array(names + [CURRENT] * current + [PROJECTED] * (m - current), pa.string()),
                pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]
     types = [pa.null() if passed is None else passed.schema.field(name).type for name in PASSED]
     for name, kind in zip(PASSED, types, strict=True):
@@ -176,11 +179,11 @@ def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None) -
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def wire_frame(rows: Tables, checks: Checks, passed: pd.DataFrame | None = None
-               ) -> pd.DataFrame:
+def wire_frame(rows: Tables, checks: Checks, passed: pd.DataFrame | None = None,
+               current: int = 0) -> pd.DataFrame:
     """The stream's applyInPandasWithState output (`wire_schema`): `rows` as JSON, then
-    `passed` (the fold's input `PASSED` columns of its PROJECTED rows, as the frames carried
-    them in)."""
+    `passed` (the fold's input `PASSED` columns of the rows it left to the JVM, as the frames
+    carried them in, the first `current` of them CURRENT, the rest PROJECTED)."""
     names, texts = packed_tables(rows, checks)
     frame = pd.DataFrame({TABLE: pd.Series(names, dtype=object),
                           ROW: pd.Series(texts, dtype=object),
@@ -188,9 +191,11 @@ def wire_frame(rows: Tables, checks: Checks, passed: pd.DataFrame | None = None
                              for name in PASSED}})
     if passed is None or not len(passed):
         return frame
+    m = len(passed)
     given = passed.loc[:, list(PASSED)].reset_index(drop=True)
-    given.insert(0, ROW, pd.Series([None] * len(given), dtype=object))
-    given.insert(0, TABLE, pd.Series([PROJECTED] * len(given), dtype=object))
+    given.insert(0, ROW, pd.Series([None] * m, dtype=object))
+    given.insert(0, TABLE, pd.Series([CURRENT] * current + [PROJECTED] * (m - current),
+                                     dtype=object))
     return given if frame.empty else pd.concat([frame.astype(given.dtypes.to_dict()), given],
                                                ignore_index=True)
 
@@ -257,9 +262,9 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
                count: int | None = None) -> DataFrame:
     """`table`'s rows of the wire, parsed into the table's own schema (with `extra`, also
     the columns its rows carry beyond it, as committed_offsets' `_deleted`); offset_history's
-    with the projections of the PROJECTED rows (`projection.projected_history`). Given their
-    `count` (offset_history's: with the PROJECTED rows'), in as few partitions as hold them
-    at `ROWS_PER_FILE` each."""
+    and committed_offsets' with the projections of the rows left to the JVM (PROJECTED and
+    CURRENT, `projection.projected`). Given their `count` (`table_count`), in as few
+    partitions as hold them at `ROWS_PER_FILE` each."""
     parts = max(1, -(-count // ROWS_PER_FILE)) if count is not None else None
     schema = row_schema(table)
     rows = wire.filter(F.col(TABLE) == table)
@@ -271,17 +276,26 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
     found = parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
                             for f in keep])
-    if table != "offset_history":
+    tags = _LEFT.get(table)
+    if tags is None:
         return found
-    projected = wire.filter(F.col(TABLE) == PROJECTED)
+    left = wire.filter(F.col(TABLE).isin(*tags))
     if parts is not None:
-        projected = projected.coalesce(parts)
-    return found.unionByName(projected_history(projected))
+        left = left.coalesce(parts)
+    built = projected(left, table)
+    if extra:
+        built = built.select("*", *[F.lit(False).alias(name)
+                                    for name in EXTRA_COLUMNS.get(table, ())])
+    return found.unionByName(built)
+
+
+# The tags of the rows left to the JVM whose projections are rows of each table.
+_LEFT = {"offset_history": (PROJECTED, CURRENT), "committed_offsets": (CURRENT,)}
 
 
 def table_count(counts: dict[str, int], table: str) -> int:
     """How many rows `table_rows(wire, table)` holds, from `counted(wire)`."""
-    return counts.get(table, 0) + (counts.get(PROJECTED, 0) if table == "offset_history" else 0)
+    return counts.get(table, 0) + sum(counts.get(tag, 0) for tag in _LEFT.get(table, ()))
 
 
 def _as_json(t: DataType) -> DataType:

@@ -1,7 +1,8 @@
 """The fold that leaves the offset_history rows of plain commit records to the caller
 (`Outputs.project`, what the Spark jobs ask for) names rows whose projections, built from
 the input rows alone (`tests/projection.py`, the JVM's rules in plain Python), are exactly
-the rows the fold over every row writes; every other table and the final state are the same. On many
+the offset_history and committed_offsets rows the fold over every row writes; every other
+table and the final state are the same. On many
 random logs of both kinds: refused requests, bad and out-of-order rows, duplicates,
 transactions, expiry and timers in journal groups, and the rows meant to end or split a run."""
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event
-from pipeline.fold.group_replay import replay_group
+from pipeline.fold.group_replay import Left, replay_group
 from pipeline.generator import LogSpec, generate
 from tests.grouping import by_group
 from tests.projection import edge_rows, projected
@@ -46,16 +47,19 @@ def test_projected_runs_stand_for_the_rows_the_fold_leaves_out(seed: int) -> Non
     left_out = 0
     for group_id, events in by_group(log).items():
         whole_state, whole = replay_group(group_id, None, events, until, CFG, seed=True)
-        left: list[int] = []
-        state, tables = replay_group(group_id, None, events, until, CFG, seed=True,
-                                     projected=left)
+        left = Left()
+        state, tables = replay_group(group_id, None, events, until, CFG, seed=True, left=left)
         assert state == whole_state, group_id
-        assert len(set(left)) == len(left), group_id  # no row named twice
-        rows = projected(events, left)
+        assert len(set(left.history)) == len(left.history), group_id  # no row named twice
+        assert set(left.current) <= set(left.history), group_id
+        rows = projected(events, left.history)
         if not group_id.startswith("g-edge"):
             left_out += len(rows)
-        if rows:
-            tables.setdefault("offset_history", []).extend(rows)
+        for table, built in (("offset_history", rows),
+                             ("committed_offsets",
+                              projected(events, left.current, "committed_offsets"))):
+            if built:
+                tables.setdefault(table, []).extend(built)
         assert sorted(tables) == sorted(whole), group_id
         for table, written in whole.items():
             assert canonical(tables[table]) == canonical(written), (group_id, table)

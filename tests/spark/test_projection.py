@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.fold import Event
-from pipeline.fold.group_replay import replay_group
+from pipeline.fold.group_replay import Left, replay_group
 from pipeline.fold.partitioning import partition_for
 from pipeline.spark.eventlog import write_event_log
 from tests.fold.test_projection import random_log
@@ -36,9 +36,9 @@ def test_projected_and_row_by_row_backfills_write_the_same_tables(
     write_event_log(spark, events, path, commits=2)
     left_out = 0
     for group_id, rows in by_group(events).items():
-        named: list[int] = []
-        replay_group(group_id, None, rows, None, CONFIG, projected=named)
-        left_out += len(projected(rows, named))
+        left = Left()
+        replay_group(group_id, None, rows, None, CONFIG, left=left)
+        left_out += len(projected(rows, left.history))
     assert left_out > len(events) // 3  # most rows' offset_history never leaves the JVM
     with_projection = backfill_tables(spark, path, tmp_path / "projected")
     row_by_row = backfill_tables(spark, path, tmp_path / "rows", project=False)
