@@ -25,7 +25,12 @@ from pipeline.fold.events import EventColumns
 from pipeline.fold.group_replay import Left, Tables, failed_tables, replay_group
 from pipeline.spark.contract import SEED
 from pipeline.spark.logs import quiet_padded_concat
-from pipeline.spark.packing import columns_from_packed, columns_from_packed_frames, unpacked_schema
+from pipeline.spark.packing import (
+    PACKED,
+    columns_from_packed,
+    columns_from_packed_frames,
+    unpacked_schema,
+)
 from pipeline.spark.projection import PASSED
 from pipeline.spark.wire import Checks, packed_tables, wire_checks, wire_frame, wire_table_of
 
@@ -35,7 +40,7 @@ from pipeline.spark.wire import Checks, packed_tables, wire_checks, wire_frame, 
 
 
 def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame]]:
-    as_is = unpacked_schema()  # on the driver: workers have no JVM to parse DDL
+    as_is = unpacked_schema(typed=False)  # on the driver: workers have no JVM to parse DDL
     checks = wire_checks()  # on the driver, as the schemas are parsed
 
     def fold_group(key: tuple[Any, ...], frames: Iterator[pd.DataFrame],
@@ -56,8 +61,8 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
             after, tables = replay_group(group_id, start, events, now, cfg, now, left=left)
-            wire = wire_frame(tables, checks, _taken(event_frames, passed_order(left)),
-                              len(left.current))
+            wire = wire_frame(tables, checks, group_id,
+                              _packed_texts(event_frames, passed_order(left)), len(left.current))
             stored = None if after is None else (dumps(after), next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
@@ -86,14 +91,13 @@ def store(state: Any, stored: bytes, deadline: int | None, watermark: int) -> No
         state.setTimeoutTimestamp(max(deadline, watermark))
 
 
-def _taken(frames: list[pd.DataFrame], rows: list[int]) -> pd.DataFrame | None:
-    """The `PASSED` columns of the fold's input rows at `rows` (positions among `frames`'
-    rows, in order), as the frames hold them."""
+def _packed_texts(frames: list[pd.DataFrame], rows: list[int]) -> list[str]:
+    """The packed JSON of the fold's input rows at `rows` (positions among `frames`' rows,
+    in order), as the frames hold it: the JVM reads a left row's values from it."""
     if not rows:
-        return None
-    frames = [pdf for pdf in frames if len(pdf)]
-    whole = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    return whole.iloc[rows].loc[:, list(PASSED)]
+        return []
+    texts = [text for pdf in frames if len(pdf) for text in pdf[PACKED].tolist()]
+    return [texts[i] for i in rows]
 
 
 def passed_order(left: Left) -> list[int]:

@@ -53,13 +53,15 @@ _EXACT = 2**53  # beyond this a float64 no longer holds every integer
 PACKED = "_packed"  # a row's other values as one JSON object (`packed_events`), or null
 
 
-def packed_events(events: DataFrame, *keep: str) -> DataFrame:
+def packed_events(events: DataFrame, *keep: str, typed: bool = True) -> DataFrame:
     """The narrow pipe into the fold (`select_events`' rows in): the `unpacked_schema`
     columns as they are, and each row's other values as one JSON object (`PACKED`; nulls
     left out, times as epoch milliseconds), null when the row holds none of them (a plain
     commit). `columns_from_packed` (Arrow) and `columns_from_packed_frames` (pandas) read it
-    back. `keep`: columns to carry as well."""
-    as_is = unpacked_schema().names
+    back. `keep`: columns to carry as well. `typed=False` (the stream): only group_id and the
+    byte columns as they are, every other value in the JSON: pandas makes a frame of each
+    group's rows, at a cost per column."""
+    as_is = unpacked_schema(typed).names
     packed: list[Column] = []
     for f in event_schema().fields:
         if f.name in as_is:
@@ -75,12 +77,12 @@ def packed_events(events: DataFrame, *keep: str) -> DataFrame:
     return events.select(*as_is, text.alias(PACKED), *keep)
 
 
-def unpacked_schema() -> StructType:
+def unpacked_schema(typed: bool = True) -> StructType:
     """The columns `packed_events` carries as they are: group_id, the columns a quiet row of
-    the fold reads (`runs.QUIET_COLUMNS`) and those holding bytes."""
-    typed = {"group_id", *QUIET_COLUMNS}
+    the fold reads (`runs.QUIET_COLUMNS`; not with `typed=False`) and those holding bytes."""
+    names = {"group_id", *(QUIET_COLUMNS if typed else ())}
     return StructType([f for f in event_schema().fields
-                       if f.name in typed or holds(f.dataType, BinaryType)])
+                       if f.name in names or holds(f.dataType, BinaryType)])
 
 
 def columns_from_frames(frames: Iterable[pd.DataFrame], schema: StructType) -> EventColumns:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
-from pipeline.spark.contract import table_schema
+from pipeline.spark.contract import event_schema, table_schema
 
 __all__ = ["CURRENT", "PASSED", "PROJECTED", "projected"]
 
@@ -38,20 +39,34 @@ def _ms(c: Column) -> Column:
     return F.timestamp_millis(F.unix_millis(c))
 
 
-def projected(rows: DataFrame, table: str) -> DataFrame:
+def projected(rows: DataFrame, table: str, packed: Column) -> DataFrame:
     """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (wire
-    rows holding the `PASSED` columns of commit records), each stored as
-    `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
-    timestamp, no member for an empty member id) at its own time: the fold names only rows
-    whose time is the group's clock."""
-    at = _ms(F.col("event_time"))
+    rows holding the `PASSED` columns of commit records, typed, or but group_id in `packed`,
+    the row's packed JSON: `packing.packed_events`), each stored as `offsets.from_request`
+    stores a commit (metadata "" for none, the time for no commit timestamp, no member for an
+    empty member id) at its own time: the fold names only rows whose time is the group's
+    clock."""
+    as_json = StructType([StructField(f.name, LongType() if isinstance(f.dataType, TimestampType)
+                                      else f.dataType) for f in _passed_fields()[1:]])
+    parsed = F.from_json(packed, as_json)
+    given = {"group_id": F.col("group_id"), **{
+        f.name: F.coalesce(F.col(f.name), F.timestamp_millis(parsed.getField(f.name))
+                           if isinstance(f.dataType, TimestampType) else parsed.getField(f.name))
+        for f in _passed_fields()[1:]}}
+    at = _ms(given["event_time"])
     values: dict[str, Column] = {
-        "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
-        "commit_timestamp": F.coalesce(_ms(F.col("commit_timestamp")), at),
-        "expire_timestamp": _ms(F.col("expire_timestamp")),
-        "member_id": F.when(F.col("member_id") != "", F.col("member_id")),
+        "commit_metadata": F.coalesce(given["commit_metadata"], F.lit("")),
+        "commit_timestamp": F.coalesce(_ms(given["commit_timestamp"]), at),
+        "expire_timestamp": _ms(given["expire_timestamp"]),
+        "member_id": F.when(given["member_id"] != "", given["member_id"]),
         "event_time": at, "change": F.lit("COMMIT"),
     }
-    return rows.select(*[values.get(f.name, F.col(f.name) if f.name in PASSED else F.lit(None))
+    return rows.select(*[values.get(f.name, given.get(f.name, F.lit(None)))
                          .cast(f.dataType).alias(f.name)
                          for f in table_schema(table).fields])
+
+
+def _passed_fields() -> list[StructField]:
+    """The `PASSED` columns as the event log types them, group_id first."""
+    log = {f.name: f for f in event_schema().fields}
+    return [log[name] for name in PASSED]

@@ -126,7 +126,8 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
         F.lit("2200-01-01 00:00:00").cast("timestamp").alias(GUARD, metadata={WATERMARK_KEY: delay}),
     )
     # Into the fold packed (`packed_events`), with the seed and the watermark's guard.
-    return packed_events(unguarded, SEED, GUARD).groupBy("group_id").applyInPandasWithState(
+    return packed_events(unguarded, SEED, GUARD, typed=False).groupBy(
+        "group_id").applyInPandasWithState(
         stateful_fold(opts.config), wire_schema(), STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout,
     )

@@ -179,25 +179,22 @@ def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def wire_frame(rows: Tables, checks: Checks, passed: pd.DataFrame | None = None,
-               current: int = 0) -> pd.DataFrame:
-    """The stream's applyInPandasWithState output (`wire_schema`): `rows` as JSON, then
-    `passed` (the fold's input `PASSED` columns of the rows it left to the JVM, as the frames
-    carried them in, the first `current` of them CURRENT, the rest PROJECTED)."""
+def wire_frame(rows: Tables, checks: Checks, group_id: str | None = None,
+               packed: list[str] | None = None, current: int = 0) -> pd.DataFrame:
+    """The stream's applyInPandasWithState output (`wire_schema`): `rows` as JSON, then the
+    rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
+    (`packed`; `packing.packed_events`), the first `current` of them CURRENT, the rest
+    PROJECTED: the stream's input carries no typed columns to hand back."""
     names, texts = packed_tables(rows, checks)
-    frame = pd.DataFrame({TABLE: pd.Series(names, dtype=object),
-                          ROW: pd.Series(texts, dtype=object),
-                          **{name: pd.Series([None] * len(names), dtype=object)
-                             for name in PASSED}})
-    if passed is None or not len(passed):
-        return frame
-    m = len(passed)
-    given = passed.loc[:, list(PASSED)].reset_index(drop=True)
-    given.insert(0, ROW, pd.Series([None] * m, dtype=object))
-    given.insert(0, TABLE, pd.Series([CURRENT] * current + [PROJECTED] * (m - current),
-                                     dtype=object))
-    return given if frame.empty else pd.concat([frame.astype(given.dtypes.to_dict()), given],
-                                               ignore_index=True)
+    packed = packed or []
+    m = len(packed)
+    tags = [*names, *[CURRENT] * current, *[PROJECTED] * (m - current)]
+    return pd.DataFrame({TABLE: pd.Series(tags, dtype=object),
+                         ROW: pd.Series([*texts, *packed], dtype=object),
+                         **{name: pd.Series([None] * len(names)
+                                            + [group_id if name == "group_id" else None] * m,
+                                            dtype=object)
+                            for name in PASSED}})
 
 
 def _base64(value: Any) -> str:
@@ -282,7 +279,7 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     left = wire.filter(F.col(TABLE).isin(*tags))
     if parts is not None:
         left = left.coalesce(parts)
-    built = projected(left, table)
+    built = projected(left, table, F.col(ROW))
     if extra:
         built = built.select("*", *[F.lit(False).alias(name)
                                     for name in EXTRA_COLUMNS.get(table, ())])
