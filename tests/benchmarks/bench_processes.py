@@ -1,15 +1,21 @@
-"""Benchmark (not a test): this tree's backfill against an earlier commit's, on one log.
+"""Benchmark (not a test): the backfill in processes of their own, paired A B A B.
 
-    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_vs_commit.py --commit 4067a3a \\
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_processes.py --commit 4067a3a \\
+        --log /tmp/bench-backfill/offsets-topic-2000000-20000
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_processes.py --scale-out \\
         --log /tmp/bench-backfill/offsets-topic-2000000-20000
 
-The earlier commit is checked out as a git worktree (under --worktrees, kept for the next
-run; it borrows this tree's JARs), and each backfill runs in a process of its own (`--child`),
-its `pipeline` package imported from its own tree, with this venv's interpreter: the two
-are paired A B A B (`--repeat` pairs), each after a warm-up run in its process. Printed: each
-run's seconds, events/s and CPU seconds in the driver, the JVM and the Python workers, and
-the medians' ratios, among them the workers' CPU per event. The log is a Delta event log,
-such as bench_backfill.py writes under its --log-dir.
+--commit: this tree's backfill against an earlier commit's. The commit is checked out as a
+git worktree (under --worktrees, kept for the next run; it borrows this tree's JARs), and
+each backfill imports its `pipeline` package from its own tree, with this venv's interpreter.
+--scale-out: this tree's backfill on one core (the process tree pinned to one CPU with
+`taskset`, Spark's master local[1]) against two (local[2]): local[1] alone would still run
+the JVM and its Python worker side by side on two CPUs.
+Each backfill runs in a process of its own (`--child`), after a warm-up run in that
+process; the two kinds are paired A B A B (`--repeat` pairs). Printed: each run's seconds,
+events/s and CPU seconds in the driver, the JVM and the Python workers, and the medians'
+ratios (with --commit, the workers' CPU per event). The log is a Delta event log, such as
+bench_backfill.py writes under its --log-dir.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,14 +58,15 @@ def tree_cpu() -> dict[str, float]:
     return parts
 
 
-def child(log: str, out: str, runs: int) -> None:
+def child(log: str, out: str, runs: int, master: str | None) -> None:
     """In a process of its own: the backfill of `log` into a fresh `out`, a warm-up run then
     `runs` measured ones, each as one JSON line on stdout."""
     from pipeline.fold import CoordinatorConfig
     from pipeline.spark.backfill import BackfillOptions, run_backfill
     from pipeline.spark.session import build_session
 
-    spark = build_session("bench-vs-commit", "local")
+    spark = build_session("bench-processes", "local",
+                          None if master is None else {"spark.master": master})
     spark.sparkContext.setLogLevel("ERROR")
     events = spark.read.format("delta").load(log).count()
     for k in range(runs + 1):
@@ -89,36 +97,54 @@ def worktree(commit: str, under: Path) -> Path:
     return path
 
 
-def measure(tree: Path, log: str, out: Path) -> dict[str, float]:
+def measure(tree: Path, log: str, out: Path, master: str | None = None,
+            cpus: str | None = None) -> dict[str, float]:
+    """One child's measured run: `tree`'s backfill, on `master`, pinned to `cpus`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, __file__, "--child", "--log", log, "--out", str(out)],
-                          env=env, cwd=tree, check=True, capture_output=True, text=True)
+    command = [sys.executable, __file__, "--child", "--log", log, "--out", str(out)]
+    if master:
+        command += ["--master", master]
+    if cpus:
+        command = ["taskset", "-c", cpus, *command]
+    done = subprocess.run(command, env=env, cwd=tree, check=True, capture_output=True, text=True)
     line = [x for x in done.stdout.splitlines() if x.startswith("{")][-1]
     return dict(json.loads(line))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--commit", default="HEAD", help="the earlier commit (git rev)")
+    p.add_argument("--commit", help="the earlier commit (git rev) to pair this tree with")
+    p.add_argument("--scale-out", action="store_true", help="one core against two")
     p.add_argument("--log", required=True, help="a Delta event log")
     p.add_argument("--repeat", type=int, default=2, help="pairs")
     p.add_argument("--worktrees", default=str(Path(tempfile.gettempdir()) / "bench-worktrees"))
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
+    p.add_argument("--master", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.log, args.out, 1)
+        child(args.log, args.out, 1, args.master)
         return
-    old = worktree(args.commit, Path(args.worktrees))
-    out = Path(tempfile.mkdtemp(prefix="bench-vs-commit-"))
-    runs: dict[str, list[dict[str, float]]] = {"this tree": [], args.commit: []}
+    if bool(args.commit) == args.scale_out:
+        p.error("give --commit REV or --scale-out")
+    out = Path(tempfile.mkdtemp(prefix="bench-processes-"))
+    kinds: dict[str, Callable[[], dict[str, float]]]
+    if args.commit:
+        old = worktree(args.commit, Path(args.worktrees))
+        kinds = {args.commit: lambda: measure(old, args.log, out / "a"),
+                 "this tree": lambda: measure(ROOT, args.log, out / "b")}
+    else:
+        kinds = {"1 core": lambda: measure(ROOT, args.log, out / "a", "local[1]", "0"),
+                 "2 cores": lambda: measure(ROOT, args.log, out / "b", "local[2]")}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in kinds}
     try:
         for _ in range(args.repeat):
-            runs[args.commit].append(measure(old, args.log, out / "old"))
-            runs["this tree"].append(measure(ROOT, args.log, out / "new"))
+            for name, run in kinds.items():
+                runs[name].append(run())
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    n = runs["this tree"][0]["events"]
+    first, second = list(kinds)
+    n = runs[second][0]["events"]
     print(f"\n{n:,.0f} events, {args.log}; backfill, every table written, medians of "
           f"{args.repeat} (each after a warm-up run in its own process)")
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("seconds", *PARTS)}
@@ -128,10 +154,10 @@ def main() -> None:
         print(f"  {name:<12} {m['seconds']:7.1f} s {n / m['seconds']:>9,.0f} events/s  [{listed}]"
               f"  CPU s: " + ", ".join(f"{p} {m[p]:.1f}" for p in PARTS)
               + f"; workers {m['workers'] / n * 1e6:.1f} us/event")
-    new, base = med["this tree"], med[args.commit]
-    print(f"  throughput: this tree {base['seconds'] / new['seconds']:.2f}x {args.commit}'s; "
-          f"workers' CPU per event {base['workers'] / max(new['workers'], 1e-9):.2f}x lower; "
-          f"JVM CPU {new['jvm'] / base['jvm']:.2f}x")
+    a, b = med[first], med[second]
+    print(f"  {second}: {a['seconds'] / b['seconds']:.2f}x {first}'s throughput; "
+          f"workers' CPU per event {a['workers'] / max(b['workers'], 1e-9):.2f}x lower; "
+          f"JVM CPU {b['jvm'] / a['jvm']:.2f}x")
 
 
 if __name__ == "__main__":
