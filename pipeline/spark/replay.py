@@ -117,7 +117,9 @@ def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
                     "the lag tables as the backfill wrote them", opts.warehouse, manifest.samples)
 
 
-def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
+def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
+    """The stateful operator's input: the rows with the watermark moved to the guard column
+    (see the module docstring), packed (`packed_events`) with the seed."""
     delay = interval_ms(opts.watermark_delay)
     marked = events.withWatermark("event_time", spark_interval(opts.watermark_delay))
     unguarded = marked.select(
@@ -125,9 +127,11 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
         F.col("event_time").alias("event_time", metadata={}),
         F.lit("2200-01-01 00:00:00").cast("timestamp").alias(GUARD, metadata={WATERMARK_KEY: delay}),
     )
-    # Into the fold packed (`packed_events`), with the seed and the watermark's guard.
-    return packed_events(unguarded, SEED, GUARD, typed=False).groupBy(
-        "group_id").applyInPandasWithState(
+    return packed_events(unguarded, SEED, GUARD, typed=False)
+
+
+def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
+    return stream_input(events, opts).groupBy("group_id").applyInPandasWithState(
         stateful_fold(opts.config), wire_schema(), STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout,
     )

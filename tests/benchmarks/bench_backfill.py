@@ -12,7 +12,8 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   fold-only   the backfill's applyInArrow fold to a noop sink (what the writes cost)
   stream      the streaming replay, available-now, one micro-batch, every table written
   stream-noop the streaming fold to a noop sink (what the writes cost)
-  trivial     applyInPandasWithState counting rows per group, same input, noop sink
+  trivial     applyInPandasWithState counting rows per group, the log's columns, noop sink
+  trivial-packed  the same over the replay's own packed input (its stateful operator alone)
   pure        the fold in this one Python process (one core)
 With --projected-vs-rows, only the backfill, with its offset_history projected in the JVM
 (`projection.py`, the default) and with every row written by the fold, paired A B A B, with
@@ -56,7 +57,13 @@ from pipeline.spark.contract import event_schema
 from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.packing import columns_from_arrow, packed_events
 from pipeline.spark.projection import PROJECTED
-from pipeline.spark.replay import ReplayOptions, folded_stream, read_events, run_replay
+from pipeline.spark.replay import (
+    ReplayOptions,
+    folded_stream,
+    read_events,
+    run_replay,
+    stream_input,
+)
 from pipeline.spark.session import build_session
 from pipeline.spark.wire import TABLE
 from tests.grouping import by_group
@@ -207,6 +214,15 @@ def trivial(spark: SparkSession, opts: ReplayOptions) -> None:
     events = read_events(spark, opts).withWatermark("event_time", opts.watermark_delay)
     counted = events.groupBy("group_id").applyInPandasWithState(
         count_rows, "group_id string, n long", "n long", "append", GroupStateTimeout.NoTimeout)
+    stream_to_noop(spark, counted, opts.checkpoint)
+
+
+def trivial_packed(spark: SparkSession, opts: ReplayOptions) -> None:
+    """`trivial` over the replay's own input (packed, with the seed and the watermark's
+    guard): the stateful operator's cost with nothing to fold."""
+    counted = stream_input(read_events(spark, opts), opts).groupBy("group_id") \
+        .applyInPandasWithState(count_rows, "group_id string, n long", "n long", "append",
+                                GroupStateTimeout.NoTimeout)
     stream_to_noop(spark, counted, opts.checkpoint)
 
 
@@ -436,6 +452,8 @@ def main() -> None:
 
         measure("trivial", lambda: options("trivial"), lambda o: trivial(spark, o),
                 args.stream_repeat)
+        measure("trivial-packed", lambda: options("trivial-packed"),
+                lambda o: trivial_packed(spark, o), args.stream_repeat)
         measure("stream-noop", lambda: options("noop"), lambda o: stream_to_noop(
             spark, folded_stream(read_events(spark, o), o), o.checkpoint), args.stream_repeat)
         measure("stream", lambda: options("stream"), lambda o: run_replay(spark, o),
@@ -487,6 +505,8 @@ def main() -> None:
     print(f"  backfill on 2 cores / pure fold on one {med['pure'] / med['backfill']:.2f}")
     print(f"  stream time / trivial stateful fold's  {med['stream'] / med['trivial']:.2f}")
     print(f"  stream-noop time / trivial's           {med['stream-noop'] / med['trivial']:.2f}")
+    print(f"  stream-noop time / trivial-packed's    "
+          f"{med['stream-noop'] / med['trivial-packed']:.2f}   (the stateful operator's share)")
     # What limits the first and third: a backfill reads and shuffles every column (at least
     # floor-all's CPU) and folds every event (at least the pure fold's), on this many cores.
     cores = os.cpu_count() or 1
