@@ -148,7 +148,8 @@ def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
     with `project`, the rows whose offset_history rows the JVM builds come back as they came
     in (`projection.py`). Run it under `arrow_batches`."""
     return (packed.repartition("group_id").sortWithinPartitions("group_id")
-            .mapInArrow(batch_fold(cfg, cut, seed=seed, project=project), wire_schema()))
+            .mapInArrow(batch_fold(cfg, cut, seed=seed, project=project),
+                        wire_schema(typed=True)))
 
 
 @contextmanager

@@ -7,10 +7,10 @@ the record. The fold still reads every row and stays the only judge of what is a
 asked to (`replay_group(..., left=Left())`), it writes no row for such a record whose time
 does not run back and names the row instead, and names it again if its partition's
 committed_offsets row is the row's own. The Spark side hands those rows back as they came in
-(`PROJECTED` wire rows, `CURRENT` for the latter: the `PASSED` columns, typed, taken from
-the fold's input Arrow or pandas columns without a Python value per cell), and `projected`
-stores each the way `offsets.from_request` stores a commit, in the columns of either table.
-Backfill and stream share both.
+(`PROJECTED` wire rows, `CURRENT` for the latter): the backfill's as the `PASSED` columns,
+typed, taken from the fold's input Arrow without a Python value per cell; the stream's as
+the packed JSON each came in as. `projected` stores each the way `offsets.from_request`
+stores a commit, in the columns of either table, for backfill and stream.
 """
 
 from __future__ import annotations
@@ -39,34 +39,35 @@ def _ms(c: Column) -> Column:
     return F.timestamp_millis(F.unix_millis(c))
 
 
-def projected(rows: DataFrame, table: str, packed: Column) -> DataFrame:
+def projected(rows: DataFrame, table: str, packed: str | None = None) -> DataFrame:
     """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (wire
-    rows holding the `PASSED` columns of commit records, typed, or but group_id in `packed`,
-    the row's packed JSON: `packing.packed_events`), each stored as `offsets.from_request`
-    stores a commit (metadata "" for none, the time for no commit timestamp, no member for an
-    empty member id) at its own time: the fold names only rows whose time is the group's
-    clock."""
-    as_json = StructType([StructField(f.name, LongType() if isinstance(f.dataType, TimestampType)
-                                      else f.dataType) for f in _passed_fields()[1:]])
-    parsed = F.from_json(packed, as_json)
-    given = {"group_id": F.col("group_id"), **{
-        f.name: F.coalesce(F.col(f.name), F.timestamp_millis(parsed.getField(f.name))
-                           if isinstance(f.dataType, TimestampType) else parsed.getField(f.name))
-        for f in _passed_fields()[1:]}}
-    at = _ms(given["event_time"])
+    rows holding the `PASSED` columns of commit records: typed, or as one JSON object in
+    column `packed`, `packing.packed_events`' with the group_id), each stored as
+    `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
+    timestamp, no member for an empty member id) at its own time: the fold names only rows
+    whose time is the group's clock."""
+    if packed is not None:
+        fields = _passed_fields()
+        as_json = StructType([StructField(f.name, LongType() if isinstance(
+            f.dataType, TimestampType) else f.dataType) for f in fields])
+        parsed = rows.select(F.from_json(F.col(packed), as_json).alias("_p")).select("_p.*")
+        rows = parsed.select(*[F.timestamp_millis(F.col(f.name)).alias(f.name)
+                               if isinstance(f.dataType, TimestampType) else F.col(f.name)
+                               for f in fields])
+    at = _ms(F.col("event_time"))
     values: dict[str, Column] = {
-        "commit_metadata": F.coalesce(given["commit_metadata"], F.lit("")),
-        "commit_timestamp": F.coalesce(_ms(given["commit_timestamp"]), at),
-        "expire_timestamp": _ms(given["expire_timestamp"]),
-        "member_id": F.when(given["member_id"] != "", given["member_id"]),
+        "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
+        "commit_timestamp": F.coalesce(_ms(F.col("commit_timestamp")), at),
+        "expire_timestamp": _ms(F.col("expire_timestamp")),
+        "member_id": F.when(F.col("member_id") != "", F.col("member_id")),
         "event_time": at, "change": F.lit("COMMIT"),
     }
-    return rows.select(*[values.get(f.name, given.get(f.name, F.lit(None)))
+    return rows.select(*[values.get(f.name, F.col(f.name) if f.name in PASSED else F.lit(None))
                          .cast(f.dataType).alias(f.name)
                          for f in table_schema(table).fields])
 
 
 def _passed_fields() -> list[StructField]:
-    """The `PASSED` columns as the event log types them, group_id first."""
+    """The `PASSED` columns as the event log types them."""
     log = {f.name: f for f in event_schema().fields}
     return [log[name] for name in PASSED]

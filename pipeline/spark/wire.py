@@ -67,13 +67,14 @@ ROWS_PER_FILE = 1_000_000
 
 
 @cache
-def wire_schema() -> StructType:
-    """`TABLE`, `ROW` (JSON), and the `PASSED` columns of `PROJECTED` rows, typed as the
-    event log types them."""
+def wire_schema(typed: bool = False) -> StructType:
+    """`TABLE` and `ROW` (JSON); `typed` (the backfill's): also the `PASSED` columns of the
+    rows left to the JVM, typed as the event log types them."""
     log = {f.name: f for f in event_schema().fields}
     return StructType([StructField(TABLE, StringType(), False),
                        StructField(ROW, StringType(), True),
-                       *[StructField(name, log[name].dataType, True) for name in PASSED]])
+                       *[StructField(name, log[name].dataType, True)
+                         for name in (PASSED if typed else ())]])
 
 
 @cache
@@ -157,10 +158,10 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
 
 def wire_table(rows: Tables, checks: Checks, passed: pa.Table | None = None,
                current: int = 0) -> pa.Table:
-    """The backfill's output (`wire_schema`) as Arrow: `rows` as JSON, then `passed` (the
+    """The backfill's output as Arrow: `rows` as JSON (`wire_schema()`); given `passed` (the
     fold's input `PASSED` columns of the rows it left to the JVM, as Arrow carried them in,
-    the first `current` of them CURRENT, the rest PROJECTED; without them, the `PASSED`
-    columns are all null, of Arrow's null type)."""
+    the first `current` of them CURRENT, the rest PROJECTED), those after them, typed
+    (`wire_schema(typed=True)`)."""
     return wire_table_of(*packed_tables(rows, checks), passed, current)
 
 
@@ -170,31 +171,30 @@ def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,
     n, m = len(names), 0 if passed is None else passed.num_rows
     columns = [pa.array(names + [CURRENT] * current + [PROJECTED] * (m - current), pa.string()),
                pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]
-    types = [pa.null() if passed is None else passed.schema.field(name).type for name in PASSED]
-    for name, kind in zip(PASSED, types, strict=True):
-        given = [] if passed is None else passed.column(name).chunks
-        columns.append(pa.concat_arrays([pa.nulls(n, kind), *given]))
-    fields = [pa.field(TABLE, pa.string(), nullable=False), pa.field(ROW, pa.string()),
-              *[pa.field(name, kind) for name, kind in zip(PASSED, types, strict=True)]]
+    fields = [pa.field(TABLE, pa.string(), nullable=False), pa.field(ROW, pa.string())]
+    if passed is not None:
+        for name in PASSED:
+            column = passed.column(name)
+            columns.append(pa.concat_arrays([pa.nulls(n, column.type), *column.chunks]))
+            fields.append(pa.field(name, column.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 def wire_frame(rows: Tables, checks: Checks, group_id: str | None = None,
                packed: list[str] | None = None, current: int = 0) -> pd.DataFrame:
-    """The stream's applyInPandasWithState output (`wire_schema`): `rows` as JSON, then the
-    rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
-    (`packed`; `packing.packed_events`), the first `current` of them CURRENT, the rest
-    PROJECTED: the stream's input carries no typed columns to hand back."""
+    """The stream's applyInPandasWithState output (`wire_schema()`): `rows` as JSON, then
+    the rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
+    (`packed`; `packing.packed_events`) with its group_id added, the first `current` of them
+    CURRENT, the rest PROJECTED: the stream's input carries no typed columns to hand back,
+    and a typed column would cost pandas a column a group."""
     names, texts = packed_tables(rows, checks)
     packed = packed or []
     m = len(packed)
-    tags = [*names, *[CURRENT] * current, *[PROJECTED] * (m - current)]
-    return pd.DataFrame({TABLE: pd.Series(tags, dtype=object),
-                         ROW: pd.Series([*texts, *packed], dtype=object),
-                         **{name: pd.Series([None] * len(names)
-                                            + [group_id if name == "group_id" else None] * m,
-                                            dtype=object)
-                            for name in PASSED}})
+    head = '{"group_id":' + json.dumps(group_id, ensure_ascii=False) + ","
+    return pd.DataFrame({
+        TABLE: pd.Series([*names, *[CURRENT] * current, *[PROJECTED] * (m - current)],
+                         dtype=object),
+        ROW: pd.Series([*texts, *(head + text[1:] for text in packed)], dtype=object)})
 
 
 def _base64(value: Any) -> str:
@@ -279,7 +279,8 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     left = wire.filter(F.col(TABLE).isin(*tags))
     if parts is not None:
         left = left.coalesce(parts)
-    built = projected(left, table, F.col(ROW))
+    # The backfill's wire carries the left rows' values typed, the stream's as their JSON.
+    built = projected(left, table, None if PASSED[-1] in wire.columns else ROW)
     if extra:
         built = built.select("*", *[F.lit(False).alias(name)
                                     for name in EXTRA_COLUMNS.get(table, ())])
