@@ -5,9 +5,10 @@
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_processes.py --scale-out \\
         --log /tmp/bench-backfill/offsets-topic-2000000-20000
 
---commit: this tree's backfill against an earlier commit's. The commit is checked out as a
-git worktree (under --worktrees, kept for the next run; it borrows this tree's JARs), and
-each backfill imports its `pipeline` package from its own tree, with this venv's interpreter.
+--commit: this tree's backfill against an earlier commit's (--stream: the streaming
+replay's, available-now). The commit is checked out as a git worktree (under --worktrees,
+kept for the next run; it borrows this tree's JARs), and each run imports its `pipeline`
+package from its own tree, with this venv's interpreter.
 --scale-out: this tree's backfill on one core (the process tree pinned to one CPU with
 `taskset`, Spark's master local[1]) against two (local[2]): local[1] alone would still run
 the JVM and its Python worker side by side on two CPUs.
@@ -58,11 +59,13 @@ def tree_cpu() -> dict[str, float]:
     return parts
 
 
-def child(log: str, out: str, runs: int, master: str | None) -> None:
-    """In a process of its own: the backfill of `log` into a fresh `out`, a warm-up run then
-    `runs` measured ones, each as one JSON line on stdout."""
+def child(log: str, out: str, runs: int, master: str | None, stream: bool) -> None:
+    """In a process of its own: the backfill of `log` into a fresh `out` (with `stream`, the
+    streaming replay, available-now, on a fresh checkpoint), a warm-up run then `runs`
+    measured ones, each as one JSON line on stdout."""
     from pipeline.fold import CoordinatorConfig
     from pipeline.spark.backfill import BackfillOptions, run_backfill
+    from pipeline.spark.replay import ReplayOptions, run_replay
     from pipeline.spark.session import build_session
 
     spark = build_session("bench-processes", "local",
@@ -72,8 +75,13 @@ def child(log: str, out: str, runs: int, master: str | None) -> None:
     for k in range(runs + 1):
         shutil.rmtree(out, ignore_errors=True)
         before, start = tree_cpu(), time.perf_counter()
-        run_backfill(spark, BackfillOptions(events=log, warehouse=out, database=None,
+        if stream:
+            run_replay(spark, ReplayOptions(events=log, warehouse=f"{out}/wh",
+                                            checkpoint=f"{out}/ck", database=None,
                                             config=CoordinatorConfig()))
+        else:
+            run_backfill(spark, BackfillOptions(events=log, warehouse=out, database=None,
+                                                config=CoordinatorConfig()))
         seconds = time.perf_counter() - start
         after = tree_cpu()
         if k:  # the first run warms the JVM and the workers up
@@ -98,10 +106,13 @@ def worktree(commit: str, under: Path) -> Path:
 
 
 def measure(tree: Path, log: str, out: Path, master: str | None = None,
-            cpus: str | None = None) -> dict[str, float]:
-    """One child's measured run: `tree`'s backfill, on `master`, pinned to `cpus`."""
+            cpus: str | None = None, stream: bool = False) -> dict[str, float]:
+    """One child's measured run: `tree`'s backfill (or stream), on `master`, pinned to
+    `cpus`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     command = [sys.executable, __file__, "--child", "--log", log, "--out", str(out)]
+    if stream:
+        command.append("--stream")
     if master:
         command += ["--master", master]
     if cpus:
@@ -115,6 +126,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--commit", help="the earlier commit (git rev) to pair this tree with")
     p.add_argument("--scale-out", action="store_true", help="one core against two")
+    p.add_argument("--stream", action="store_true",
+                   help="the streaming replay (available-now) in place of the backfill")
     p.add_argument("--log", required=True, help="a Delta event log")
     p.add_argument("--repeat", type=int, default=2, help="pairs")
     p.add_argument("--worktrees", default=str(Path(tempfile.gettempdir()) / "bench-worktrees"))
@@ -123,7 +136,7 @@ def main() -> None:
     p.add_argument("--master", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.log, args.out, 1, args.master)
+        child(args.log, args.out, 1, args.master, args.stream)
         return
     if bool(args.commit) == args.scale_out:
         p.error("give --commit REV or --scale-out")
@@ -131,11 +144,13 @@ def main() -> None:
     kinds: dict[str, Callable[[], dict[str, float]]]
     if args.commit:
         old = worktree(args.commit, Path(args.worktrees))
-        kinds = {args.commit: lambda: measure(old, args.log, out / "a"),
-                 "this tree": lambda: measure(ROOT, args.log, out / "b")}
+        kinds = {args.commit: lambda: measure(old, args.log, out / "a", stream=args.stream),
+                 "this tree": lambda: measure(ROOT, args.log, out / "b", stream=args.stream)}
     else:
-        kinds = {"1 core": lambda: measure(ROOT, args.log, out / "a", "local[1]", "0"),
-                 "2 cores": lambda: measure(ROOT, args.log, out / "b", "local[2]")}
+        kinds = {"1 core": lambda: measure(ROOT, args.log, out / "a", "local[1]", "0",
+                                           args.stream),
+                 "2 cores": lambda: measure(ROOT, args.log, out / "b", "local[2]", None,
+                                            args.stream)}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in kinds}
     try:
         for _ in range(args.repeat):
@@ -145,7 +160,8 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
     first, second = list(kinds)
     n = runs[second][0]["events"]
-    print(f"\n{n:,.0f} events, {args.log}; backfill, every table written, medians of "
+    job = "streaming replay (available-now)" if args.stream else "backfill"
+    print(f"\n{n:,.0f} events, {args.log}; {job}, every table written, medians of "
           f"{args.repeat} (each after a warm-up run in its own process)")
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("seconds", *PARTS)}
            for name, rs in runs.items()}
