@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -39,8 +40,11 @@ from pipeline.spark.lagflow import (
     sample_stream,
 )
 from pipeline.spark.options import (
+    AVAILABLE_NOW,
+    PROCESSING_TIME,
     check_trigger,
     interval_ms,
+    latest_version,
     spark_interval,
     stream_delta,
     with_trigger,
@@ -55,6 +59,7 @@ from pipeline.spark.wire import wire_schema
 log = logging.getLogger("replay")
 WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
 GUARD = "_watermark_guard"
+HANDOFF_POLL_S = 5.0  # how often a stream waiting on its hand-off looks for a new version
 
 
 @dataclass
@@ -139,10 +144,11 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
 
 @dataclass
 class Replay:
-    """A running replay: its query and the listener that logs its progress."""
+    """A running replay: its query and the listener that logs its progress (no query: an
+    available-now replay with nothing to read, `handoff_pending`)."""
 
     spark: SparkSession
-    query: StreamingQuery
+    query: StreamingQuery | None
     listener: ProgressLine
 
     @property
@@ -151,6 +157,8 @@ class Replay:
         return self.listener.writer
 
     def wait(self, timeout_s: float | None = None) -> None:
+        if self.query is None:
+            return
         try:
             if timeout_s is None:
                 self.query.awaitTermination()
@@ -161,8 +169,25 @@ class Replay:
                 self.spark.streams.removeListener(self.listener)
 
     def stop(self) -> None:
+        if self.query is None:
+            return
         self.query.stop()
         self.spark.streams.removeListener(self.listener)
+
+
+def handoff_pending(spark: SparkSession, opts: ReplayOptions) -> list[str]:
+    """A new stream over a backfilled warehouse reads each source from the version after the
+    backfill's, which Delta refuses until it exists: the sources (the event log, the samples)
+    with no such version yet."""
+    manifest = read_manifest(spark, opts.warehouse)
+    if manifest is None or not paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
+        return []
+    _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
+    read = [(opts.events, manifest.version)]
+    if opts.lag is not None and manifest.samples_version is not None:
+        read.append((opts.lag.end_offsets, manifest.samples_version))
+    return [f"{source} (the backfill read version {version})" for source, version in read
+            if latest_version(spark, source) <= version]
 
 
 def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
@@ -178,6 +203,15 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
+    pending = handoff_pending(spark, opts)
+    if pending and opts.trigger == AVAILABLE_NOW:
+        log.info("nothing to replay after the backfill yet: no new version of %s",
+                 ", ".join(pending))
+        return Replay(spark, None, ProgressLine(writer))
+    if pending:
+        log.info("waiting for a new version of %s", ", ".join(pending))
+        while handoff_pending(spark, opts):
+            time.sleep(min(HANDOFF_POLL_S, float(opts.trigger.removeprefix(PROCESSING_TIME))))
     wire = folded_stream(read_events(spark, opts), opts)
     if opts.lag is not None:
         ensure_pending(spark, opts.warehouse)

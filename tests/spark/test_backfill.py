@@ -52,6 +52,11 @@ def test_a_stream_continues_from_a_backfill_without_reapplying_or_skipping_a_rec
         watermark_delay=DELAY, config=CONFIG))
     assert manifest.version == 1 and manifest.streamable
     assert read_manifest(spark, str(tmp_path / "warehouse")) == manifest
+    # No version after the backfill's yet, which Delta would refuse to start from: an
+    # available-now stream has nothing to do, and writes nothing.
+    before = table_versions(spark, tmp_path / "warehouse")
+    _replay(spark, log, tmp_path)
+    assert table_versions(spark, tmp_path / "warehouse") == before
     write_event_log(spark, events[cut:], log, commits=2, mode="append")
     _replay(spark, log, tmp_path)
     _replay(spark, log, tmp_path)  # a restart on the same checkpoint adds nothing
