@@ -30,7 +30,7 @@ from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.logs import LEVELS
 from pipeline.spark.options import check_trigger, interval_ms
 from pipeline.spark.samples import check_samples
-from pipeline.spark.session import CONF_DIR, build_session, profile_path
+from pipeline.spark.session import CONF_DIR, build_session, profile_path, stop_session
 from pipeline.times import event_time_ms
 
 USAGE_EXIT = 2  # argparse's own status for a usage error
@@ -303,4 +303,4 @@ def job_session(name: str, profile: str, spark: SparkSession | None = None, *,
     try:
         yield session
     finally:
-        session.stop()
+        stop_session(session)

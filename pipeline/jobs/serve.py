@@ -47,7 +47,7 @@ from pipeline.spark.serve import (
     endpoint_conf,
     register_warehouse,
 )
-from pipeline.spark.session import build_session, session_conf
+from pipeline.spark.session import build_session, session_conf, stop_session
 
 log = logging.getLogger("serve")
 CLASS_PATH = "spark.driver.extraClassPath"
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             why = wait_for_stop(spark)
             log.info("%s: stopping the endpoints", why)
     finally:
-        spark.stop()
+        stop_session(spark)
     log.info("stopped")
     return 0
 

@@ -184,6 +184,18 @@ def _derby_log_beside(spark: SparkSession, metastore: Path) -> None:
                                      str(metastore.resolve() / "derby.log"))
 
 
+def stop_session(spark: SparkSession) -> None:
+    """Stops `spark`'s streams, the state stores' maintenance, then `spark`. `spark.stop()`
+    alone leaves the driver's StateStore maintenance task scheduled (local mode runs it in
+    the driver): firing after the stop, it logs "Error running maintenance thread ... SparkEnv
+    not active" on a job that ended well."""
+    for query in spark.streams.active:
+        query.stop()
+    jvm: Any = spark._jvm
+    jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+    spark.stop()
+
+
 def build_session(app_name: str, profile: str = "local",
                   extra_conf: Mapping[str, str] | None = None, *,
                   metastore: str | os.PathLike[str] | None = None,

@@ -47,3 +47,29 @@ def test_a_log_level_brings_sparks_lines_back(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "WARNING: Using incubator modules" in done.stderr
     assert re.search(r"^\S+ \S+ INFO SparkContext: ", done.stderr, re.M), done.stderr[-2000:]
+
+
+# A job that ran a stateful stream, then left `job_session`: is the driver's state-store
+# maintenance still scheduled? `spark.stop()` alone leaves it so, and when it fires after the
+# stop it prints a WARN and a Java stack trace on a job that ended well.
+AFTER_A_STREAM = """
+import sys
+from pipeline.jobs._common import job_session
+with job_session("maintenance", "local") as spark:
+    table, checkpoint = sys.argv[1] + "/t", sys.argv[1] + "/c"
+    spark.range(10).selectExpr("id % 3 AS k").write.format("delta").save(table)
+    (spark.readStream.format("delta").load(table).groupBy("k").count().writeStream
+     .format("noop").outputMode("complete").option("checkpointLocation", checkpoint)
+     .trigger(availableNow=True).start().awaitTermination())
+    store = spark._jvm.org.apache.spark.sql.execution.streaming.state.StateStore
+    print("maintenance while running:", store.isMaintenanceRunning())
+print("maintenance after the job:", store.isMaintenanceRunning())
+"""
+
+
+def test_a_job_that_ran_a_stream_stops_its_state_store_maintenance(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", AFTER_A_STREAM, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "maintenance while running: True" in done.stdout, done.stdout
+    assert "maintenance after the job: False" in done.stdout, done.stdout

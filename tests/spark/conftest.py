@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.session import build_session
+from pipeline.spark.session import build_session, stop_session
 
 
 @pytest.fixture(scope="session")
@@ -16,4 +16,4 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = build_session("tests", profile="test",
                             extra_conf={"spark.sql.warehouse.dir": str(warehouse)})
     yield session
-    session.stop()
+    stop_session(session)
