@@ -61,14 +61,12 @@ from pipeline.fold.validation import (
     placement_problem,
 )
 
-# (log_partition, log_offset, event_time, event_type, member_id, group_instance_id,
-#  generation_id, topic, partition, committed_offset, leader_epoch, commit_metadata,
-#  commit_timestamp, expire_timestamp, producer_id, txn_result)
-QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+# The columns a quiet row holds, and its values in their order.
 QUIET_COLUMNS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
-           "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
-           "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
-           "producer_id", "txn_result")
+                 "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
+                 "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
+                 "producer_id", "txn_result")
+QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
 _TYPES = ("OFFSET_COMMIT", "HEARTBEAT", "TXN_MARKER")
 NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
 # A quiet row has these null: a decoder's error, or a nested value `Event.from_row` might not

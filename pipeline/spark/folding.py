@@ -61,8 +61,9 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
             after, tables = replay_group(group_id, start, events, now, cfg, now, left=left)
-            wire = wire_frame(tables, checks, group_id,
-                              _packed_texts(event_frames, passed_order(left)), len(left.current))
+            passed = [*left.current, *_history_only(left)]  # the wire's order
+            wire = wire_frame(tables, checks, group_id, _packed_texts(event_frames, passed),
+                              len(left.current))
             stored = None if after is None else (dumps(after), next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
@@ -100,10 +101,11 @@ def _packed_texts(frames: list[pd.DataFrame], rows: list[int]) -> list[str]:
     return [texts[i] for i in rows]
 
 
-def passed_order(left: Left) -> list[int]:
-    """The rows `left` names, in the order the wire carries them: CURRENT ones first."""
+def _history_only(left: Left) -> list[int]:
+    """The rows `left` names whose committed_offsets rows are not their own: the wire's
+    PROJECTED rows, after the CURRENT ones."""
     current = set(left.current)
-    return [*left.current, *(i for i in left.history if i not in current)]
+    return [i for i in left.history if i not in current]
 
 
 def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.DataFrame]]:
@@ -192,7 +194,7 @@ def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: Coordina
         results = [_checked(r, checks) for r in results]
         names_texts = packed_tables(_merged(r[2] for r in results), checks)
     current = [k for r in results for k in r[3].current]
-    rows = current + [k for r in results for k in passed_order(r[3])[len(r[3].current):]]
+    rows = current + [k for r in results for k in _history_only(r[3])]
     passed = table.select(list(PASSED)).take(pa.array(rows, pa.int64()))
     yield from wire_table_of(*names_texts, passed, len(current)).to_batches()
 

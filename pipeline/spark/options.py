@@ -60,11 +60,18 @@ def check_trigger(text: str) -> str:
     return text
 
 
+def trigger_seconds(trigger: str) -> float:
+    """A processing-time trigger's interval in seconds (`check_trigger`'s form)."""
+    if check_trigger(trigger) == AVAILABLE_NOW:
+        raise ValueError(f"{trigger!r} has no interval")
+    return float(trigger.removeprefix(PROCESSING_TIME))
+
+
 def with_trigger(stream: DataStreamWriter, trigger: str) -> DataStreamWriter:
     """The writer with `trigger` (`check_trigger`'s forms)."""
     if check_trigger(trigger) == AVAILABLE_NOW:
         return stream.trigger(availableNow=True)
-    return stream.trigger(processingTime=f"{float(trigger.removeprefix(PROCESSING_TIME))} seconds")
+    return stream.trigger(processingTime=f"{trigger_seconds(trigger)} seconds")
 
 
 def check_cut(until_ms: int | None, version: int | None) -> None:

@@ -41,12 +41,12 @@ from pipeline.spark.lagflow import (
 )
 from pipeline.spark.options import (
     AVAILABLE_NOW,
-    PROCESSING_TIME,
     check_trigger,
     interval_ms,
     latest_version,
     spark_interval,
     stream_delta,
+    trigger_seconds,
     with_trigger,
 )
 from pipeline.spark.packing import PREFER_INT_EXTENSION, packed_events
@@ -85,19 +85,16 @@ class ReplayOptions:
         interval_ms(self.watermark_delay)
 
 
-def read_events(spark: SparkSession, opts: ReplayOptions) -> DataFrame:
-    """The event log as a stream, after a backfill's version if the warehouse had one, with
-    the backfill's group states as a second source (empty without a backfill)."""
+def read_events(spark: SparkSession, opts: ReplayOptions, manifest: Manifest | None
+                ) -> DataFrame:
+    """The event log as a stream, after the version of the warehouse's backfill (`manifest`,
+    `read_manifest`'s) if it had one, with the backfill's group states as a second source
+    (empty without a backfill)."""
     ensure_seed_table(spark, opts.warehouse)
-    manifest = read_manifest(spark, opts.warehouse)
     options: dict[str, str | int] = {}
     if opts.max_files_per_trigger:
         options["maxFilesPerTrigger"] = opts.max_files_per_trigger
     if manifest is not None:
-        if paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
-            _check_handoff(manifest, opts)
-            log.info("continuing from the backfill of %s at version %d (%d groups)",
-                     manifest.events, manifest.version, manifest.groups)
         options["startingVersion"] = manifest.version + 1
     events = select_events(stream_delta(spark, opts.events, **options))
     events = events.withColumn(SEED, F.lit(None).cast("binary"))
@@ -175,14 +172,10 @@ class Replay:
         self.spark.streams.removeListener(self.listener)
 
 
-def handoff_pending(spark: SparkSession, opts: ReplayOptions) -> list[str]:
-    """A new stream over a backfilled warehouse reads each source from the version after the
-    backfill's, which Delta refuses until it exists: the sources (the event log, the samples)
-    with no such version yet."""
-    manifest = read_manifest(spark, opts.warehouse)
-    if manifest is None or not paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
-        return []
-    _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
+def handoff_pending(spark: SparkSession, opts: ReplayOptions, manifest: Manifest) -> list[str]:
+    """A new stream over a backfilled warehouse (`manifest`) reads each source from the
+    version after the backfill's, which Delta refuses until it exists: the sources (the event
+    log, the samples) with no such version yet."""
     read = [(opts.events, manifest.version)]
     if opts.lag is not None and manifest.samples_version is not None:
         read.append((opts.lag.end_offsets, manifest.samples_version))
@@ -203,19 +196,23 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
-    pending = handoff_pending(spark, opts)
-    if pending and opts.trigger == AVAILABLE_NOW:
-        log.info("nothing to replay after the backfill yet: no new version of %s",
-                 ", ".join(pending))
-        return Replay(spark, None, ProgressLine(writer))
-    if pending:
-        log.info("waiting for a new version of %s", ", ".join(pending))
-        while handoff_pending(spark, opts):
-            time.sleep(min(HANDOFF_POLL_S, float(opts.trigger.removeprefix(PROCESSING_TIME))))
-    wire = folded_stream(read_events(spark, opts), opts)
+    manifest = read_manifest(spark, opts.warehouse)
+    if manifest is not None and paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
+        _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
+        pending = handoff_pending(spark, opts, manifest)
+        if pending and opts.trigger == AVAILABLE_NOW:
+            log.info("nothing to replay after the backfill yet: no new version of %s",
+                     ", ".join(pending))
+            return Replay(spark, None, ProgressLine(writer))
+        if pending:
+            log.info("waiting for a new version of %s", ", ".join(pending))
+            while handoff_pending(spark, opts, manifest):
+                time.sleep(min(HANDOFF_POLL_S, trigger_seconds(opts.trigger)))
+        log.info("continuing from the backfill of %s at version %d (%d groups)",
+                 manifest.events, manifest.version, manifest.groups)
+    wire = folded_stream(read_events(spark, opts, manifest), opts)
     if opts.lag is not None:
         ensure_pending(spark, opts.warehouse)
-        manifest = read_manifest(spark, opts.warehouse)
         wire = wire.unionByName(sample_stream(
             spark, opts.lag, None if manifest is None else manifest.samples_version),
             allowMissingColumns=True)

@@ -70,10 +70,10 @@ ROWS_PER_FILE = 1_000_000
 def wire_schema(typed: bool = False) -> StructType:
     """`TABLE` and `ROW` (JSON); `typed` (the backfill's): also the `PASSED` columns of the
     rows left to the JVM, typed as the event log types them."""
-    log = {f.name: f for f in event_schema().fields}
+    logged = {f.name: f.dataType for f in event_schema().fields}
     return StructType([StructField(TABLE, StringType(), False),
                        StructField(ROW, StringType(), True),
-                       *[StructField(name, log[name].dataType, True)
+                       *[StructField(name, logged[name], True)
                          for name in (PASSED if typed else ())]])
 
 
@@ -156,18 +156,17 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def wire_table(rows: Tables, checks: Checks, passed: pa.Table | None = None,
-               current: int = 0) -> pa.Table:
-    """The backfill's output as Arrow: `rows` as JSON (`wire_schema()`); given `passed` (the
-    fold's input `PASSED` columns of the rows it left to the JVM, as Arrow carried them in,
-    the first `current` of them CURRENT, the rest PROJECTED), those after them, typed
-    (`wire_schema(typed=True)`)."""
-    return wire_table_of(*packed_tables(rows, checks), passed, current)
+def wire_table(rows: Tables, checks: Checks) -> pa.Table:
+    """`rows` as the backfill's Arrow wire (`wire_schema()`, no row left to the JVM)."""
+    return wire_table_of(*packed_tables(rows, checks), None)
 
 
 def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,
                   current: int = 0) -> pa.Table:
-    """`wire_table` of rows `packed_tables` made."""
+    """The backfill's Arrow wire: the rows `packed_tables` made, as JSON; given `passed`
+    (the fold's input `PASSED` columns of the rows it left to the JVM, as Arrow carried
+    them in; the first `current` of them CURRENT, the rest PROJECTED), those after them,
+    typed (`wire_schema(typed=True)`)."""
     n, m = len(names), 0 if passed is None else passed.num_rows
     columns = [pa.array(names + [CURRENT] * current + [PROJECTED] * (m - current), pa.string()),
                pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]

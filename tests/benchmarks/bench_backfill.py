@@ -211,7 +211,7 @@ def stream_to_noop(spark: SparkSession, frame: DataFrame, checkpoint: str) -> No
 
 
 def trivial(spark: SparkSession, opts: ReplayOptions) -> None:
-    events = read_events(spark, opts).withWatermark("event_time", opts.watermark_delay)
+    events = read_events(spark, opts, None).withWatermark("event_time", opts.watermark_delay)
     counted = events.groupBy("group_id").applyInPandasWithState(
         count_rows, "group_id string, n long", "n long", "append", GroupStateTimeout.NoTimeout)
     stream_to_noop(spark, counted, opts.checkpoint)
@@ -220,7 +220,7 @@ def trivial(spark: SparkSession, opts: ReplayOptions) -> None:
 def trivial_packed(spark: SparkSession, opts: ReplayOptions) -> None:
     """`trivial` over the replay's own input (packed, with the seed and the watermark's
     guard): the stateful operator's cost with nothing to fold."""
-    counted = stream_input(read_events(spark, opts), opts).groupBy("group_id") \
+    counted = stream_input(read_events(spark, opts, None), opts).groupBy("group_id") \
         .applyInPandasWithState(count_rows, "group_id string, n long", "n long", "append",
                                 GroupStateTimeout.NoTimeout)
     stream_to_noop(spark, counted, opts.checkpoint)
@@ -455,7 +455,7 @@ def main() -> None:
         measure("trivial-packed", lambda: options("trivial-packed"),
                 lambda o: trivial_packed(spark, o), args.stream_repeat)
         measure("stream-noop", lambda: options("noop"), lambda o: stream_to_noop(
-            spark, folded_stream(read_events(spark, o), o), o.checkpoint), args.stream_repeat)
+            spark, folded_stream(read_events(spark, o, None), o), o.checkpoint), args.stream_repeat)
         measure("stream", lambda: options("stream"), lambda o: run_replay(spark, o),
                 args.stream_repeat)
         spark_peak = memory.report()
@@ -478,7 +478,7 @@ def main() -> None:
             o = ReplayOptions(events=small_log, warehouse=str(fresh(root, "wh-profile")),
                               checkpoint=str(fresh(root, "ck-profile")), database=None, config=cfg)
             profiled(spark, f"stream fold to noop, {args.events // 10:,} events", lambda: stream_to_noop(
-                spark, folded_stream(read_events(spark, o), o), o.checkpoint))
+                spark, folded_stream(read_events(spark, o, None), o), o.checkpoint))
     spark.stop()
 
     med = {k: statistics.median(v) for k, v in results.items()}
