@@ -30,8 +30,8 @@ from pipeline.fold.group_replay import DELETED
 from pipeline.spark import paths
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
-from pipeline.spark.handoff import Manifest, seed_path
-from pipeline.spark.lagflow import BackfillLag, LagOptions
+from pipeline.spark.handoff import Manifest, ensure_seed_table, seed_path
+from pipeline.spark.lagflow import BackfillLag, LagOptions, ensure_pending
 from pipeline.spark.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.packing import packed_events
 from pipeline.spark.parallel import run_all
@@ -87,6 +87,11 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         cut = None if max_ms is None else max_ms - interval_ms(opts.watermark_delay)
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
+    # Created empty first, like every table: a kill inside a first commit that writes data
+    # could leave files with no _delta_log, which no create recognises as its own.
+    ensure_seed_table(spark, opts.warehouse)
+    if opts.lag is not None and opts.until_ms is None:
+        ensure_pending(spark, opts.warehouse)
     lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
     try:
         with arrow_batches(spark), folded(folded_history(

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType, TimestampType
 
 from pipeline.fold import Event
 from pipeline.spark.contract import event_schema
+from pipeline.spark.creation import forget_uncreated
 from pipeline.spark.validate import check_event_schema
 from pipeline.times import PANDAS_MS_RANGE
 
@@ -69,6 +70,7 @@ def write_event_log(spark: SparkSession, events: Sequence[Event], path: str,
     if commits < 1:
         raise ValueError(f"commits must be at least 1, got {commits}")
     size = max(1, -(-len(events) // commits))
+    forget_uncreated(spark, path)
     for i, start in enumerate(range(0, max(len(events), 1), size)):
         chunk = events_frame(spark, events[start:start + size]).coalesce(1)
         chunk.write.format("delta").mode(mode if i == 0 else "append").save(path)

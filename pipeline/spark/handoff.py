@@ -16,10 +16,14 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from pipeline.spark import paths
 from pipeline.spark.contract import SEED, event_schema
+from pipeline.spark.creation import create_table
 from pipeline.spark.wire import SEED_TABLE
+
+SEED_SCHEMA = StructType([StructField("group_id", StringType()), StructField("_state", BinaryType())])
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,7 @@ def read_manifest(spark: SparkSession, warehouse: str) -> Manifest | None:
 
 def ensure_seed_table(spark: SparkSession, warehouse: str) -> None:
     """The seed table exists, empty, until a backfill fills it: a stream always reads it."""
-    path = seed_path(warehouse)
-    if not DeltaTable.isDeltaTable(spark, path):
-        (DeltaTable.createIfNotExists(spark).location(path)
-         .addColumn("group_id", "STRING").addColumn("_state", "BINARY").execute())
+    create_table(spark, seed_path(warehouse), SEED_SCHEMA)
 
 
 def seed_rows(spark: SparkSession, warehouse: str, manifest: Manifest | None) -> DataFrame:

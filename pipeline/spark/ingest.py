@@ -47,6 +47,7 @@ from pyspark.sql.types import (
 from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.contract import event_schema
+from pipeline.spark.creation import create_table
 from pipeline.spark.options import check_trigger, delta_table, interval_ms, with_trigger
 from pipeline.spark.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.sampler import ISOLATION_LEVELS, EndOffsetSampler
@@ -180,8 +181,8 @@ def normalized(raw: DataFrame) -> DataFrame:
 
 def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
     """The event log to write into, created empty at a path where there is none yet."""
-    if paths.is_path(events) and not DeltaTable.isDeltaTable(spark, events):
-        spark.createDataFrame([], event_schema()).write.format("delta").mode("ignore").save(events)
+    if paths.is_path(events):
+        create_table(spark, events, event_schema())
     return delta_table(spark, events)
 
 

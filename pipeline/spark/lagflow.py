@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from delta.tables import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -35,6 +34,7 @@ from pyspark.sql.types import TimestampType
 from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark import paths
+from pipeline.spark.creation import create_table
 from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
 from pipeline.spark.options import delta_table, latest_version, stream_delta
 from pipeline.spark.samples import REASON, read_samples, samples_schema, select_samples
@@ -62,9 +62,7 @@ def pending_path(warehouse: str) -> str:
 
 
 def ensure_pending(spark: SparkSession, warehouse: str) -> None:
-    path = pending_path(warehouse)
-    if not DeltaTable.isDeltaTable(spark, path):
-        DeltaTable.createIfNotExists(spark).location(path).addColumns(samples_schema()).execute()
+    create_table(spark, pending_path(warehouse), samples_schema())
 
 
 def table_id(spark: SparkSession, source: str) -> str:

@@ -50,7 +50,8 @@ def is_path(name: str) -> bool:
     return "/" in name or name.startswith(".")
 
 
-def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
+def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """(the Hadoop FileSystem serving `path`, its Hadoop Path), with the session's settings."""
     jvm: Any = spark._jvm
     jsc: Any = spark._jsc
     conf = jsc.hadoopConfiguration()
@@ -59,13 +60,13 @@ def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
 
 
 def exists(spark: SparkSession, path: str) -> bool:
-    fs, hpath = _hadoop(spark, path)
+    fs, hpath = hadoop_path(spark, path)
     return bool(fs.exists(hpath))
 
 
 def is_empty(spark: SparkSession, path: str) -> bool:
     """True when `path` is missing, or a folder holding nothing."""
-    fs, hpath = _hadoop(spark, path)
+    fs, hpath = hadoop_path(spark, path)
     if not fs.exists(hpath):
         return True
     return not fs.getFileStatus(hpath).isDirectory() or len(fs.listStatus(hpath)) == 0
@@ -73,7 +74,7 @@ def is_empty(spark: SparkSession, path: str) -> bool:
 
 def read_text(spark: SparkSession, path: str) -> str | None:
     """A small file's text (UTF-8), through the filesystem that serves it; None if missing."""
-    fs, hpath = _hadoop(spark, path)
+    fs, hpath = hadoop_path(spark, path)
     if not fs.exists(hpath):
         return None
     jvm: Any = spark._jvm

@@ -23,6 +23,7 @@ from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 from pipeline.errors import UsageError
 from pipeline.spark import paths
 from pipeline.spark.contract import struct_of
+from pipeline.spark.creation import create_table
 from pipeline.spark.options import read_delta
 from pipeline.spark.validate import check_columns
 from pipeline.spark.warehouse import insert_missing
@@ -51,9 +52,7 @@ def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> Dat
 
 
 def ensure_samples_table(spark: SparkSession, path: str) -> None:
-    if not DeltaTable.isDeltaTable(spark, path):
-        (DeltaTable.createIfNotExists(spark).location(path)
-         .addColumns(samples_schema()).execute())
+    create_table(spark, path, samples_schema())
 
 
 def merge_samples(spark: SparkSession, target: str, rows: DataFrame) -> int:

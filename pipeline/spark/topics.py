@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pipeline.spark import paths
+from pipeline.spark.creation import create_table
 from schemas import METADATA_TABLES, ddl
 from schemas.columns import TP
 
@@ -88,8 +89,7 @@ def record_topics(spark: SparkSession, warehouse: str, names: Mapping[str, str],
                   seen_at: datetime | None = None) -> int:
     """Add the (id, name) pairs the warehouse's `topics` table lacks; how many were new."""
     path = topics_path(warehouse)
-    if not DeltaTable.isDeltaTable(spark, path):
-        spark.createDataFrame([], topics_schema()).write.format("delta").mode("ignore").save(path)
+    create_table(spark, path, topics_schema())
     known = {(r[0], r[1]) for r in spark.read.format("delta").load(path)
              .select("topic_id", "topic_name").collect()}
     at = seen_at or datetime.now(UTC)

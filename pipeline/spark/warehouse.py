@@ -20,6 +20,7 @@ from pipeline.spark.catalog import (
     register_permanent,
 )
 from pipeline.spark.contract import table_schema
+from pipeline.spark.creation import create_table
 from pipeline.spark.parallel import run_all
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
@@ -51,13 +52,10 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
-    if not DeltaTable.isDeltaTable(spark, path):
-        builder = (DeltaTable.createIfNotExists(spark).location(path)
-                   .addColumns(table_schema(table))
-                   .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL)))
-        if table in APPEND_TABLES or table in LAG_TABLES:  # lag tables: all append
-            builder = builder.property("delta.appendOnly", "true")
-        builder.execute()
+    properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+    if table in APPEND_TABLES or table in LAG_TABLES:  # lag tables: all append
+        properties["delta.appendOnly"] = "true"
+    create_table(spark, path, table_schema(table), properties)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")

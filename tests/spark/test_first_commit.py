@@ -1,0 +1,253 @@
+"""A process killed inside a table's first commit leaves a `_delta_log` with no version (an
+empty temporary file, an empty `_staged_commits`): every kind of table the jobs create is
+made again from there, and the job's tables equal a clean run's. A folder holding a version,
+or files that are not a table's, is never touched; what cannot be made is one line naming
+the folder."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline.decode.encode import encode_record
+from pipeline.errors import UsageError
+from pipeline.fold import Event
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
+from pipeline.lag import LagConfig
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.creation import create_table, forget_uncreated, uncreated
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.handoff import read_manifest
+from pipeline.spark.ingest import IngestOptions, run_ingest
+from pipeline.spark.lagflow import LagOptions
+from pipeline.spark.options import interval_ms
+from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.samples import samples_schema, write_samples
+from schemas.lag import LAG_TABLES
+from tests.spark.backends import (
+    CONFIG,
+    assert_oracle_agrees,
+    assert_same_tables,
+    pure_tables,
+    read_tables,
+)
+from tests.spark.test_job_errors import fails
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = LogSpec(groups=4, events=400, seed=34, log_kind="offsets-topic")
+DELAY = "10 seconds"
+
+
+def left_by_kill(folder: Path, data: bool = False) -> Path:
+    """The folder as a SIGKILL inside Delta's first commit leaves it: `_delta_log/` with an
+    empty `_staged_commits/` and an empty temporary file of version 0; with `data`, a data
+    file the commit would have added."""
+    log = folder / "_delta_log"
+    (log / "_staged_commits").mkdir(parents=True)
+    (log / f".00000000000000000000.json.{uuid.uuid4()}.tmp").touch()
+    if data:
+        (folder / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet").write_bytes(b"PAR1")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def log(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+        ) -> tuple[list[Event], str, str]:
+    root = tmp_path_factory.mktemp("first-commit")
+    events = generate(SPEC)
+    path, samples = str(root / "events"), str(root / "samples")
+    write_event_log(spark, events, path, commits=2)
+    write_samples(spark, end_offset_samples(SPEC, last_event_ms(events)), samples)
+    return events, path, samples
+
+
+def replay(spark: SparkSession, log: tuple[list[Event], str, str], root: Path) -> None:
+    _, events, samples = log
+    run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
+                                    checkpoint=str(root / "checkpoint"), database=None,
+                                    watermark_delay=DELAY, config=CONFIG,
+                                    lag=LagOptions(samples)))
+
+
+def assert_clean(spark: SparkSession, log: tuple[list[Event], str, str], warehouse: Path
+                 ) -> None:
+    """The warehouse holds what a clean run writes: the pure fold's tables and the lag
+    oracle's rows, up to the final watermark."""
+    events, _, samples = log
+    cut = last_event_ms(events) - interval_ms(DELAY)
+    assert_same_tables(read_tables(spark, warehouse), pure_tables(spark, events, watermark=cut))
+    assert len(assert_oracle_agrees(spark, warehouse, samples, cut, LagConfig())) > 10
+
+
+def test_a_folder_is_uncreated_only_with_an_unversioned_log_and_nothing_foreign(
+        spark: SparkSession, tmp_path: Path) -> None:
+    assert uncreated(spark, str(left_by_kill(tmp_path / "bare")))
+    assert uncreated(spark, str(left_by_kill(tmp_path / "with-data", data=True)))
+    assert not uncreated(spark, str(tmp_path / "missing"))
+    foreign = left_by_kill(tmp_path / "foreign")
+    (foreign / "notes.txt").write_text("mine")
+    assert not uncreated(spark, str(foreign))
+    assert not forget_uncreated(spark, str(foreign))
+    assert (foreign / "notes.txt").read_text() == "mine"
+    versioned = tmp_path / "versioned"
+    create_table(spark, str(versioned), samples_schema())
+    (versioned / "_delta_log" / ".00000000000000000001.json.x.tmp").touch()
+    assert not uncreated(spark, str(versioned))
+    staged = left_by_kill(tmp_path / "staged")  # a staged commit may be a version: not ours
+    (staged / "_delta_log" / "_staged_commits" / f"00000000000000000000.{uuid.uuid4()}.json").touch()
+    assert not forget_uncreated(spark, str(staged))
+    assert len(list((staged / "_delta_log" / "_staged_commits").iterdir())) == 1
+
+
+def test_a_table_left_unfinished_is_created_again_and_a_versioned_one_is_kept(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = str(left_by_kill(tmp_path / "t", data=True))
+    assert create_table(spark, path, samples_schema(), {"delta.appendOnly": "true"})
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail is not None and detail["properties"]["delta.appendOnly"] == "true"
+    assert not create_table(spark, path, samples_schema())
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{path}`").count() == 1
+
+
+def test_a_folder_that_is_no_table_is_one_line_naming_it(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "group_state").mkdir(parents=True)
+    (warehouse / "group_state" / "data.csv").write_text("not a table\n")
+    with pytest.raises(UsageError, match="group_state"):
+        create_table(spark, str(warehouse / "group_state"), samples_schema())
+    _, events, _ = log
+    line = fails("replay", ["--events", events, "--warehouse", str(warehouse),
+                            "--checkpoint", str(tmp_path / "cp"), "--database", ""],
+                 spark, capsys)
+    assert f"{warehouse}/group_state" in line and "move its files away" in line, line
+    assert (warehouse / "group_state" / "data.csv").exists()
+
+
+REPLAY_KINDS = ("group_state", "offset_history", "_lag_pending", "_backfill_state",
+                "partition_lag")
+
+
+def test_a_replay_creates_again_each_kind_of_table_a_kill_left_unfinished(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
+    """An output table, a history table, the pending samples, the hand-off, a lag table: one
+    run, each left as a kill leaves it."""
+    for table in REPLAY_KINDS:
+        left_by_kill(tmp_path / "warehouse" / table)
+    replay(spark, log, tmp_path)
+    assert_clean(spark, log, tmp_path / "warehouse")
+    for table in REPLAY_KINDS:
+        assert not uncreated(spark, str(tmp_path / "warehouse" / table)), table
+
+
+def test_a_backfill_creates_again_its_hand_off_and_pending_tables(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
+    _, events, samples = log
+    warehouse = tmp_path / "warehouse"
+    for table in ("_backfill_state", "_lag_pending", "committed_offsets", *LAG_TABLES):
+        left_by_kill(warehouse / table, data=True)
+    manifest = run_backfill(spark, BackfillOptions(
+        events=events, warehouse=str(warehouse), database=None, watermark_delay=DELAY,
+        config=CONFIG, lag=LagOptions(samples)))
+    assert_clean(spark, log, warehouse)
+    assert read_manifest(spark, str(warehouse)) == manifest
+    pending = spark.read.format("delta").load(str(warehouse / "_lag_pending"))
+    assert pending.count() > 0  # the samples after the cut wait there for a stream
+
+
+def test_the_generator_and_the_samples_writer_create_again_a_log_left_unfinished(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
+    events, clean_events, clean_samples = log
+    path = str(left_by_kill(tmp_path / "events", data=True))
+    write_event_log(spark, events, path, commits=2)
+    samples = str(left_by_kill(tmp_path / "samples"))
+    write_samples(spark, end_offset_samples(SPEC, last_event_ms(events)), samples)
+    for mine, theirs in ((path, clean_events), (samples, clean_samples)):
+        got = spark.read.format("delta").load(mine)
+        want = spark.read.format("delta").load(theirs)
+        assert got.count() == want.count() > 0
+        assert got.exceptAll(want).count() == 0 and want.exceptAll(got).count() == 0
+
+
+def test_the_ingest_creates_again_an_event_log_left_unfinished(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
+    events = log[0]
+    records = [encode_record(e.to_row()) for e in events]
+    dump = tmp_path / "raw.parquet"
+    pq.write_table(pa.table({
+        "key": pa.array([k for k, _ in records], pa.binary()),
+        "value": pa.array([v for _, v in records], pa.binary()),
+        "partition": pa.array([e.log_partition for e in events], pa.int32()),
+        "offset": pa.array([e.log_offset for e in events], pa.int64()),
+        "timestamp": pa.array([e.event_time * 1000 for e in events], pa.timestamp("us", "UTC")),
+    }), dump)
+    clean, killed = str(tmp_path / "clean"), str(left_by_kill(tmp_path / "killed"))
+    for target in (clean, killed):
+        run_ingest(spark, IngestOptions(events=target, raw=str(dump)))
+    got = spark.read.format("delta").load(killed)
+    want = spark.read.format("delta").load(clean)
+    assert got.count() == want.count() == len(events)
+    assert got.exceptAll(want).count() == 0
+
+
+def _mid_first_commit(warehouse: Path) -> list[str]:
+    """The tables whose first commit is under way: a `_delta_log` with no version yet."""
+    found = []
+    for log_dir in warehouse.glob("*/_delta_log"):
+        with contextlib.suppress(FileNotFoundError):
+            if not any(p.suffix == ".json" and not p.name.startswith(".")
+                       for p in log_dir.iterdir()):
+                found.append(log_dir.parent.name)
+    return found
+
+
+def _versioned(warehouse: Path) -> int:
+    return sum(1 for _ in warehouse.glob("*/_delta_log/00000000000000000000.json"))
+
+
+def test_a_replay_killed_again_and_again_while_it_starts_ends_as_a_clean_run(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
+    """SIGKILL a real replay (--end-offsets) before its first batch: the first time inside its
+    first table's first commit, then once at least 5 and 10 tables were made, each time
+    inside another first commit when one is under way (else as soon as that many are made);
+    restarted on the same checkpoint and warehouse each time, it ends as a clean run ends."""
+    _, events, samples = log
+    warehouse, checkpoint = tmp_path / "warehouse", tmp_path / "checkpoint"
+    cmd = [sys.executable, str(ROOT / "jobs" / "replay.py"), "--events", events,
+           "--warehouse", str(warehouse), "--checkpoint", str(checkpoint), "--database", "",
+           "--watermark-delay", DELAY, "--profile", "test", "--end-offsets", samples]
+    caught: list[str] = []
+    for made in (0, 5, 10):
+        victim = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            while victim.poll() is None and not (checkpoint / "commits" / "0").exists():
+                mid = _mid_first_commit(warehouse)
+                if _versioned(warehouse) >= made and (mid or made):
+                    os.kill(victim.pid, signal.SIGKILL)
+                    caught += mid
+                    break
+                time.sleep(0.002)
+            assert victim.wait() == -signal.SIGKILL, (
+                f"the replay was not killed before its first batch: {victim.stderr!r}")
+        finally:
+            if victim.poll() is None:
+                victim.kill()
+                victim.wait()
+    assert caught, "no kill landed inside a first commit"
+    replay(spark, log, tmp_path)  # the last restart, to its end
+    assert_clean(spark, log, warehouse)
+    assert not _mid_first_commit(warehouse), "a table left unmade"
