@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.errors import UsageError
 from pipeline.spark import paths
-from pipeline.spark.errors import first_line
+from pipeline.spark.errors import at_startup, first_line
 
 log = logging.getLogger(__name__)
 LOG_DIR = "_delta_log"
@@ -82,9 +82,11 @@ def create_table(spark: SparkSession, path: str, schema: StructType,
     exists; whether it was created. A first commit left unfinished is created again
     (`forget_uncreated`). A folder Delta cannot make a table of is a one-line `UsageError`
     naming it and what to do."""
-    if DeltaTable.isDeltaTable(spark, path):
-        return False
-    forget_uncreated(spark, path)
+    with at_startup(f"the Delta table at {path}", "Check that folder's permissions and files, "
+                    "or choose another folder."):
+        if DeltaTable.isDeltaTable(spark, path):
+            return False
+        forget_uncreated(spark, path)
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
     for key, value in (properties or {}).items():
         builder = builder.property(key, value)

@@ -29,9 +29,16 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.spark import paths
 from pipeline.spark.contract import SEED, STATE_SCHEMA
+from pipeline.spark.errors import at_startup
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import stateful_fold
-from pipeline.spark.handoff import Manifest, ensure_seed_table, read_manifest, seed_rows
+from pipeline.spark.handoff import (
+    Manifest,
+    ensure_seed_table,
+    read_manifest,
+    seed_path,
+    seed_rows,
+)
 from pipeline.spark.lagflow import (
     LagOptions,
     StreamLag,
@@ -59,6 +66,10 @@ from pipeline.spark.wire import wire_schema
 log = logging.getLogger("replay")
 WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
 GUARD = "_watermark_guard"
+CHECKPOINT_TODO = ("Check that folder (a stream's checkpoint, of this replay's sources), or "
+                   "start on a new --checkpoint and a new --warehouse.")
+HANDOFF_TODO = ("That table is written by jobs/backfill.py: run the backfill again, or use a new "
+                "--warehouse.")
 HANDOFF_POLL_S = 5.0  # how often a stream waiting on its hand-off looks for a new version
 
 
@@ -192,11 +203,13 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     # Nullable integer columns in the fold's pandas frames: without it an int64 column with
     # a null arrives as float64, and an offset past 2^53 is no longer itself.
     spark.conf.set(PREFER_INT_EXTENSION, "true")
-    check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
+    with at_startup(f"--checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
+        check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id)
-    manifest = read_manifest(spark, opts.warehouse)
+    with at_startup(f"the backfill's hand-off {seed_path(opts.warehouse)}", HANDOFF_TODO):
+        manifest = read_manifest(spark, opts.warehouse)
     if manifest is not None and paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
         _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
         pending = handoff_pending(spark, opts, manifest)
@@ -225,7 +238,8 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     listener = ProgressLine(writer)
     spark.streams.addListener(listener)
     try:
-        return Replay(spark, stream.start(), listener)
+        with at_startup(f"starting the stream on --checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
+            return Replay(spark, stream.start(), listener)
     except Exception:
         spark.streams.removeListener(listener)
         raise

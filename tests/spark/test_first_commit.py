@@ -35,6 +35,7 @@ from pipeline.spark.options import interval_ms
 from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.samples import samples_schema, write_samples
 from schemas.lag import LAG_TABLES
+from tests.jobs.jobs import load_job
 from tests.spark.backends import (
     CONFIG,
     assert_oracle_agrees,
@@ -251,3 +252,20 @@ def test_a_replay_killed_again_and_again_while_it_starts_ends_as_a_clean_run(
     replay(spark, log, tmp_path)  # the last restart, to its end
     assert_clean(spark, log, warehouse)
     assert not _mid_first_commit(warehouse), "a table left unmade"
+
+
+def test_a_start_up_error_is_one_line_naming_where_and_debug_raises_it(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A checkpoint that is a file: Spark's many lines become one naming the folder and what
+    to do; with --debug the exception itself reaches the caller."""
+    _, events, _ = log
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.write_text("not a folder\n")
+    argv = ["--events", events, "--warehouse", str(tmp_path / "warehouse"),
+            "--checkpoint", str(checkpoint), "--database", ""]
+    line = fails("replay", argv, spark, capsys)
+    assert str(checkpoint) in line and "new --checkpoint" in line, line
+    with pytest.raises(UsageError) as raised:
+        load_job("replay").main([*argv, "--debug"], spark=spark)
+    assert raised.value.__cause__ is not None  # Spark's own error, traceback and all
