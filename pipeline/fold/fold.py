@@ -80,6 +80,8 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
     out = Outputs(project=project)
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     batch = Batch(events)
+    if g.gone and batch.size:  # a removed group's next record starts a new one, as in Kafka
+        g = Group(group_id=g.group_id)
     if watermark is not None:
         late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
         if late:
@@ -101,6 +103,8 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     while k < len(order):
         i = order[k]
         row = quiet[i]
+        if g.gone:  # removed by the row before: this one starts a new group, as in Kafka
+            g = Group(group_id=g.group_id)
         if row is not None:
             if run is None and QuietRun.opens_on(g):
                 run = QuietRun(g, config)

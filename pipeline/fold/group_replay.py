@@ -76,7 +76,7 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
             out.extend(timed.outputs)
         current: list[int] = []
         tables = result_tables(g, out, cfg, current)
-        if seed:
+        if seed and not g.gone:  # a removed group's next record starts it from nothing
             tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
         if left is not None:
             left.history += out.projected

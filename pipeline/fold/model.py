@@ -238,6 +238,14 @@ class Group:
         values.update(changes)
         return new
 
+    @property
+    def gone(self) -> bool:
+        """Dead with nothing left, no offsets and no pending transactional ones: Kafka's
+        coordinator has removed the group (a never-seen group, Dead too, is not gone). Its
+        next record starts a new group, from nothing."""
+        return (self.state == DEAD and self.state_since is not None and not self.offsets
+                and not self.pending_txns)
+
     def member(self, member_id: str | None) -> Member | None:
         return next((m for m in self.members if m.member_id == member_id), None)
 

@@ -4,7 +4,9 @@
 `replay_group` (pipeline.fold.group_replay) it folds the micro-batch's rows in log order onto the
 group's stored state (the fold's versioned JSON), fires every timer the watermark has
 passed, stores the state back and sets the group's next deadline as its event-time timeout,
-so a group that goes silent still expires members and offsets. `batch_fold` is the same
+so a group that goes silent still expires members and offsets. A group that ends Dead with
+nothing left (`Group.gone`) leaves the state store, as Kafka's coordinator forgets it; a
+group with no deadline carries no timeout, so the store holds live groups only. `batch_fold` is the same
 call for `applyInArrow`, over a whole history at once; it can also emit each group's final
 state (a `SEED_TABLE` row) for a stream to continue from. A stream's first rows for a group
 may include such a seed row (`SEED` set, every event column null): the group starts from
@@ -64,7 +66,8 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
             passed = [*left.current, *_history_only(left)]  # the wire's order
             wire = wire_frame(tables, checks, group_id, _packed_texts(event_frames, passed),
                               len(left.current))
-            stored = None if after is None else (dumps(after), next_deadline(after, cfg))
+            stored = None if after is None or after.gone else (dumps(after),
+                                                                next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
             before = _loaded(start)  # as it was (a seed the call brought is kept too)
             if before is not None:
@@ -73,6 +76,8 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
             return
         if stored is not None:
             store(state, *stored, watermark)
+        elif state.exists:  # removed, as Kafka's coordinator removes it: its rows are written
+            state.remove()
         yield wire
 
     return fold_group

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pipeline.fold import Event, Protocol, fold, reject_unkeyed
+from pipeline.fold import Event, Group, Protocol, dumps, fold, reject_unkeyed
 from tests.fold.records import T0, Log, reasons, states
 
 
@@ -181,3 +181,42 @@ def test_event_rows_round_trip_through_dicts() -> None:
     e = Event(1, 2, T0, "g", "JOIN", member_id="m", protocols=(Protocol("range", ("a", "b")),),
               assignments=(("m", (("a", 0),)),), raw_key=b"\x00\x01")
     assert Event.from_row(e.to_row()) == e
+
+
+def _deleted_then_back() -> Log:
+    """A group that rebalances twice (a-1 joins, times out) and is deleted (GROUP_TOMBSTONE,
+    no offsets left), then a member joins a group of the same id."""
+    log = Log()
+    log.stable_group("a-1")
+    log.at(20_000).join("a-1")  # a second rebalance: generation 2
+    log.sync("a-1", 2, {"a-1": [("orders", 0)]})
+    log.leave("a-1")
+    log.at(30_000).add("GROUP_TOMBSTONE")
+    log.at(40_000).stable_group("b-1")
+    return log
+
+
+def test_a_removed_group_is_gone_and_its_next_record_starts_a_new_group() -> None:
+    log = _deleted_then_back()
+    tombstone = next(i for i, e in enumerate(log.events) if e.event_type == "GROUP_TOMBSTONE")
+    before = fold(log.group, log.events[:tombstone + 1])
+    assert before.group.gone and before.group.rebalance_count == 2
+    r = log.replay()
+    assert (r.group.state, r.group.generation_id, r.group.rebalance_count) == ("Stable", 1, 1)
+    assert [m.member_id for m in r.group.members] == ["b-1"]
+    # The new life starts from no state, not from the Dead one.
+    assert states(r)[6:8] == [("Empty", "Dead", "GROUP_TOMBSTONE"), (None, "Empty", "GROUP_CREATED")]
+    # Any cut of the log, each part folded onto the state the last left: the same group.
+    for cut in range(1, len(log.events)):
+        first = fold(log.group, log.events[:cut])
+        rest = fold(first.group, log.events[cut:])
+        assert dumps(rest.group) == dumps(r.group), f"cut at {cut}"
+
+
+def test_a_dead_group_with_offsets_left_is_not_gone() -> None:
+    log = Log()
+    log.snapshot(2, {})
+    log.commit("orders", 0, 9, generation=None)
+    log.add("GROUP_TOMBSTONE")
+    assert not log.replay().group.gone  # Kafka keeps an Empty group holding the offsets
+    assert not Group(group_id="never-seen").gone

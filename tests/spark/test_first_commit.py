@@ -25,16 +25,13 @@ from pipeline.errors import UsageError
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import LagConfig
-from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.creation import create_table, forget_uncreated, uncreated
 from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.handoff import read_manifest
 from pipeline.spark.ingest import IngestOptions, run_ingest
 from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.options import interval_ms
 from pipeline.spark.replay import ReplayOptions, run_replay
 from pipeline.spark.samples import samples_schema, write_samples
-from schemas.lag import LAG_TABLES
 from tests.jobs.jobs import load_job
 from tests.spark.backends import (
     CONFIG,
@@ -50,6 +47,11 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = LogSpec(groups=4, events=400, seed=34, log_kind="offsets-topic")
 DELAY = "10 seconds"
+PLANTED = "-planted"  # in the name of a temporary file this test left, not a job
+# One of each kind a replay creates: an output table, a history table, the pending samples,
+# the hand-off, a lag table.
+REPLAY_KINDS = ("group_state", "offset_history", "_lag_pending", "_backfill_state",
+                "partition_lag")
 
 
 def left_by_kill(folder: Path, data: bool = False) -> Path:
@@ -58,7 +60,7 @@ def left_by_kill(folder: Path, data: bool = False) -> Path:
     file the commit would have added."""
     log = folder / "_delta_log"
     (log / "_staged_commits").mkdir(parents=True)
-    (log / f".00000000000000000000.json.{uuid.uuid4()}.tmp").touch()
+    (log / f".00000000000000000000.json.{uuid.uuid4()}{PLANTED}.tmp").touch()
     if data:
         (folder / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet").write_bytes(b"PAR1")
     return folder
@@ -139,37 +141,6 @@ def test_a_folder_that_is_no_table_is_one_line_naming_it(
     assert (warehouse / "group_state" / "data.csv").exists()
 
 
-REPLAY_KINDS = ("group_state", "offset_history", "_lag_pending", "_backfill_state",
-                "partition_lag")
-
-
-def test_a_replay_creates_again_each_kind_of_table_a_kill_left_unfinished(
-        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
-    """An output table, a history table, the pending samples, the hand-off, a lag table: one
-    run, each left as a kill leaves it."""
-    for table in REPLAY_KINDS:
-        left_by_kill(tmp_path / "warehouse" / table)
-    replay(spark, log, tmp_path)
-    assert_clean(spark, log, tmp_path / "warehouse")
-    for table in REPLAY_KINDS:
-        assert not uncreated(spark, str(tmp_path / "warehouse" / table)), table
-
-
-def test_a_backfill_creates_again_its_hand_off_and_pending_tables(
-        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
-    _, events, samples = log
-    warehouse = tmp_path / "warehouse"
-    for table in ("_backfill_state", "_lag_pending", "committed_offsets", *LAG_TABLES):
-        left_by_kill(warehouse / table, data=True)
-    manifest = run_backfill(spark, BackfillOptions(
-        events=events, warehouse=str(warehouse), database=None, watermark_delay=DELAY,
-        config=CONFIG, lag=LagOptions(samples)))
-    assert_clean(spark, log, warehouse)
-    assert read_manifest(spark, str(warehouse)) == manifest
-    pending = spark.read.format("delta").load(str(warehouse / "_lag_pending"))
-    assert pending.count() > 0  # the samples after the cut wait there for a stream
-
-
 def test_the_generator_and_the_samples_writer_create_again_a_log_left_unfinished(
         spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
     events, clean_events, clean_samples = log
@@ -206,12 +177,14 @@ def test_the_ingest_creates_again_an_event_log_left_unfinished(
 
 
 def _mid_first_commit(warehouse: Path) -> list[str]:
-    """The tables whose first commit is under way: a `_delta_log` with no version yet."""
+    """The tables whose first commit a replay has under way: a `_delta_log` with no version
+    yet (and none this test planted)."""
     found = []
     for log_dir in warehouse.glob("*/_delta_log"):
         with contextlib.suppress(FileNotFoundError):
-            if not any(p.suffix == ".json" and not p.name.startswith(".")
-                       for p in log_dir.iterdir()):
+            names = [p.name for p in log_dir.iterdir()]
+            if not any(n.endswith(".json") and not n.startswith(".") or PLANTED in n
+                       for n in names):
                 found.append(log_dir.parent.name)
     return found
 
@@ -222,12 +195,15 @@ def _versioned(warehouse: Path) -> int:
 
 def test_a_replay_killed_again_and_again_while_it_starts_ends_as_a_clean_run(
         spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str]) -> None:
-    """SIGKILL a real replay (--end-offsets) before its first batch: the first time inside its
-    first table's first commit, then once at least 5 and 10 tables were made, each time
+    """One of each kind of table a replay creates is left first as a kill leaves it. Then a
+    real replay (--end-offsets) is SIGKILLed before its first batch: the first time inside
+    its first table's first commit, then once at least 5 and 10 tables were made, each time
     inside another first commit when one is under way (else as soon as that many are made);
     restarted on the same checkpoint and warehouse each time, it ends as a clean run ends."""
     _, events, samples = log
     warehouse, checkpoint = tmp_path / "warehouse", tmp_path / "checkpoint"
+    for table in REPLAY_KINDS:
+        left_by_kill(warehouse / table)
     cmd = [sys.executable, str(ROOT / "jobs" / "replay.py"), "--events", events,
            "--warehouse", str(warehouse), "--checkpoint", str(checkpoint), "--database", "",
            "--watermark-delay", DELAY, "--profile", "test", "--end-offsets", samples]
@@ -252,6 +228,8 @@ def test_a_replay_killed_again_and_again_while_it_starts_ends_as_a_clean_run(
     replay(spark, log, tmp_path)  # the last restart, to its end
     assert_clean(spark, log, warehouse)
     assert not _mid_first_commit(warehouse), "a table left unmade"
+    for table in REPLAY_KINDS:
+        assert not uncreated(spark, str(warehouse / table)), table
 
 
 def test_a_start_up_error_is_one_line_naming_where_and_debug_raises_it(
