@@ -132,10 +132,19 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
             lag.write_pending(opts.warehouse, manifest.watermark_ms)
     # Last, so a manifest exists only when every table was replaced.
     seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
-    (seeds.write.format("delta").mode("overwrite")
-     .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
-     .save(seed_path(opts.warehouse)))
+    # The manifest is this commit's: Delta skips a commit that changes nothing (no seeds
+    # over an empty table) unless told not to.
+    spark.conf.set(SKIP_EMPTY_COMMITS, "false")
+    try:
+        (seeds.write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
+         .save(seed_path(opts.warehouse)))
+    finally:
+        spark.conf.unset(SKIP_EMPTY_COMMITS)
     return manifest
+
+
+SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 
 
 def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
