@@ -32,8 +32,11 @@ RATE = 100  # records per second per partition
 PRODUCE_EVERY_S = 0.1  # the producer's step: RATE * this records per partition per step
 # Every group commits once a tick; slowed also waits for a sampler round begun since its last
 # commit (see Workload._slowed): a round, a Delta MERGE sharing two cores with the stream's,
-# takes 1.5-7 s here, whatever the interval asked.
+# takes 1.5-7 s here, whatever the interval asked. The shortest tick: a run with a sampler
+# paces its ticks to the rounds it measures (`Workload.pace`), so a slow machine gets as many
+# samples a tick as a fast one.
 TICK_S = 3.0
+TICK_PER_ROUND = 1.5  # a paced tick's length in sampler rounds
 # What slowed, stopped, and rewinding after its drop read of what was produced: little, so
 # that slowed's commits gain less than the end offset gains between two samples, however
 # close together two rounds come.
@@ -221,6 +224,8 @@ class Workload:
     leaves: int = 0  # ... and left
     # How many rounds the end-offset sampler has begun (None: no sampler to wait for).
     sample_rounds: Callable[[], int] | None = None
+    tick_s: float = TICK_S  # the groups' tick (`pace` sets it from the sampler's rounds)
+    finished_at_ms: int | None = None  # finish() began: every thread told to stop
 
     def __post_init__(self) -> None:
         self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
@@ -249,16 +254,29 @@ class Workload:
               lambda: all([m.poll() for m in self.members.values()]),
               timeout_s=60, every_s=0)
 
+    def pace(self, rounds: int = 3) -> float:
+        """The groups' tick set from the time the sampler takes for `rounds` rounds now (it
+        shares two cores with the stream): TICK_PER_ROUND rounds, TICK_S at least."""
+        counted = self.sample_rounds
+        assert counted is not None, "pace needs the sampler's rounds"
+        first, begun = counted(), time.monotonic()
+        until(f"{rounds} sampler rounds", lambda: counted() >= first + rounds, timeout_s=300)
+        self.tick_s = max(TICK_S, TICK_PER_ROUND * (time.monotonic() - begun) / rounds)
+        log.info("a tick is %.1f s", self.tick_s)
+        return self.tick_s
+
     def begin(self) -> None:
         """Every group's ticks, from now."""
         begun = time.monotonic()
         ticks = {"healthy": self._healthy, "slowed": self._slowed, "stopped": self._stopped,
                  "rewinding": self._rewinding, "rebalancing": self._rebalancing}
         for i, g in enumerate(GROUPS):  # phases apart: the five commits do not come at once
-            self.tickers.append(Ticker(g, ticks[g](), self.stop, begun + 0.3 * i))
+            self.tickers.append(Ticker(g, ticks[g](), self.stop, begun + 0.3 * i,
+                                       every_s=self.tick_s))
             self.tickers[-1].begin()
 
     def finish(self, timeout_s: float = 60.0) -> None:
+        self.finished_at_ms = now_ms()
         self.stop.set()
         for t in self.tickers:
             if t.thread is not None:

@@ -1,12 +1,13 @@
 """Consumer lag end to end on the suite's real broker: a live workload (`lag_workload`: one topic
 produced to steadily, five groups each shaped for one Burrow verdict) runs while the live
 ingest (`start_ingest`, processing-time trigger) reads `__consumer_offsets` and its sampler
-samples end offsets (asked every half second; a round takes seconds on two busy cores), and
-Kafka's own `kafka-consumer-groups --describe` is run at recorded moments meanwhile. The
-ingested log is then backfilled with lag, and the replayed `partition_lag` must print what the
-tool printed at each moment (within one sample interval's production), and each group must get
-its verdict: OK, WARN, STOP (its group Empty), REWIND after its drop, and REBALANCE as the
-cause of the rebalancing group's lag.
+samples end offsets (asked every half second; a round takes seconds on two busy cores, and the
+workload's tick is paced to the rounds it measures), and Kafka's own `kafka-consumer-groups
+--describe` is run at recorded moments meanwhile. The ingested log is then backfilled with lag,
+and the replayed `partition_lag` must print what the tool printed at each moment (within one
+sample interval's production), and each group must get its verdict while the workload runs:
+OK, WARN, STOP (its group Empty), REWIND after its drop, and REBALANCE as the cause of the
+rebalancing group's lag.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.sampler import EndOffsetSampler
 from tests.kafka.clients import admin, until
 from tests.kafka.lag_workload import (
-    TICK_S,
     TOPIC,
     Workload,
     group_id,
@@ -99,8 +99,10 @@ class LagRun:
 
     workload: Workload
     moments: list[Moment]
-    parts: list[dict[str, Any]]  # partition_lag of the workload's groups, times in epoch ms
-    groups: list[dict[str, Any]]  # their group_lag
+    # partition_lag of the workload's groups at the samples taken while it ran (after it, every
+    # group stops committing and its verdict moves on), times in epoch ms
+    parts: list[dict[str, Any]]
+    groups: list[dict[str, Any]]  # their group_lag, the same samples
     samples: list[dict[str, Any]]  # the workload topic's samples
 
     def gaps_ms(self) -> list[int]:
@@ -131,7 +133,7 @@ class LagRun:
 def describe_at(broker: Broker, workload: Workload, tick: int) -> Moment:
     """Kafka's tool run once the workload is at `tick`, the wall clock read around it."""
     until(f"the workload's tick {tick}", lambda: workload.ticks() >= tick or workload.errors(),
-          timeout_s=TICK_S * tick + 120)
+          timeout_s=workload.tick_s * tick + 120)
     before = now_ms()
     text = describe_consumer_groups(broker)
     return Moment(before, now_ms(), tuple(r for r in parse_describe(text) if r.topic == TOPIC))
@@ -191,10 +193,11 @@ def run_live(spark: SparkSession, broker: Broker, workload: Workload, opts: Inge
         # so every commit has a lag.
         until("the sampler samples the workload's topic", lambda: _sampled_after(sampler, 0),
               timeout_s=120)
+        workload.pace()  # ticks as long as the sampler's rounds take on this machine now
         workload.begin()
         moments = [describe_at(broker, workload, tick) for tick in MOMENT_TICKS]
         until("the workload's last tick", lambda: workload.ticks() >= TICKS or workload.errors(),
-              timeout_s=TICK_S * TICKS + 120)
+              timeout_s=workload.tick_s * TICKS + 120)
     finally:
         _stop(workload, query, sampler)
     assert not workload.errors(), workload.errors()
@@ -228,7 +231,9 @@ def lag_run(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPa
         config=CoordinatorConfig(offsets_topic_num_partitions=OFFSETS_PARTITIONS),
         lag=LagOptions(samples)))
     log.info("live %.1f s, backfill %.1f s", live_s, time.monotonic() - started - live_s)
-    ours = F.col("group_id").startswith("lag-")
+    assert workload.finished_at_ms is not None
+    ours = F.col("group_id").startswith("lag-") & (
+        F.unix_millis("sampled_at") <= workload.finished_at_ms)
     read = spark.read.format("delta")
     return LagRun(workload, moments,
                   _ms(read.load(str(warehouse / "partition_lag")).where(ours)),
@@ -282,7 +287,8 @@ def test_healthy_is_ok_and_slowed_warns_at_the_last_samples(lag_run: LagRun) -> 
     # Burrow's WARN: every commit's lag (against the end offset sampled before it) at least
     # the previous one's, which holds only if a sample falls between every two commits.
     assert _statuses(slowed) == {("WARN", "LAG_NOT_DECREASING")}, \
-        (_statuses(slowed), f"sample gaps {lag_run.gaps_ms()} ms vs commits every {TICK_S} s")
+        (_statuses(slowed),
+         f"sample gaps {lag_run.gaps_ms()} ms vs commits every {lag_run.workload.tick_s} s")
     assert min(r["window_commits"] for r in slowed) >= 3, slowed  # two rises at least
     assert {r["status"] for r in lag_run.last("slowed", "groups")} == {"WARN"}
 
