@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
-from tests.kafka.clients import admin, until
+from tests.kafka.clients import admin, group_state, until
 
 log = logging.getLogger("lag-workload")
 
@@ -50,6 +50,7 @@ STOP_AFTER = 3
 REWIND_AT = 4
 JOIN_EVERY = 3  # rebalancing's second member joins on ticks 1, 4, 7, ... and leaves 1 tick later
 GROUPS = ("healthy", "slowed", "stopped", "rewinding", "rebalancing")
+MAX_POLL_INTERVAL_MS = 150_000  # slowed may wait 120 s for a sampler round between polls
 
 
 def group_id(name: str) -> str:
@@ -79,6 +80,10 @@ class Member:
             "bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "session.timeout.ms": 10_000, "heartbeat.interval.ms": 500,
+            # Also the group's rebalance timeout: a rebalance the run's end cut short (a
+            # member closed while another joined) ends within it, not Kafka's 5 minutes
+            # later, when the next test reads __consumer_offsets. Above any tick's wait.
+            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
             "fetch.wait.max.ms": 100})  # an idle fetch answers within a tick's reading time
         self.consumer.subscribe([TOPIC])
         self.position: dict[int, int] = {}
@@ -281,9 +286,14 @@ class Workload:
         for t in self.tickers:
             if t.thread is not None:
                 t.thread.join(timeout_s)
-        for m in [*self.members.values(), *self.visitors]:
+        for m in [*self.visitors, *self.members.values()]:
             m.close()
         self.producer.flush(30)
+        # Every group Empty: the coordinator has written all it will for them, so the
+        # __consumer_offsets read after this (here, and by the suite's later tests) is whole.
+        until("every group of the workload Empty",
+              lambda: all(group_state(self.bootstrap, group_id(g)) == "Empty" for g in GROUPS),
+              timeout_s=MAX_POLL_INTERVAL_MS / 1000 + 60, every_s=1)
 
     def _producer(self) -> Callable[[int], None]:
         producer = self.producer
