@@ -32,3 +32,10 @@ def clamp_ms(ms: int) -> int:
     """`ms` moved into the times the replay can hold (`PANDAS_MS_RANGE`): no row lies outside
     it, so a bound beyond it selects the same rows as the range's end."""
     return min(max(ms, PANDAS_MS_RANGE[0]), PANDAS_MS_RANGE[1])
+
+
+def ms_text(ms: int | None) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC time for a log line ('-' for none)."""
+    if ms is None:
+        return "-"
+    return utc_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")

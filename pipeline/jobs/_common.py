@@ -28,6 +28,7 @@ from pipeline.spark import paths
 from pipeline.spark.catalog import quote_name
 from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.logs import LEVELS
+from pipeline.spark.maintain import MIN_VACUUM_HOURS, Upkeep
 from pipeline.spark.options import check_trigger, interval_ms
 from pipeline.spark.samples import check_samples
 from pipeline.spark.session import CONF_DIR, build_session, profile_path, stop_session
@@ -160,6 +161,40 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
     return value
+
+
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number above 0")
+    return value
+
+
+def add_upkeep_args(p: argparse.ArgumentParser) -> None:
+    """The maintenance's settings (jobs/maintain.py, replay's --maintain-every)."""
+    p.add_argument("--retain-days", type=positive_number, metavar="DAYS",
+                   help="delete history and lag rows older than this many days of event time "
+                        "(default: keep all)")
+    p.add_argument("--vacuum-hours", type=positive_number, default=MIN_VACUUM_HOURS,
+                   metavar="HOURS",
+                   help=f"VACUUM the files no version younger than this reads (default and "
+                        f"least: Delta's {MIN_VACUUM_HOURS})")
+
+
+def upkeep_options(args: argparse.Namespace) -> Upkeep | None:
+    """--maintain-every N and the maintenance's settings; None without it."""
+    if args.maintain_every is None:
+        if args.retain_days is not None:
+            raise UsageError("--retain-days goes with --maintain-every here; or run "
+                             "jobs/maintain.py on a schedule")
+        return None
+    if args.vacuum_hours < MIN_VACUUM_HOURS:
+        raise UsageError(f"--vacuum-hours {args.vacuum_hours:g}: expected at least "
+                         f"{MIN_VACUUM_HOURS} (Delta's floor)")
+    return Upkeep(args.maintain_every, args.retain_days, args.vacuum_hours)
 
 
 def fraction(text: str) -> float:

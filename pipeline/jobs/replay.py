@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pipeline.jobs._common import (
     JobParser,
     add_fold_args,
+    add_upkeep_args,
     cli,
     coordinator_config,
     default_metastore,
@@ -28,6 +29,7 @@ from pipeline.jobs._common import (
     positive_int,
     setup_logging,
     trigger_arg,
+    upkeep_options,
 )
 from pipeline.spark.progress import Progress
 from pipeline.spark.replay import ReplayOptions, run_replay
@@ -42,6 +44,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="available-now (what is there, then stop), or processing-time:SECONDS")
     p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
                    help="read at most N files of the log per micro-batch (default: all)")
+    p.add_argument("--maintain-every", type=positive_int, metavar="N",
+                   help="after every N-th micro-batch, OPTIMIZE and VACUUM the tables "
+                        "(jobs/maintain.py's upkeep, run by the stream itself)")
+    add_upkeep_args(p)
     return p.parse_args(argv)
 
 
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
         events=args.events, warehouse=args.warehouse, checkpoint=args.checkpoint,
         trigger=args.trigger, database=args.database or None, watermark_delay=args.watermark_delay,
         max_files_per_trigger=args.max_files_per_trigger,
-        config=coordinator_config(args.coordinator_conf),
+        config=coordinator_config(args.coordinator_conf), upkeep=upkeep_options(args),
     )
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.

@@ -28,16 +28,19 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED
 from pipeline.spark import paths
+from pipeline.spark.catalog import quote_path
 from pipeline.spark.eventlog import select_events
 from pipeline.spark.folding import batch_fold
 from pipeline.spark.handoff import Manifest, ensure_seed_table, seed_path
-from pipeline.spark.lagflow import BackfillLag, LagOptions, ensure_pending
+from pipeline.spark.lagflow import BackfillLag, Held, LagOptions, ensure_pending
 from pipeline.spark.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.packing import packed_events
 from pipeline.spark.parallel import run_all
 from pipeline.spark.paths import is_path
+from pipeline.spark.session import temporary_conf
 from pipeline.spark.warehouse import ensure_tables
 from pipeline.spark.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
+from pipeline.times import ms_text
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
@@ -129,22 +132,30 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
                  for table, lag_rows in lag.tables(spark, opts.warehouse,
                                                    manifest.watermark_ms).items()])
         if opts.until_ms is None:
-            lag.write_pending(opts.warehouse, manifest.watermark_ms)
+            held = lag.write_pending(opts.warehouse, manifest.watermark_ms)
+            if held.count:
+                log.info(held_line(held, manifest.watermark_ms, opts.watermark_delay))
     # Last, so a manifest exists only when every table was replaced.
     seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
     # The manifest is this commit's: Delta skips a commit that changes nothing (no seeds
     # over an empty table) unless told not to.
-    spark.conf.set(SKIP_EMPTY_COMMITS, "false")
-    try:
+    with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
         (seeds.write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
          .save(seed_path(opts.warehouse)))
-    finally:
-        spark.conf.unset(SKIP_EMPTY_COMMITS)
     return manifest
 
 
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+
+
+def held_line(held: Held, watermark_ms: int | None, delay: str) -> str:
+    """One line on the samples a backfill held back: how many, until when, and the flag."""
+    return (f"{held.count} end-offset samples ({ms_text(held.first_ms)} to "
+            f"{ms_text(held.last_ms)}) wait in _lag_pending, after the watermark "
+            f"{ms_text(watermark_ms)} (the log's last event time less --watermark-delay "
+            f"{delay}): a stream continuing from this backfill writes their lag, or a backfill "
+            "with a shorter --watermark-delay writes it now")
 
 
 def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
@@ -172,15 +183,8 @@ def arrow_batches(spark: SparkSession, rows: int = FOLD_BATCH_ROWS) -> Iterator[
     cost per row grows with a batch's length (at 2 M offsets-topic events, a backfill's pipe
     into an empty mapInArrow cost 8.4 JVM CPU-s in batches of 1,000 rows, 22 in Spark's
     default 10,000, 153 in 100,000)."""
-    before = spark.conf.get(ARROW_BATCH_ROWS, None)
-    spark.conf.set(ARROW_BATCH_ROWS, str(rows))
-    try:
+    with temporary_conf(spark, {ARROW_BATCH_ROWS: str(rows)}):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(ARROW_BATCH_ROWS)
-        else:
-            spark.conf.set(ARROW_BATCH_ROWS, before)
 
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:
@@ -206,7 +210,7 @@ def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
     if not filled:
         rows.write.format("delta").mode("append").save(path)
         return
-    table = "delta.`" + path.replace("`", "``") + "`"
+    table = quote_path(path)
     if append_only:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
     try:

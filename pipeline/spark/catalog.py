@@ -335,6 +335,11 @@ def quote_name(name: str) -> str:
     return ".".join(f"`{p}`" for p in parts)
 
 
+def quote_path(path: str) -> str:
+    """The Delta table at `path` as a SQL name: delta.`path`."""
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
 def permanent_sql(database: str, lag: bool = False) -> dict[str, str]:
     """FUNCTIONS (with `lag`, LAG_FUNCTIONS too) and the group_members view as objects of
     `database`, reading its tables."""
@@ -394,6 +399,6 @@ def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
         ddl = ", ".join(f"`{c.name}` {c.type}" + (f" COMMENT {_sql_string(c.doc)}" if c.doc else "")
                         for c in columns)
         # REPLACE COLUMNS with the same columns: Delta's one way to set many comments at once.
-        spark.sql(f"ALTER TABLE delta.`{path}` REPLACE COLUMNS ({ddl})")
+        spark.sql(f"ALTER TABLE {quote_path(path)} REPLACE COLUMNS ({ddl})")
         changed.append(table)
     return changed

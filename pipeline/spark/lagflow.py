@@ -144,19 +144,24 @@ class StreamLag:
         passed = F.unix_millis(F.col("sampled_at")) < F.lit(watermark)
         ready = candidates.where(passed)
         first: Writes = {}
-        if ready.limit(1).count():
+        any_ready = bool(ready.limit(1).count())
+        if any_ready:
             known = candidates if version is None else read_samples(
                 spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
             history = History.read(spark, self.warehouse, known.unionByName(candidates))
             rows = self._keep(partition_rows(ready, history, self.opts.config))
-            first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
-            first["group_lag"] = self._append(group_lag(rows, history, self.opts.config), "group_lag")
+            if rows.limit(1).count():  # no commit for a table with no rows
+                first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
+                first["group_lag"] = self._append(group_lag(rows, history, self.opts.config),
+                                                  "group_lag")
+        arrived = False  # a good sample came in this batch
         if checked is not None:
             rejected = self._keep(checked.where(F.col(REASON).isNotNull()))
             if rejected.limit(1).count():
                 first["rejected_samples"] = self._append(rejected, "rejected_samples")
+            arrived = bool(checked.where(F.col(REASON).isNull()).limit(1).count())
         then: Writes = {}
-        if first or new is not None:  # the pending set changed
+        if any_ready or arrived:  # the pending set changed; else it is left as it is
             then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
                                      .mode("overwrite").save(pending_path(self.warehouse)))
         return first, then
@@ -194,6 +199,15 @@ def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> Non
 LAG_APPEND_TABLES = tuple(LAG_TABLES)
 
 
+@dataclass(frozen=True)
+class Held:
+    """Samples held back for the watermark: how many, the first and last sample times (ms)."""
+
+    count: int
+    first_ms: int | None
+    last_ms: int | None
+
+
 @dataclass
 class BackfillLag:
     """The lag tables of a backfill: its samples read at one version, rows for those taken
@@ -229,10 +243,16 @@ class BackfillLag:
                 "group_lag": group_lag(rows, history, self.opts.config),
                 "rejected_samples": self.checked.where(F.col(REASON).isNotNull())}
 
-    def write_pending(self, warehouse: str, cut: int | None) -> None:
-        """The samples no row was written for yet: where a stream continues."""
-        (self.good().where(~self.passed(cut)).write.format("delta").mode("overwrite")
-         .option("overwriteSchema", "true").save(pending_path(warehouse)))
+    def write_pending(self, warehouse: str, cut: int | None) -> Held:
+        """The samples no row was written for yet: where a stream continues. Returns what
+        was held back."""
+        held = self.good().where(~self.passed(cut))
+        held.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+            pending_path(warehouse))
+        row = held.agg(F.count(F.lit(1)), F.min(F.unix_millis("sampled_at")),
+                       F.max(F.unix_millis("sampled_at"))).first()
+        assert row is not None
+        return Held(int(row[0]), row[1], row[2])
 
     def release(self) -> None:
         self.checked.unpersist()

@@ -46,6 +46,7 @@ from pipeline.spark.lagflow import (
     ensure_pending,
     sample_stream,
 )
+from pipeline.spark.maintain import Upkeep
 from pipeline.spark.options import (
     AVAILABLE_NOW,
     check_trigger,
@@ -85,6 +86,7 @@ class ReplayOptions:
     config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     app_id: str | None = None
     lag: LagOptions | None = None  # --end-offsets: the samples stream and the lag tables
+    upkeep: Upkeep | None = None  # --maintain-every: the stream maintains its tables
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
@@ -207,7 +209,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
-    writer = BatchWriter(opts.warehouse, app_id)
+    writer = BatchWriter(opts.warehouse, app_id, upkeep=opts.upkeep)
     with at_startup(f"the backfill's hand-off {seed_path(opts.warehouse)}", HANDOFF_TODO):
         manifest = read_manifest(spark, opts.warehouse)
     if manifest is not None and paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):

@@ -46,7 +46,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -243,3 +244,24 @@ def build_session(app_name: str, profile: str = "local",
             "Delta is not on the driver's class path. Under spark-submit pass the jars: "
             'spark-submit --jars "$(.venv/bin/python -m pipeline.spark.jars --print-jars)" ...')
     return spark
+
+
+# Delta writes this setting into each commit's userMetadata (the stream's batch marks, the
+# maintenance's mark).
+COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+@contextmanager
+def temporary_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """`settings` in the session's SQL conf while the block runs, then each as it was."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -33,13 +33,14 @@ from pyspark.sql import functions as F
 from pipeline.spark import paths
 from pipeline.spark.contract import table_schema
 from pipeline.spark.lagflow import StreamLag
+from pipeline.spark.maintain import Upkeep
 from pipeline.spark.parallel import WRITERS, run_all
+from pipeline.spark.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.wire import FAILED, SAMPLE, folded, table_count, table_rows
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
 PROGRESS_KEPT = 64  # batches whose figures the writer keeps for the progress line to read
 
@@ -97,6 +98,7 @@ class BatchWriter:
     marks: dict[str, int] = field(default_factory=dict)
     writers: int = WRITERS  # tables written side by side
     lag: StreamLag | None = None  # with --end-offsets: the lag tables, after the others
+    upkeep: Upkeep | None = None  # --maintain-every: the tables maintained every N batches
 
     def path(self, table: str) -> str:
         return paths.join(self.warehouse, table)
@@ -109,8 +111,7 @@ class BatchWriter:
             fold_s = time.monotonic() - start
             spark = wire.sparkSession
             # Every commit of the batch carries its mark (the MERGEs take it from the session).
-            spark.conf.set(COMMIT_METADATA, batch_mark(self.app_id, batch_id))
-            try:
+            with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
                 self._write_phase(spark, batch_id, {
                     t: partial(self._commit, wire, t, table_count(counts, t))
                     for t in OUTPUT_TABLES if table_count(counts, t)}, seconds)
@@ -121,8 +122,8 @@ class BatchWriter:
                             self._write_phase(spark, batch_id, phase, seconds)
                     finally:
                         self.lag.release()
-            finally:
-                spark.conf.unset(COMMIT_METADATA)
+            if self.upkeep is not None and self.upkeep.due(batch_id):
+                self.upkeep.run(spark, self.warehouse)
         self.progress[batch_id] = {
             "groups": counts.get("group_state", 0),
             "rejected": counts.get("rejected_events", 0),
@@ -143,15 +144,10 @@ class BatchWriter:
         run_all([partial(self._write_once, spark, t, commit, batch_id, unmarked, seconds)
                  for t, commit in commits.items()], self.writers)
         if unmarked:
-            spark.conf.set(TXN_APP_ID, self.app_id)
-            spark.conf.set(TXN_VERSION, str(batch_id))
-            try:
+            with temporary_conf(spark, {TXN_APP_ID: self.app_id, TXN_VERSION: str(batch_id)}):
                 for table in sorted(unmarked, key=list(commits).index):
                     self._write(table, commits[table], seconds)
                     self.marks[table] = batch_id
-            finally:
-                spark.conf.unset(TXN_APP_ID)
-                spark.conf.unset(TXN_VERSION)
 
     def _write_once(self, spark: SparkSession, table: str, commit: Callable[[], None],
                     batch_id: int, unmarked: list[str], seconds: dict[str, float]) -> None:

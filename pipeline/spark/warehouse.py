@@ -17,6 +17,7 @@ from pipeline.spark.catalog import (
     comment_columns,
     persistent_catalog,
     quote_name,
+    quote_path,
     register_permanent,
 )
 from pipeline.spark.contract import table_schema
@@ -30,6 +31,14 @@ from schemas.lag import LAG_TABLES
 # a small append here (+60 % on an append's average). Readers replay at most this many small
 # JSON commits after the last checkpoint.
 CHECKPOINT_INTERVAL = 100
+# Delta's auto compaction: after a commit leaves at least
+# spark.databricks.delta.autoCompact.minNumFiles (50) small files, the writer compacts them
+# in a commit of its own, so a stream's one-file-a-batch appends stay few files. A table
+# property: delta-io/delta#3967 reports the session setting ignored. Optimized writes stay
+# off: every write here already makes one file per million rows, and they would add a
+# shuffle to each.
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+UPKEEP_PROPERTIES = {AUTO_COMPACT: "true"}
 
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
@@ -52,13 +61,24 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
-    properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+    properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL), **UPKEEP_PROPERTIES}
     if table in APPEND_TABLES or table in LAG_TABLES:  # lag tables: all append
         properties["delta.appendOnly"] = "true"
-    create_table(spark, path, table_schema(table), properties)
+    if not create_table(spark, path, table_schema(table), properties):
+        _with_upkeep(spark, path)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
+
+
+def _with_upkeep(spark: SparkSession, path: str) -> None:
+    """A table made before auto compaction was set gets it, in one commit, once."""
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    have = {} if detail is None or detail[0] is None else dict(detail[0])
+    missing = {k: v for k, v in UPKEEP_PROPERTIES.items() if have.get(k) != v}
+    if missing:
+        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+        spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES ({pairs})")
 
 
 def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],

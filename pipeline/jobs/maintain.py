@@ -1,0 +1,63 @@
+"""Upkeep of a warehouse's tables: OPTIMIZE, an optional retention, VACUUM.
+
+    spark-submit jobs/maintain.py --warehouse /data/wh
+    spark-submit jobs/maintain.py --warehouse /data/wh --retain-days 90
+
+Compacts each output and lag table's small files into few (rows unchanged), deletes the
+history and lag rows older than --retain-days days of event time if asked (default: keep
+all), then VACUUMs the files no version younger than --vacuum-hours reads (at least Delta's
+168). Schedule it, or let the stream run it (`jobs/replay.py --maintain-every N`), which
+never races the stream's own MERGEs. docs/running.md says what it does to readers and to
+--as-of.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pyspark.sql import SparkSession
+
+from pipeline.errors import UsageError
+from pipeline.jobs._common import (
+    JobParser,
+    add_profile_arg,
+    add_upkeep_args,
+    cli,
+    job_session,
+    setup_logging,
+)
+from pipeline.spark import paths
+from pipeline.spark.maintain import maintain, maintained_tables
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = JobParser(__file__, __doc__)
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    p.add_argument("--table", action="append", choices=maintained_tables(), metavar="TABLE",
+                   help="maintain only this table (repeatable; default: every table)")
+    add_upkeep_args(p)
+    add_profile_arg(p)
+    return p.parse_args(argv)
+
+
+@cli
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+    """A session passed in is used and left running."""
+    setup_logging()
+    args = parse(argv)
+    warehouse = paths.qualify(args.warehouse)
+    with job_session("maintain", args.profile, spark, args=args) as session:
+        try:
+            done = maintain(session, warehouse, args.table, args.retain_days, args.vacuum_hours)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    for d in done:
+        print(f"{d.table}: {d.files_before} files -> {d.files_after}"
+              + (f", {d.deleted_rows} rows older than --retain-days deleted" if d.deleted_rows
+                 else ""))
+    if not done:
+        print(f"no table to maintain under {warehouse}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Upkeep, on one warehouse in order: a stream that maintains its tables every N batches writes
+what the pure fold writes, compacted; the maintenance job leaves every row as it was and a
+stream resumes after it; a retention deletes the history older than it, nothing else. Apart:
+a table of the warehouse's properties compacts itself."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from pipeline.fold import Event
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.catalog import quote_path
+from pipeline.spark.contract import table_schema
+from pipeline.spark.creation import create_table
+from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.maintain import RETAINED, Upkeep, file_count, maintain
+from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.warehouse import AUTO_COMPACT, UPKEEP_PROPERTIES
+from pipeline.times import utc_datetime
+from schemas import OUTPUT_TABLES
+from tests.jobs.jobs import load_job
+from tests.spark.backends import CONFIG, DELAY, assert_same_tables, pure_tables, read_tables
+
+pytestmark = pytest.mark.spark
+MIN_FILES = "spark.databricks.delta.autoCompact.minNumFiles"
+SPEC = LogSpec(groups=4, events=450, seed=35, log_kind="offsets-topic")
+
+
+@dataclass
+class Streamed:
+    parts: list[list[Event]]  # the log's three commits; the stream has read the first two
+    root: Path
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    def replay(self, spark: SparkSession, upkeep: Upkeep | None = None) -> None:
+        run_replay(spark, ReplayOptions(
+            events=str(self.root / "events"), warehouse=str(self.warehouse),
+            checkpoint=str(self.root / "checkpoint"), database=None, watermark_delay=DELAY,
+            max_files_per_trigger=1, config=CONFIG, upkeep=upkeep))
+
+
+def _rows(spark: SparkSession, warehouse: Path) -> dict[str, Counter[str]]:
+    return {t: Counter(repr(tuple(r)) for r in df.collect())
+            for t, df in read_tables(spark, warehouse).items()}
+
+
+def _properties(spark: SparkSession, path: Path) -> dict[str, str]:
+    detail = spark.sql(f"DESCRIBE DETAIL {quote_path(str(path))}").first()
+    assert detail is not None
+    return dict(detail["properties"])
+
+
+@pytest.fixture(scope="module")
+def streamed(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Streamed:
+    """The log's first two commits streamed one a batch, maintained after the second, into a
+    warehouse whose group_history an older version made (no auto compaction)."""
+    root = tmp_path_factory.mktemp("maintain")
+    events = generate(SPEC)
+    third = len(events) // 3
+    run = Streamed([events[:third], events[third:2 * third], events[2 * third:]], root)
+    create_table(spark, str(run.warehouse / "group_history"), table_schema("group_history"))
+    for i, part in enumerate(run.parts[:2]):
+        write_event_log(spark, part, str(root / "events"), mode="append" if i else "overwrite")
+    run.replay(spark, Upkeep(every=2))
+    return run
+
+
+def test_a_stream_maintaining_itself_writes_the_same_rows_compacted(
+        spark: SparkSession, streamed: Streamed) -> None:
+    warehouse = streamed.warehouse
+    assert_same_tables(read_tables(spark, warehouse),
+                       pure_tables(spark, streamed.parts[0] + streamed.parts[1]))
+    # Every table made with Delta's auto compaction, the older one given it at the start.
+    for table in OUTPUT_TABLES:
+        assert _properties(spark, warehouse / table).get(AUTO_COMPACT) == "true", table
+    # Two batches appended a file each to offset_history; the upkeep after the second
+    # compacted them, in a commit of its own marked as the maintenance's.
+    history = spark.sql(f"DESCRIBE HISTORY {quote_path(str(warehouse / 'offset_history'))}")
+    optimized = [r["userMetadata"] for r in history.collect() if r["operation"] == "OPTIMIZE"]
+    assert len(optimized) == 1 and '"maintenance"' in optimized[0], optimized
+    assert file_count(spark, str(warehouse / "offset_history")) <= 2  # + the final batch's
+
+
+def test_the_job_keeps_every_row_and_a_stream_resumes_after_it(
+        spark: SparkSession, streamed: Streamed, capsys: pytest.CaptureFixture[str]) -> None:
+    warehouse = streamed.warehouse
+    before = _rows(spark, warehouse)
+    load_job("maintain").main(["--warehouse", str(warehouse)], spark=spark)
+    printed = capsys.readouterr().out
+    assert all(f"{t}: " in printed for t in OUTPUT_TABLES), printed
+    assert _rows(spark, warehouse) == before
+    write_event_log(spark, streamed.parts[2], str(streamed.root / "events"), mode="append")
+    streamed.replay(spark)
+    assert_same_tables(read_tables(spark, warehouse),
+                       pure_tables(spark, [e for part in streamed.parts for e in part]))
+
+
+def test_a_retention_deletes_only_history_older_than_it(
+        spark: SparkSession, streamed: Streamed) -> None:
+    warehouse = streamed.warehouse
+    tables = ("offset_history", "rebalances", "group_state")
+    before = {t: df.count() for t, df in read_tables(spark, warehouse).items()}
+    times = sorted(e.event_time for part in streamed.parts for e in part
+                   if e.event_time is not None)
+    middle = times[len(times) // 2]
+    done = {d.table: d for d in maintain(spark, str(warehouse), tables, retain_days=1,
+                                         now=utc_datetime(middle) + timedelta(days=1))}
+    assert set(done) == set(tables)
+    assert done["offset_history"].deleted_rows > 0
+    for table, df in read_tables(spark, warehouse).items():
+        if table not in tables or table not in RETAINED:
+            assert df.count() == before[table], table  # current state is never trimmed
+            continue
+        assert df.where(f"{RETAINED[table]} < timestamp_millis({middle})").count() == 0, table
+        assert df.count() + done[table].deleted_rows == before[table], table
+    # The append-only guard is back on once the rows are gone.
+    assert _properties(spark, warehouse / "offset_history")["delta.appendOnly"] == "true"
+    with pytest.raises(ValueError, match="168"):
+        maintain(spark, str(warehouse), vacuum_hours=1)
+
+
+def test_a_table_of_the_warehouses_properties_compacts_its_small_files(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """With Delta's threshold lowered from 50 small files to 3, the fourth append compacts."""
+    path = str(tmp_path / "small")
+    create_table(spark, path, T.StructType([T.StructField("n", T.LongType())]),
+                 UPKEEP_PROPERTIES)
+    spark.conf.set(MIN_FILES, "3")
+    try:
+        for i in range(4):
+            (spark.range(i, i + 1).withColumnRenamed("id", "n").coalesce(1).write
+             .format("delta").mode("append").save(path))
+    finally:
+        spark.conf.unset(MIN_FILES)
+    operations = [r[0] for r in spark.sql(f"DESCRIBE HISTORY {quote_path(path)}")
+                  .select("operation").collect()]
+    assert "OPTIMIZE" in operations, operations
+    assert file_count(spark, path) < 4
+    assert spark.read.format("delta").load(path).count() == 4
