@@ -6,6 +6,7 @@ kill test of tests/spark/test_replay_guarantees.py runs with lag.)"""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from pipeline.spark.handoff import read_manifest
 from pipeline.spark.lagflow import LagOptions
 from pipeline.spark.options import interval_ms
 from pipeline.spark.samples import write_samples
+from pipeline.times import ms_text
 from schemas.lag import LAG_KEYS, LAG_TABLES
 from tests.spark.backends import (
     assert_oracle_agrees,
@@ -48,6 +50,7 @@ class Lagged:
     cut: int  # where the stream's final watermark stands: samples before it have rows
     backfilled: dict[str, DataFrame]
     root: Path
+    said: list[str]  # what the backfill logged
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +71,28 @@ def lagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lag
     for chunk in rounds:
         write_samples(spark, chunk, samples_path)
     cut = last_event_ms(events) - interval_ms(DELAY)
-    backfilled = backfill_tables(spark, log, root / "backfill", delay=DELAY,
-                                 lag=LagOptions(samples_path))
-    return Lagged(commits, rounds, log, samples_path, cut, backfilled, root)
+    said, logger = _Said(), logging.getLogger("backfill")
+    level = logger.level
+    logger.addHandler(said)
+    logger.setLevel(logging.INFO)
+    try:
+        backfilled = backfill_tables(spark, log, root / "backfill", delay=DELAY,
+                                     lag=LagOptions(samples_path))
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+    return Lagged(commits, rounds, log, samples_path, cut, backfilled, root, said.lines)
+
+
+class _Said(logging.Handler):
+    """The messages logged to the logger it is added to, at INFO and above."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def test_the_backfill_writes_what_the_rules_say_for_every_sample_before_the_watermark(
@@ -86,6 +108,19 @@ def test_the_backfill_writes_what_the_rules_say_for_every_sample_before_the_wate
                                              "MALFORMED: topic is null"]
     causes = {r[0] for r in lagged.backfilled["group_lag"].select("cause").collect()}
     assert "REBALANCE" in causes
+
+
+def test_the_backfill_says_in_one_line_which_samples_wait_for_the_watermark(
+        spark: SparkSession, lagged: Lagged) -> None:
+    held = spark.read.format("delta").load(str(lagged.root / "backfill" / "warehouse"
+                                               / "_lag_pending"))
+    count = held.count()
+    assert count > 0  # the samples of the log's last DELAY
+    assert held.where(F.unix_millis("sampled_at") < lagged.cut).count() == 0
+    said = [line for line in lagged.said if "wait in _lag_pending" in line]
+    assert len(said) == 1, lagged.said
+    assert said[0].startswith(f"{count} end-offset samples"), said
+    assert f"--watermark-delay {DELAY}" in said[0] and ms_text(lagged.cut) in said[0], said
 
 
 def _keys(table: DataFrame, name: str) -> Counter[tuple[Any, ...]]:
