@@ -3,6 +3,7 @@ and that broker's `__consumer_offsets` ingested and replayed by the real jobs' c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
-from pipeline.spark.ingest import IngestOptions, run_ingest
+from pipeline.spark.ingest import OFFSETS_TOPIC, IngestOptions, run_ingest
 from pipeline.spark.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
     BrokerMember,
@@ -52,6 +53,7 @@ class Replayed:
     offsets: dict[str, dict[tuple[str, int], tuple[int, str]]]  # the broker's, per group
     groups: dict[str, tuple[str, tuple[BrokerMember, ...]]]  # the broker's, per group
     topics: dict[str, str]  # the broker's topic ids -> names
+    ingested: dict[int, int]  # where the ingest stopped: each partition's next offset
 
     def table(self, spark: SparkSession, name: str) -> DataFrame:
         return spark.read.format("delta").load(str(self.warehouse / name))
@@ -77,7 +79,17 @@ def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: 
     groups = {g: broker_group(bootstrap, g) for g in workload.groups + workload.kip848_groups}
     root = session_dir / "live"
     events = str(root / "events")
+    checkpoint = root / "ingest-ckpt"
     run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt"),
-                                    warehouse=str(root / "warehouse")))
-    return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap))
+                                    checkpoint=str(checkpoint), warehouse=str(root / "warehouse")))
+    return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap),
+                    ingested_until(checkpoint))
+
+
+def ingested_until(checkpoint: Path) -> dict[int, int]:
+    """Each `__consumer_offsets` partition's next offset after the ingest's last batch, from
+    its checkpoint's offset log (the Kafka source's line: topic -> partition -> offset)."""
+    last = max((f for f in (checkpoint / "offsets").iterdir() if f.name.isdigit()),
+               key=lambda f: int(f.name))
+    source = json.loads(last.read_text().splitlines()[2])
+    return {int(p): int(o) for p, o in source[OFFSETS_TOPIC].items()}

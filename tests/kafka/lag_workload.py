@@ -31,12 +31,12 @@ PARTITIONS = 2
 RATE = 100  # records per second per partition
 PRODUCE_EVERY_S = 0.1  # the producer's step: RATE * this records per partition per step
 # Every group commits once a tick; slowed also waits for a sampler round begun since its last
-# commit (see Workload._slowed): a round, a Delta MERGE sharing two cores with the stream's,
-# takes 1.5-7 s here, whatever the interval asked. The shortest tick: a run with a sampler
-# paces its ticks to the rounds it measures (`Workload.pace`), so a slow machine gets as many
-# samples a tick as a fast one.
+# commit (see Workload._slowed). A round, a Delta MERGE sharing two cores with the stream's and
+# with whatever else the machine runs, takes 0.5-20 s here, and changes within a run: with a
+# sampler, a tick is ROUNDS_PER_TICK rounds of it (and TICK_S at least), so every tick has
+# samples between its commits however slow the rounds get (`Workload.begin`).
 TICK_S = 3.0
-TICK_PER_ROUND = 1.5  # a paced tick's length in sampler rounds
+ROUNDS_PER_TICK = 2
 # What slowed, stopped, and rewinding after its drop read of what was produced: little, so
 # that slowed's commits gain less than the end offset gains between two samples, however
 # close together two rounds come.
@@ -183,13 +183,15 @@ class Slow:
 @dataclass
 class Ticker:
     """A thread calling `tick(n)` every `every_s` from `start` (n = 0, 1, ...) until `stop`;
-    a late tick runs at once, so the pace holds on average."""
+    a late tick runs at once, so the pace holds on average. With `due`, tick n also waits
+    until `due(n)`."""
 
     name: str
     tick: Callable[[int], None]
     stop: threading.Event
     start: float
     every_s: float = TICK_S
+    due: Callable[[int], bool] | None = None
     ticks: int = 0
     error: BaseException | None = None
     thread: threading.Thread | None = None
@@ -198,6 +200,10 @@ class Ticker:
         try:
             while not self.stop.wait(max(0.0, self.start + self.ticks * self.every_s
                                          - time.monotonic())):
+                due = self.due
+                while due is not None and not due(self.ticks):
+                    if self.stop.wait(0.05):
+                        return
                 self.tick(self.ticks)
                 self.ticks += 1
         except BaseException as exc:  # the main thread asserts there is none
@@ -260,25 +266,38 @@ class Workload:
               timeout_s=60, every_s=0)
 
     def pace(self, rounds: int = 3) -> float:
-        """The groups' tick set from the time the sampler takes for `rounds` rounds now (it
-        shares two cores with the stream): TICK_PER_ROUND rounds, TICK_S at least."""
+        """About how long a tick will take: ROUNDS_PER_TICK of the sampler's rounds as they take
+        now (TICK_S at least), for the callers' timeouts; the ticks themselves count rounds."""
         counted = self.sample_rounds
         assert counted is not None, "pace needs the sampler's rounds"
         first, begun = counted(), time.monotonic()
         until(f"{rounds} sampler rounds", lambda: counted() >= first + rounds, timeout_s=300)
-        self.tick_s = max(TICK_S, TICK_PER_ROUND * (time.monotonic() - begun) / rounds)
-        log.info("a tick is %.1f s", self.tick_s)
+        self.tick_s = max(TICK_S, ROUNDS_PER_TICK * (time.monotonic() - begun) / rounds)
+        log.info("a tick is about %.1f s", self.tick_s)
         return self.tick_s
 
     def begin(self) -> None:
-        """Every group's ticks, from now."""
+        """Every group's ticks, from now: tick n once the sampler has begun ROUNDS_PER_TICK * n
+        rounds since, and TICK_S * n seconds have passed."""
         begun = time.monotonic()
+        rounds = self.sample_rounds
+        due = None
+        if rounds is not None:
+            first = rounds()
+            due = lambda n: rounds() >= first + ROUNDS_PER_TICK * n  # noqa: E731
         ticks = {"healthy": self._healthy, "slowed": self._slowed, "stopped": self._stopped,
                  "rewinding": self._rewinding, "rebalancing": self._rebalancing}
         for i, g in enumerate(GROUPS):  # phases apart: the five commits do not come at once
-            self.tickers.append(Ticker(g, ticks[g](), self.stop, begun + 0.3 * i,
-                                       every_s=self.tick_s))
+            self.tickers.append(Ticker(g, self._staggered(ticks[g](), 0.3 * i), self.stop,
+                                       begun, due=due))
             self.tickers[-1].begin()
+
+    def _staggered(self, tick: Callable[[int], None], delay_s: float) -> Callable[[int], None]:
+        """`tick` run `delay_s` after it is due: a round begun releases every group at once."""
+        def run(n: int) -> None:
+            if not self.stop.wait(delay_s):
+                tick(n)
+        return run
 
     def finish(self, timeout_s: float = 60.0) -> None:
         self.finished_at_ms = now_ms()
