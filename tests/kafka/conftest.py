@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
-from pipeline.spark.ingest import OFFSETS_TOPIC, IngestOptions, run_ingest
+from pipeline.spark.ingest import OFFSETS_TOPIC, IngestOptions, read_topic, run_ingest
 from pipeline.spark.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
     BrokerMember,
@@ -84,6 +85,19 @@ def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: 
                                     checkpoint=str(checkpoint), warehouse=str(root / "warehouse")))
     return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap),
                     ingested_until(checkpoint))
+
+
+def topic_now(spark: SparkSession, broker: Broker) -> DataFrame:
+    """`__consumer_offsets` as the broker holds it now (the suite's broker: groups of later
+    tests, or a late record of an earlier one, may have written since an ingest stopped)."""
+    return read_topic(spark, IngestOptions(events="unused", checkpoint="unused",
+                                           bootstrap_servers=broker.bootstrap_servers))
+
+
+def before(ends: dict[int, int]) -> Column:
+    """A topic row below its partition's offset in `ends` (`ingested_until`)."""
+    return F.coalesce(*[F.when(F.col("partition") == p, F.col("offset") < end)
+                        for p, end in ends.items()], F.lit(False))
 
 
 def ingested_until(checkpoint: Path) -> dict[int, int]:

@@ -19,10 +19,10 @@ from pyspark.sql import functions as F
 from pipeline.decode import DecodeError, decode_record
 from pipeline.kafka.broker import Broker
 from pipeline.spark.catalog import register_views
-from pipeline.spark.ingest import IngestOptions, read_topic, run_ingest
+from pipeline.spark.ingest import IngestOptions, run_ingest
 from schemas import OUTPUT_TABLES
 from schemas.events import MALFORMED_RECORD
-from tests.kafka.conftest import Replayed, replay
+from tests.kafka.conftest import Replayed, before, replay, topic_now
 from tests.kafka.test_real_broker import KIP848
 from tests.spark.backends import assert_same_tables, read_tables
 
@@ -37,10 +37,9 @@ def _sorted(df: DataFrame) -> DataFrame:
 @pytest.fixture(scope="session")
 def dump(spark: SparkSession, broker: Broker, live: Replayed, session_dir: Path) -> Path:
     """The topic exported as an archive would hold it: raw records as Parquet (timestamps as
-    epoch milliseconds, to exercise that form too)."""
+    epoch milliseconds, to exercise that form too), up to where the live ingest stopped."""
     path = session_dir / "dump"
-    topic = read_topic(spark, IngestOptions(events=live.events, checkpoint="unused",
-                                            bootstrap_servers=broker.bootstrap_servers))
+    topic = topic_now(spark, broker).where(before(live.ingested))
     topic.select("key", "value", "partition", "offset",
                  F.unix_millis("timestamp").alias("timestamp")).write.parquet(str(path))
     return path

@@ -5,19 +5,20 @@ DescribeGroups (state and members) for classic and KIP-848 groups alike."""
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import Broker
 from pipeline.spark.catalog import as_of, register_views
-from pipeline.spark.ingest import IngestOptions, read_topic, start_ingest
+from pipeline.spark.ingest import IngestOptions, start_ingest
 from pipeline.spark.records import MALFORMED_RECORD
 from tests.kafka.clients import BrokerMember, Scenarios
-from tests.kafka.conftest import Replayed, ingested_until
+from tests.kafka.conftest import Replayed, before, ingested_until, topic_now
 from tests.spark.test_readme_examples import load_job
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -60,19 +61,6 @@ def _members(replayed: Replayed, spark: SparkSession, group: str
     return rows[0]["state"], members
 
 
-def _topic(spark: SparkSession, broker: Broker) -> DataFrame:
-    """`__consumer_offsets` as the broker holds it now."""
-    return read_topic(spark, IngestOptions(events="unused",
-                                           bootstrap_servers=broker.bootstrap_servers,
-                                           checkpoint="unused"))
-
-
-def _before(ends: dict[int, int]) -> Column:
-    """A topic row below its partition's offset in `ends`."""
-    return F.coalesce(*[F.when(F.col("partition") == p, F.col("offset") < end)
-                        for p, end in ends.items()], F.lit(False))
-
-
 def test_the_workload_covers_every_scenario(workload: Scenarios) -> None:
     assert workload.groups == CLASSIC
     assert workload.kip848_error is None, f"librdkafka refused group.protocol=consumer: " \
@@ -83,10 +71,9 @@ def test_the_workload_covers_every_scenario(workload: Scenarios) -> None:
 def test_ingest_keeps_every_record_once_with_its_bytes_and_kafka_position(
         spark: SparkSession, broker: Broker, live: Replayed) -> None:
     events = spark.read.format("delta").load(live.events)
-    # The broker is the suite's: groups of later tests (or a late record of an earlier one)
-    # may write after the ingest stopped. Every record before where it stopped, once.
+    # Every record before where the ingest stopped, once.
     assert _rows(events, "log_partition", "log_offset", "raw_key", "raw_value") == \
-        _rows(_topic(spark, broker).where(_before(live.ingested)),
+        _rows(topic_now(spark, broker).where(before(live.ingested)),
               "partition", "offset", "key", "value")
     assert events.where(F.col("event_type") == MALFORMED_RECORD).count() == 0
     types = {r[0] for r in events.select("event_type").distinct().collect()}
@@ -125,20 +112,23 @@ def test_the_replay_rejects_no_record_of_the_brokers_groups(
 def test_a_second_ingest_from_the_start_adds_only_what_is_new_and_logs_no_secret(
         spark: SparkSession, broker: Broker, live: Replayed, session_dir: Path,
         caplog: pytest.LogCaptureFixture) -> None:
-    before = spark.read.format("delta").load(live.events).count()
+    # Into a copy of the live log, which the other tests compare with what they read.
+    copy = session_dir / "second-events"
+    shutil.copytree(live.events, copy)
+    had = spark.read.format("delta").load(str(copy)).count()
     caplog.set_level(logging.INFO, logger="ingest")
     query = start_ingest(spark, IngestOptions(
-        events=live.events, bootstrap_servers=broker.bootstrap_servers,
+        events=str(copy), bootstrap_servers=broker.bootstrap_servers,
         checkpoint=str(session_dir / "second-ckpt"),
         kafka_options={"ssl.key.password": SECRET, "failOnDataLoss": "true"}))
     query.awaitTermination()
     # What was written after the first ingest stopped (the broker is the suite's) is new to
     # it; nothing before.
     second = ingested_until(session_dir / "second-ckpt")
-    since = _topic(spark, broker).where(~_before(live.ingested) & _before(second)).count()
-    events = spark.read.format("delta").load(live.events)
-    assert events.count() == before + since
-    assert events.select("log_partition", "log_offset").distinct().count() == before + since
+    since = topic_now(spark, broker).where(~before(live.ingested) & before(second)).count()
+    events = spark.read.format("delta").load(str(copy))
+    assert events.count() == had + since
+    assert events.select("log_partition", "log_offset").distinct().count() == had + since
     assert "ssl.key.password" in caplog.text
     assert SECRET not in caplog.text
 
