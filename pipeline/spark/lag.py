@@ -24,6 +24,7 @@ lives), and those assigned to a member then without one (NO_COMMIT).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -38,6 +39,8 @@ TP = ("topic", "partition")
 PAIR = ("group_id", "topic", "partition")
 ASKED, ANSWERED = 1, 0  # at one time, the answers (history) sort before the question
 HISTORY_TABLES = ("offset_history", "group_history", "group_transitions", "rebalances")
+# What a sample carried from an earlier lag step brings (`sample_stats`).
+SEEDS = {"seed_high": "bigint", "seed_first_t": "bigint", "linked": "boolean"}
 
 
 @dataclass(frozen=True)
@@ -79,35 +82,59 @@ def sample_stats(samples: DataFrame, cfg: LagConfig) -> DataFrame:
     ms, hash-partitioned by topic partition (every later step keeps that partitioning: one
     shuffle of each input), with what later steps take from the partition's samples up to
     it: `high` (the running maximum end offset), `broker_min` (the least end offset of the
-    last `intervals` samples), `prev_t`, `first_t`, the next sample's `next_t`/`next_high`."""
-    distinct = (by_tp(samples).groupBy(*TP, ms("sampled_at").alias("t"))
-                .agg(F.max("log_end_offset").alias("end"), F.max("log_start_offset").alias("start")))
+    last `intervals` samples), `prev_t`, `first_t`, the next sample's `next_t`/`next_high`.
+
+    A sample carried from earlier steps (`pipeline.spark.lagcarry`) brings its own `high`
+    and `first_t` (`seed_high`, `seed_first_t`) and whether the sample after it is carried
+    too (`linked`); `held_first_t` is the first sample at hand."""
+    seeded = samples
+    for name, kind in SEEDS.items():
+        if name not in seeded.columns:
+            seeded = seeded.withColumn(name, F.lit(None).cast(kind))
+    distinct = (by_tp(seeded).groupBy(*TP, ms("sampled_at").alias("t"))
+                .agg(F.max("log_end_offset").alias("end"), F.max("log_start_offset").alias("start"),
+                     F.max("seed_high").alias("seed_high"),
+                     F.min("seed_first_t").alias("seed_first_t"),
+                     F.min(F.coalesce(F.col("linked"), F.lit(True)).cast("int")).alias("linked")))
     by_time = Window.partitionBy(*TP).orderBy("t")
+    whole = Window.partitionBy(*TP)
     stats = distinct.select(
-        "*", F.max("end").over(by_time.rowsBetween(Window.unboundedPreceding, 0)).alias("high"),
+        *TP, "t", "end", "start", (F.col("linked") == 1).alias("linked"),
+        F.max(F.coalesce("seed_high", "end")).over(
+            by_time.rowsBetween(Window.unboundedPreceding, 0)).alias("high"),
         F.min("end").over(by_time.rowsBetween(1 - cfg.intervals, 0)).alias("broker_min"),
         F.lag("t").over(by_time).alias("prev_t"),
-        F.min("t").over(Window.partitionBy(*TP)).alias("first_t"))
+        F.min(F.coalesce("seed_first_t", "t")).over(whole).alias("first_t"),
+        F.min("t").over(whole).alias("held_first_t"))
     return stats.select("*", F.lead("t").over(by_time).alias("next_t"),
                         F.lead("high").over(by_time).alias("next_high"))
 
 
-def commit_windows(changes: DataFrame, stats: DataFrame, cfg: LagConfig) -> DataFrame:
-    """Each offset change (a TXN_ABORTED row changes nothing), in ms, partitioned by topic
-    partition; a commit also carries `ring`: its last `intervals` commits (itself included),
-    each with its lag against the end offset sampled at or before it, leaving out those no
-    sample precedes (which have no ring themselves)."""
+def commit_lags(changes: DataFrame, stats: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(each offset change (a TXN_ABORTED row changes nothing) in ms, partitioned by topic
+    partition; each commit with `end_then`, the end offset sampled at or before it, and its
+    `lag` then). A carried commit (`seed_end_then`) keeps the end offset it was given."""
+    if "seed_end_then" not in changes.columns:
+        changes = changes.withColumn("seed_end_then", F.lit(None).cast("bigint"))
     moved = changes.where(F.col("change") != "TXN_ABORTED").select(
         *PAIR, ms("event_time").alias("t"), "log_partition", "log_offset", "change",
-        "committed_offset")
+        "committed_offset", "seed_end_then")
     moved = by_tp(moved)
     asked = moved.where(F.col("change") == "COMMIT").withColumn("kind", F.lit(ASKED))
     answers = stats.select(*TP, "t", "end", F.lit(ANSWERED).alias("kind"))
     union = asked.unionByName(answers, allowMissingColumns=True)
     then = Window.partitionBy(*TP).orderBy("t", "kind").rowsBetween(Window.unboundedPreceding, 0)
-    commits = (union.withColumn("end_then", F.last("end", ignorenulls=True).over(then))
-               .where(F.col("kind") == ASKED)
+    end_then = F.coalesce(F.col("seed_end_then"), F.last("end", ignorenulls=True).over(then))
+    commits = (union.withColumn("end_then", end_then)
+               .where(F.col("kind") == ASKED).drop("kind", "end", "seed_end_then")
                .withColumn("lag", behind(F.col("end_then"), F.col("committed_offset"))))
+    return moved.drop("seed_end_then"), commits
+
+
+def commit_windows(moved: DataFrame, commits: DataFrame, cfg: LagConfig) -> DataFrame:
+    """Each offset change (`commit_lags`); a commit also carries `ring`: its last `intervals`
+    commits (itself included), each with its lag against the end offset sampled at or before
+    it, leaving out those no sample precedes (which have no ring themselves)."""
     last_n = (Window.partitionBy(*PAIR).orderBy("t", "log_partition", "log_offset")
               .rowsBetween(1 - cfg.intervals, 0))
     # A commit no sample precedes never enters a window (`rules.window`): as Burrow, which
@@ -175,8 +202,7 @@ def group_as_of(keys: DataFrame, shapes: DataFrame, transitions: DataFrame,
     """Each (group_id, t) of `keys` with what the group's history says then, for its cause:
     `since` (when it entered its state), the last transition's cause, the last entry into a
     rebalance, into and out of Empty, and the last rebalance completed."""
-    rebalancing = F.col("to_state").isin(*REBALANCING)
-    entered = rebalancing & (F.col("from_state").isNull() | ~F.col("from_state").isin(*REBALANCING))
+    entered = entered_rebalance()
     parts = [
         keys.select("group_id", "t", F.lit(ASKED).alias("kind")),
         shapes.select("group_id", ms("event_time").alias("t"), *_positions("seq"),
@@ -203,6 +229,13 @@ def group_as_of(keys: DataFrame, shapes: DataFrame, transitions: DataFrame,
             .where(F.col("kind") == ASKED).drop("kind"))
 
 
+def entered_rebalance() -> Column:
+    """A group_transitions row that enters a rebalance (from outside one)."""
+    rebalancing = F.col("to_state").isin(*REBALANCING)
+    return rebalancing & (F.col("from_state").isNull()
+                          | ~F.col("from_state").isin(*REBALANCING))
+
+
 def _positions(seq: str | None) -> list[Column]:
     """A history row's place among rows of the same time: its log position (and seq)."""
     return [F.lit(ANSWERED).alias("kind"), F.col("log_partition").alias("o1"),
@@ -210,19 +243,32 @@ def _positions(seq: str | None) -> list[Column]:
             (F.col(seq) if seq else F.lit(None).cast("int")).alias("o3")]
 
 
+def brackets(asked: DataFrame, stats: DataFrame) -> DataFrame:
+    """`asked` (with `committed`) with `a`: the partition's last sample whose running maximum
+    end offset had not passed the committed offset (t, high, the next sample's next_t and
+    next_high), and `bracket_exact`: false where the samples at hand cannot tell (a carried
+    sample whose successor was not carried, or none found while earlier samples were
+    dropped from the carry)."""
+    asked = asked.withColumn("key", F.col("committed")).withColumn("kind", F.lit(ASKED))
+    answers = stats.select(*TP, F.col("high").alias("key"), F.lit(ANSWERED).alias("kind"),
+                           F.col("t").alias("at"), F.struct(
+                               F.col("t").alias("t"), "high", "next_t", "next_high",
+                               "linked").alias("a"))
+    union = asked.unionByName(answers, allowMissingColumns=True)
+    then = Window.partitionBy(*TP).orderBy("key", "kind", "at").rowsBetween(Window.unboundedPreceding, 0)
+    found = (union.withColumn("a", F.last("a", ignorenulls=True).over(then))
+             .where(F.col("kind") == ASKED).drop("key", "kind", "at"))
+    exact = (F.when(F.col("a").isNull(), F.col("held_first_t") == F.col("first_t"))
+             .otherwise(F.coalesce(F.col("a.linked"), F.lit(True))))
+    return found.withColumn("bracket_exact", exact)
+
+
 def with_time_lag(rows: DataFrame, stats: DataFrame) -> DataFrame:
     """`rows` (with `committed`, `end`, `t`, `first_t`) with `lag_ms` and `lag_ms_basis`: for a
     lagging row, the partition's last sample whose running maximum end offset had not passed
     the committed offset and the one after it bracket when the log end stood there."""
     behind_ = F.col("committed") < F.col("end")
-    asked = rows.where(behind_).withColumn("key", F.col("committed")).withColumn("kind", F.lit(ASKED))
-    answers = stats.select(*TP, F.col("high").alias("key"), F.lit(ANSWERED).alias("kind"),
-                           F.col("t").alias("at"), F.struct(
-                               F.col("t").alias("t"), "high", "next_t", "next_high").alias("a"))
-    union = asked.unionByName(answers, allowMissingColumns=True)
-    then = Window.partitionBy(*TP).orderBy("key", "kind", "at").rowsBetween(Window.unboundedPreceding, 0)
-    found = (union.withColumn("a", F.last("a", ignorenulls=True).over(then))
-             .where(F.col("kind") == ASKED).drop("key", "kind", "at"))
+    found = brackets(rows.where(behind_), stats)
     interpolated = F.expr(
         "a.t + (cast(committed - a.high AS decimal(38,0)) * cast(a.next_t - a.t AS decimal(38,0)))"
         " div cast(a.next_high - a.high AS decimal(38,0))")
@@ -234,7 +280,8 @@ def with_time_lag(rows: DataFrame, stats: DataFrame) -> DataFrame:
         .alias("lag_ms_basis"))
     rest = rows.where(~behind_ | F.col("committed").isNull()).select(
         "*", F.when(F.col("committed").isNotNull(), F.lit(0)).cast("bigint").alias("lag_ms"),
-        F.when(F.col("committed").isNotNull(), F.lit("CAUGHT_UP")).alias("lag_ms_basis"))
+        F.when(F.col("committed").isNotNull(), F.lit("CAUGHT_UP")).alias("lag_ms_basis"),
+        F.lit(True).alias("bracket_exact"))
     return timed.unionByName(rest)
 
 
@@ -297,14 +344,33 @@ def emitted(rows: DataFrame) -> DataFrame:
                         | ((status == "NO_COMMIT") & F.col("member_id").isNotNull()))
 
 
-def partition_rows(ready: DataFrame, history: History, cfg: LagConfig) -> DataFrame:
+@dataclass(frozen=True)
+class Derived:
+    """What the lag step and the carry both derive from the history: `sample_stats`, and the
+    offset changes and commits of `commit_lags`."""
+
+    stats: DataFrame
+    moved: DataFrame
+    commits: DataFrame
+
+    @classmethod
+    def of(cls, history: History, cfg: LagConfig,
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> Derived:
+        stats = keep(sample_stats(history.samples, cfg))
+        moved, commits = commit_lags(history.changes, stats)
+        return cls(stats, keep(moved), keep(commits))
+
+
+def partition_rows(ready: DataFrame, history: History, cfg: LagConfig,
+                   derived: Derived | None = None) -> DataFrame:
     """Every partition_lag row of the `ready` samples, with the columns group_lag needs."""
-    stats = sample_stats(history.samples, cfg)
+    derived = derived or Derived.of(history, cfg)
+    stats = derived.stats
     asked = by_tp(ready.select(*TP, ms("sampled_at").alias("t")).distinct())
     pairs = related_pairs(history.changes, history.shapes)
     candidates = (stats.join(asked, [*TP, "t"]).join(by_tp(pairs), list(TP))
                   .where(F.col("t") >= F.col("since")).drop("since"))
-    rows = partition_as_of(candidates, commit_windows(history.changes, stats, cfg),
+    rows = partition_as_of(candidates, commit_windows(derived.moved, derived.commits, cfg),
                            owned_shapes(history.shapes, pairs))
     rows = emitted(with_time_lag(with_committed(rows, cfg), stats))
     verdict = F.when(F.col("committed").isNotNull(), burrow(cfg))

@@ -13,7 +13,8 @@ then it waits in `_lag_pending`. Each micro-batch reads its watermark and the sa
 table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
 pending and new samples the watermark has passed, computes their rows over the warehouse's
 history tables (which hold the batch's own rows by then) and the samples table at that
-version, then rewrites the pending set. A sample arriving after the watermark passed it is
+version, then rewrites the pending set and the carry: over the carry and the rows after it
+where that is exact (`pipeline.spark.lagcarry`), else over every history row. A sample arriving after the watermark passed it is
 used at once. Every write carries the batch's mark (`sinks.BatchWriter`), pending last, so
 a batch run again after a crash computes the same rows and skips what it had written.
 """
@@ -35,10 +36,20 @@ from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark import paths
 from pipeline.spark.creation import create_table
-from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
+from pipeline.spark.lag import Derived, History, group_lag, partition_lag, partition_rows
+from pipeline.spark.lagcarry import (
+    CARRY,
+    Carry,
+    build,
+    carry_path,
+    carry_schema,
+    history_versions,
+    read_history,
+)
 from pipeline.spark.options import delta_table, latest_version, stream_delta
 from pipeline.spark.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.wire import ROW, SAMPLE
+from pipeline.times import ms_text
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
@@ -62,7 +73,9 @@ def pending_path(warehouse: str) -> str:
 
 
 def ensure_pending(spark: SparkSession, warehouse: str) -> None:
+    """The pending set and the carry, made empty unless they are there."""
     create_table(spark, pending_path(warehouse), samples_schema())
+    create_table(spark, carry_path(warehouse), carry_schema())
 
 
 def table_id(spark: SparkSession, source: str) -> str:
@@ -125,6 +138,7 @@ class StreamLag:
     opts: LagOptions
     warehouse: str
     checkpoint: str
+    carried: bool = True  # False: every step reads the whole history (the benchmark's baseline)
     _id: str | None = None
     _persisted: list[DataFrame] = field(default_factory=list)
 
@@ -148,8 +162,8 @@ class StreamLag:
         if any_ready:
             known = candidates if version is None else read_samples(
                 spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
-            history = History.read(spark, self.warehouse, known.unionByName(candidates))
-            rows = self._keep(partition_rows(ready, history, self.opts.config))
+            history, rows, carry = self._lag(spark, ready, known.unionByName(candidates),
+                                             batch_id)
             if rows.limit(1).count():  # no commit for a table with no rows
                 first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
                 first["group_lag"] = self._append(group_lag(rows, history, self.opts.config),
@@ -164,7 +178,46 @@ class StreamLag:
         if any_ready or arrived:  # the pending set changed; else it is left as it is
             then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
                                      .mode("overwrite").save(pending_path(self.warehouse)))
+        if any_ready:
+            then[CARRY] = lambda: (carry.write.format("delta").mode("overwrite")
+                                   .save(carry_path(self.warehouse)))
         return first, then
+
+    def _lag(self, spark: SparkSession, ready: DataFrame, samples: DataFrame, batch_id: int
+             ) -> tuple[History, DataFrame, DataFrame]:
+        """(the history the rows were computed over, the ready samples' partition rows, the
+        next carry): over the carry and the rows after it where that is exact, else over
+        every history row (`pipeline.spark.lagcarry`)."""
+        cfg = self.opts.config
+        row = ready.agg(F.min(F.unix_millis("sampled_at")), F.max(F.unix_millis("sampled_at"))
+                        ).first()
+        assert row is not None
+        first_ms, horizon_ms = int(row[0]), int(row[1])
+        versions = history_versions(spark, self.warehouse)
+        carry = Carry.read(spark, self.warehouse) if self.carried else None
+        why = ("no carry" if carry is None
+               else "a sample at or before the carry's time" if carry.horizon_ms >= first_ms
+               else "history rows at or before the carry's time were written or removed"
+               if not carry.fresh(spark, self.warehouse, versions) else None)
+        if carry is not None and why is None:
+            history = carry.history(spark, self.warehouse, versions, samples)
+            history = History(*(self._keep(df) for df in (
+                history.changes, history.shapes, history.transitions, history.rebalances,
+                history.samples)))
+            derived = Derived.of(history, cfg, self._keep)
+            rows = self._keep(partition_rows(ready, history, cfg, derived))
+            built = build(history, horizon_ms, versions, cfg, derived)
+            if not (rows.where(~F.col("bracket_exact")).limit(1).count()
+                    or built.exact.where(~F.col("bracket_exact")).limit(1).count()):
+                log.info("batch %d: lag over the carry and the history after %s", batch_id,
+                         ms_text(carry.horizon_ms))
+                return history, rows, self._keep(built.rows)
+            why = "a committed offset bracketed before the carried samples"
+        log.info("batch %d: lag over the whole history (%s)", batch_id, why)
+        history = read_history(spark, self.warehouse, versions, samples)
+        derived = Derived.of(history, cfg, self._keep)
+        rows = self._keep(partition_rows(ready, history, cfg, derived))
+        return history, rows, self._keep(build(history, horizon_ms, versions, cfg, derived).rows)
 
     def _keep(self, df: DataFrame) -> DataFrame:
         kept = df.persist(StorageLevel.MEMORY_AND_DISK)

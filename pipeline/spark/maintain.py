@@ -24,6 +24,8 @@ from pyspark.sql import SparkSession
 
 from pipeline.spark import paths
 from pipeline.spark.catalog import quote_path
+from pipeline.spark.lagcarry import CARRY
+from pipeline.spark.lagflow import PENDING
 from pipeline.spark.session import COMMIT_METADATA, temporary_conf
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
@@ -76,15 +78,19 @@ class Upkeep:
                         vacuum_hours=self.vacuum_hours)
 
 
+# The lag step's own working tables, overwritten at each step: their old files need VACUUM.
+WORKING_TABLES = (PENDING, CARRY)
+
+
 def maintained_tables() -> tuple[str, ...]:
-    return (*OUTPUT_TABLES, *LAG_TABLES)
+    return (*OUTPUT_TABLES, *LAG_TABLES, *WORKING_TABLES)
 
 
 def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,
              retain_days: float | None = None, vacuum_hours: float = MIN_VACUUM_HOURS,
              now: datetime | None = None) -> list[Done]:
     """OPTIMIZE, the retention, then VACUUM each of `tables` (default: every output and lag
-    table) that exists under `warehouse`."""
+    table, and the lag step's working tables) that exists under `warehouse`."""
     if vacuum_hours < MIN_VACUUM_HOURS:
         raise ValueError(f"vacuum retention must be at least {MIN_VACUUM_HOURS} hours "
                          "(Delta's own floor, which keeps readers of recent versions safe)")

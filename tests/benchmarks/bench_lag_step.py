@@ -1,0 +1,140 @@
+"""Benchmark (not a test): one stream lag step, over the whole history and over the carry,
+as the history grows (issue 35: a micro-batch's cost must not grow with the stream's age).
+
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_lag_step.py --partitions 1000 \\
+        --ages 20,200
+
+For each age (a number of 30 s sample rounds already in the warehouse), builds with Spark
+alone what a stream of that age has written (`bench_lag`'s busy cluster: every partition
+committed every 15 s, every fifth group falling behind; the commits and samples appended in
+time order, ten rounds a commit, as a stream's batches append them), then times, alternately
+`--repeat` times, the lag step of one new sample round as the stream runs it
+(`lagflow.StreamLag._lag`: rows, group_lag, the next carry, to Spark's noop sink; the
+step's own choice of path is logged):
+
+- full: every history row and sample read (what the stream did before the carry);
+- carry: the carry as of the round before, and the rows after it.
+
+Prints each time, the medians, and the ratios: each path at the oldest age over the
+youngest (the carry's should stay near 1), and carry / full at each age.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.lag import LagConfig
+from pipeline.spark.lag import group_lag
+from pipeline.spark.lagcarry import build, carry_path, history_versions, read_history
+from pipeline.spark.lagflow import LagOptions, StreamLag, ensure_pending
+from pipeline.spark.session import build_session
+from pipeline.spark.warehouse import ensure_tables
+from tests.benchmarks.bench_lag import SAMPLE_MS, T0, shapes
+
+ROUNDS_A_COMMIT = 10
+
+
+def build_age(spark: SparkSession, root: Path, partitions: int, per_topic: int,
+              rounds: int) -> tuple[str, str]:
+    """A warehouse and samples table as a stream `rounds` sample rounds old has left them."""
+    warehouse, samples_path = str(root / "warehouse"), str(root / "samples")
+    ensure_tables(spark, warehouse, None, lag=True)
+    ensure_pending(spark, warehouse)
+    tps = (spark.range(partitions).select(
+        F.concat(F.lit("topic-"), (F.col("id") / per_topic).cast("int")).alias("topic"),
+        (F.col("id") % per_topic).cast("int").alias("partition"),
+        (F.col("id") / per_topic).cast("int").alias("g")))
+    rate = 40 + (F.hash("topic", "partition") % 20)
+    history = spark.read.format("delta").load(f"{warehouse}/offset_history")
+    for lo in range(0, rounds + 1, ROUNDS_A_COMMIT):
+        hi = min(lo + ROUNDS_A_COMMIT, rounds + 1)
+        ticks = spark.range(lo, hi).select(F.col("id").alias("k"))
+        (tps.crossJoin(ticks).select(
+            "topic", "partition",
+            F.timestamp_millis(F.lit(T0) + F.col("k") * SAMPLE_MS).alias("sampled_at"),
+            (F.col("k") * 30 * rate + 1000).cast("bigint").alias("log_end_offset"),
+            F.lit(0).cast("bigint").alias("log_start_offset"))
+         .coalesce(1).write.format("delta").mode("append").save(samples_path))
+        commits = tps.crossJoin(spark.range(2 * lo, 2 * hi).select(F.col("id").alias("c"))).select(
+            F.concat(F.lit("group-"), F.col("g")).alias("group_id"), "topic", "partition",
+            (F.col("c") * 15 * rate + 1000
+             - F.when(F.col("g") % 5 == 0, F.col("c") * 7).otherwise(F.col("c") % 3 * 11))
+            .cast("bigint").alias("committed_offset"),
+            F.timestamp_millis(F.lit(T0) + F.col("c") * 15_000 + 500).alias("event_time"),
+            F.lit(7).alias("log_partition"),
+            (F.col("c") * partitions + F.col("g")).alias("log_offset"),
+            F.lit("COMMIT").alias("change"))
+        (commits.select(*[F.col(c) if c in commits.columns else F.lit(None).cast(t).alias(c)
+                          for c, t in history.dtypes])
+         .coalesce(1).write.format("delta").mode("append").save(f"{warehouse}/offset_history"))
+    shapes(spark, warehouse, tps)
+    return warehouse, samples_path
+
+
+def step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
+         carried: bool) -> float:
+    """One lag step of the round at `at_ms`, as the stream runs it."""
+    lag = StreamLag(LagOptions(samples_path), warehouse, "", carried=carried)
+    start = time.monotonic()
+    samples = spark.read.format("delta").load(samples_path)
+    ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
+    history, rows, carry = lag._lag(spark, ready, samples, 0)
+    rows.count()
+    for df in (group_lag(rows, history, lag.opts.config), carry):
+        df.write.format("noop").mode("overwrite").save()
+    lag.release()
+    took = time.monotonic() - start
+    print(f"  {'carry' if carried else 'full'}: {took:.1f} s", flush=True)
+    return took
+
+
+def seed_carry(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int) -> None:
+    """The carry as of `at_ms`, as the stream's step of that round wrote it."""
+    samples = spark.read.format("delta").load(samples_path)
+    versions = history_versions(spark, warehouse)
+    history = read_history(spark, warehouse, versions, samples)
+    built: DataFrame = build(history, at_ms, versions, LagConfig()).rows
+    built.write.format("delta").mode("overwrite").save(carry_path(warehouse))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--partitions", type=int, default=1000)
+    p.add_argument("--per-topic", type=int, default=10)
+    p.add_argument("--ages", default="20,200", help="sample rounds already written, comma-separated")
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    spark = build_session("bench-lag-step", "local")
+    medians: dict[int, dict[str, float]] = {}
+    for age in (int(a) for a in args.ages.split(",")):
+        root = Path(tempfile.mkdtemp(prefix=f"bench-lag-step-{age}-"))
+        start = time.monotonic()
+        warehouse, samples_path = build_age(spark, root, args.partitions, args.per_topic, age)
+        last, before = T0 + age * SAMPLE_MS, T0 + (age - 1) * SAMPLE_MS
+        seed_carry(spark, warehouse, samples_path, before)
+        print(f"age {age} rounds: {args.partitions:,} partitions, built in "
+              f"{time.monotonic() - start:.0f} s ({root})", flush=True)
+        step(spark, warehouse, samples_path, last, False)  # warm-up, not counted
+        step(spark, warehouse, samples_path, last, True)
+        times: dict[str, list[float]] = {"full": [], "carry": []}
+        for _ in range(args.repeat):
+            times["full"].append(step(spark, warehouse, samples_path, last, False))
+            times["carry"].append(step(spark, warehouse, samples_path, last, True))
+        medians[age] = {k: statistics.median(v) for k, v in times.items()}
+        print(f"age {age}: medians full {medians[age]['full']:.1f} s, carry "
+              f"{medians[age]['carry']:.1f} s, carry / full = "
+              f"{medians[age]['carry'] / medians[age]['full']:.2f}", flush=True)
+    young, old = min(medians), max(medians)
+    for path in ("full", "carry"):
+        print(f"{path}: age {old} / age {young} = {medians[old][path] / medians[young][path]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
