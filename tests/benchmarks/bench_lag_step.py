@@ -22,7 +22,9 @@ youngest (the carry's should stay near 1), and carry / full at each age.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -111,6 +113,9 @@ def main() -> None:
     p.add_argument("--ages", default="20,200", help="sample rounds already written, comma-separated")
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
+    said = logging.StreamHandler(sys.stdout)  # each step's path: over the carry, or why not
+    logging.getLogger("pipeline.spark.lagflow").addHandler(said)
+    logging.getLogger("pipeline.spark.lagflow").setLevel(logging.INFO)
     spark = build_session("bench-lag-step", "local")
     medians: dict[int, dict[str, float]] = {}
     for age in (int(a) for a in args.ages.split(",")):
