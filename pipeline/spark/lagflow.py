@@ -13,10 +13,11 @@ then it waits in `_lag_pending`. Each micro-batch reads its watermark and the sa
 table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
 pending and new samples the watermark has passed, computes their rows over the warehouse's
 history tables (which hold the batch's own rows by then) and the samples table at that
-version, then rewrites the pending set and the carry: over the carry and the rows after it
-where that is exact (`pipeline.spark.lagcarry`), else over every history row. A sample arriving after the watermark passed it is
-used at once. Every write carries the batch's mark (`sinks.BatchWriter`), pending last, so
-a batch run again after a crash computes the same rows and skips what it had written.
+version (over the carry and the rows after it where that is exact, `pipeline.spark.lagcarry`,
+else over every history row), then rewrites the pending set and the carry. A sample arriving
+after the watermark passed it is used at once. Every write carries the batch's mark
+(`sinks.BatchWriter`), pending and carry last, so a batch run again after a crash computes
+the same rows and skips what it had written.
 """
 
 from __future__ import annotations
