@@ -210,11 +210,11 @@ class StreamLag:
             built = build(history, horizon_ms, versions, cfg, derived)
             if not (rows.where(~F.col("bracket_exact")).limit(1).count()
                     or built.exact.where(~F.col("bracket_exact")).limit(1).count()):
-                log.info("batch %d: lag over the carry and the history after %s", batch_id,
+                log.debug("batch %d: lag over the carry and the history after %s", batch_id,
                          ms_text(carry.horizon_ms))
                 return history, rows, self._keep(built.rows)
             why = "a committed offset bracketed before the carried samples"
-        log.info("batch %d: lag over the whole history (%s)", batch_id, why)
+        log.debug("batch %d: lag over the whole history (%s)", batch_id, why)
         history = read_history(spark, self.warehouse, versions, samples)
         derived = Derived.of(history, cfg, self._keep)
         rows = self._keep(partition_rows(ready, history, cfg, derived))

@@ -115,7 +115,7 @@ def main() -> None:
     args = p.parse_args()
     said = logging.StreamHandler(sys.stdout)  # each step's path: over the carry, or why not
     logging.getLogger("pipeline.spark.lagflow").addHandler(said)
-    logging.getLogger("pipeline.spark.lagflow").setLevel(logging.INFO)
+    logging.getLogger("pipeline.spark.lagflow").setLevel(logging.DEBUG)
     spark = build_session("bench-lag-step", "local")
     medians: dict[int, dict[str, float]] = {}
     for age in (int(a) for a in args.ages.split(",")):
