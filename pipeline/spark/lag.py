@@ -24,7 +24,7 @@ lives), and those assigned to a member then without one (NO_COMMIT).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from pipeline.lag import LagConfig
 from pipeline.lag.rules import REBALANCING, STATUS_CODES
 from pipeline.spark import paths
+from pipeline.spark.options import read_delta
 from schemas.lag import GROUP_LAG, PARTITION_LAG
 
 TP = ("topic", "partition")
@@ -54,10 +55,21 @@ class History:
     samples: DataFrame  # good samples (`samples.read_samples`, reason null), any times
 
     @classmethod
-    def read(cls, spark: SparkSession, warehouse: str, samples: DataFrame) -> History:
+    def read(cls, spark: SparkSession, warehouse: str, samples: DataFrame,
+             versions: Mapping[str, int] | None = None) -> History:
+        """Every history row, at `versions` (a table's Delta version) where given."""
         changes, shapes, transitions, rebalances = (
-            spark.read.format("delta").load(paths.join(warehouse, t)) for t in HISTORY_TABLES)
+            read_delta(spark, paths.join(warehouse, t), (versions or {}).get(t))
+            for t in HISTORY_TABLES)
         return cls(changes, shapes, transitions, rebalances, samples)
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """The frames' rows under the union of their columns (a column one lacks: null)."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f, allowMissingColumns=True)
+    return out
 
 
 def by_tp(df: DataFrame) -> DataFrame:
@@ -217,9 +229,7 @@ def group_as_of(keys: DataFrame, shapes: DataFrame, transitions: DataFrame,
             "generation_id", "cause", ms("started_at").alias("started"),
             ms("completed_at").alias("completed")).alias("last_rebalance")),
     ]
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part, allowMissingColumns=True)
+    union = union_all(parts)
     then = (Window.partitionBy("group_id").orderBy("t", "kind", "o1", "o2", "o3")
             .rowsBetween(Window.unboundedPreceding, 0))
     carried = ["since", "last_cause", "rebalance_started", "empty_entered", "empty_left",

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -56,9 +55,11 @@ from pipeline.spark.lag import (
     brackets,
     entered_rebalance,
     ms,
+    union_all,
 )
-from pipeline.spark.options import latest_version
+from pipeline.spark.options import latest_version, read_delta
 from pipeline.spark.samples import samples_schema
+from pipeline.times import event_time_ms
 
 CARRY = "_lag_carry"
 MOVING_MS = 15 * 60 * 1000  # a pair that committed this recently keeps its samples contiguous
@@ -116,7 +117,7 @@ class Carry:
         if not paths.exists(spark, paths.join(path, "_delta_log")):
             return None
         # Pinned to its version: the step that reads it overwrites it.
-        rows = read_at(spark, warehouse, CARRY, latest_version(spark, path))
+        rows = read_delta(spark, path, latest_version(spark, path))
         meta = rows.where(F.col("kind") == "meta").select("horizon_ms", "versions").first()
         if meta is None or meta[0] is None:
             return None
@@ -131,7 +132,7 @@ class Carry:
         for table, cols in COLUMNS.items():
             seeds = ["seed_end_then"] if table == "offset_history" else []
             carried = self.rows.where(F.col("kind") == KIND[table]).select(*cols, *seeds)
-            after = (read_at(spark, warehouse, table, versions[table])
+            after = (read_delta(spark, paths.join(warehouse, table), versions[table])
                      .where(F.unix_millis(TIME_COLUMN[table]) > F.lit(self.horizon_ms))
                      .select(*cols))
             parts.append(carried.unionByName(after, allowMissingColumns=True))
@@ -176,30 +177,13 @@ def _adds_after(spark: SparkSession, table: str, version: int, column: str,
         if not stats.get("numRecords"):
             continue
         least = stats.get("minValues", {}).get(column)
-        if least is None or _iso_ms(least) <= horizon_ms:
+        if least is None or event_time_ms(least) <= horizon_ms:
             return False
     return True
 
 
-def _iso_ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).timestamp() * 1000)
-
-
-def read_at(spark: SparkSession, warehouse: str, table: str, version: int) -> DataFrame:
-    return (spark.read.format("delta").option("versionAsOf", version)
-            .load(paths.join(warehouse, table)))
-
-
 def history_versions(spark: SparkSession, warehouse: str) -> dict[str, int]:
     return {t: latest_version(spark, paths.join(warehouse, t)) for t in HISTORY_TABLES}
-
-
-def read_history(spark: SparkSession, warehouse: str, versions: dict[str, int],
-                 samples: DataFrame) -> History:
-    """Every history row (at `versions`) and `samples`: the lag step without a carry."""
-    changes, shapes, transitions, rebalances = (
-        read_at(spark, warehouse, t, versions[t]) for t in HISTORY_TABLES)
-    return History(changes, shapes, transitions, rebalances, samples)
 
 
 def _last(df: DataFrame, keys: Iterable[str], order: Iterable[str], n: int = 1) -> DataFrame:
@@ -234,8 +218,11 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
                .agg(F.max("seed_end_then").alias("seed_end_then")))
 
     upto = stats.where(at_or_before)
-    tip = _last(upto, TP, ("t",)).select(*TP, F.col("high").alias("high_T"),
-                                         "first_t", "held_first_t")
+    # The last `intervals` samples at or before T; the last of them is the partition's tip.
+    ranked = upto.withColumn("_n", F.row_number().over(
+        Window.partitionBy(*TP).orderBy(F.col("t").desc()))).where(F.col("_n") <= cfg.intervals)
+    tip = ranked.where(F.col("_n") == 1).select(*TP, F.col("high").alias("high_T"),
+                                                "first_t", "held_first_t")
     lagging = (last_change.where(F.col("change") == "COMMIT")
                .select(*PAIR, F.col("t").alias("changed_at"),
                        F.col("committed_offset").alias("committed"))
@@ -245,7 +232,7 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
     horizon = found.where(moving).groupBy(*TP).agg(F.min("a.t").alias("from_t"))
     pinned = found.where(F.col("a").isNotNull()).select(
         *TP, F.explode(F.array(F.col("a.t"), F.col("a.next_t"))).alias("t")).distinct()
-    recent = _last(upto, TP, ("t",), cfg.intervals).select(*TP, "t")
+    recent = ranked.select(*TP, "t")
     kept_keys = (upto.join(horizon, list(TP)).where(F.col("t") >= F.col("from_t"))
                  .select(*TP, "t").unionByName(pinned).unionByName(recent).distinct()
                  .withColumn("keep", F.lit(True)))
@@ -266,7 +253,7 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
     picked = [transitions, transitions.where(entered_rebalance()),
               transitions.where(F.col("to_state") == "Empty"),
               transitions.where(F.col("from_state") == "Empty")]
-    last_transitions = _union([_last(p, ["group_id"], t_order) for p in picked]).drop(
+    last_transitions = union_all([_last(p, ["group_id"], t_order) for p in picked]).drop(
         "t").distinct()
     rebalances = _last(history.rebalances.withColumn("t", ms("completed_at")).where(at_or_before),
                        ["group_id"], ("t", "log_partition", "log_offset")).drop("t")
@@ -276,7 +263,7 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
         StructType([StructField("kind", StringType(), False),
                     StructField("horizon_ms", LongType()),
                     StructField("versions", MapType(StringType(), LongType()))]))
-    rows = _union([
+    rows = union_all([
         changes.select(F.lit("changes").alias("kind"), *PAIR,
                        F.timestamp_millis("t").alias("event_time"), "log_partition",
                        "log_offset", "change", "committed_offset", "seed_end_then"),
@@ -287,11 +274,4 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
     schema = carry_schema()
     rows = rows.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
     return Built(rows, found.select("bracket_exact"))
-
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f, allowMissingColumns=True)
-    return out
 

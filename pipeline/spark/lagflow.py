@@ -45,7 +45,6 @@ from pipeline.spark.lagcarry import (
     carry_path,
     carry_schema,
     history_versions,
-    read_history,
 )
 from pipeline.spark.options import delta_table, latest_version, stream_delta
 from pipeline.spark.samples import REASON, read_samples, samples_schema, select_samples
@@ -215,7 +214,7 @@ class StreamLag:
                 return history, rows, self._keep(built.rows)
             why = "a committed offset bracketed before the carried samples"
         log.debug("batch %d: lag over the whole history (%s)", batch_id, why)
-        history = read_history(spark, self.warehouse, versions, samples)
+        history = History.read(spark, self.warehouse, samples, versions)
         derived = Derived.of(history, cfg, self._keep)
         rows = self._keep(partition_rows(ready, history, cfg, derived))
         return history, rows, self._keep(build(history, horizon_ms, versions, cfg, derived).rows)

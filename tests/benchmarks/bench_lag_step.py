@@ -33,8 +33,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag import group_lag
-from pipeline.spark.lagcarry import build, carry_path, history_versions, read_history
+from pipeline.spark.lag import History, group_lag
+from pipeline.spark.lagcarry import build, carry_path, history_versions
 from pipeline.spark.lagflow import LagOptions, StreamLag, ensure_pending
 from pipeline.spark.session import build_session
 from pipeline.spark.warehouse import ensure_tables
@@ -101,7 +101,7 @@ def seed_carry(spark: SparkSession, warehouse: str, samples_path: str, at_ms: in
     """The carry as of `at_ms`, as the stream's step of that round wrote it."""
     samples = spark.read.format("delta").load(samples_path)
     versions = history_versions(spark, warehouse)
-    history = read_history(spark, warehouse, versions, samples)
+    history = History.read(spark, warehouse, samples, versions)
     built: DataFrame = build(history, at_ms, versions, LagConfig()).rows
     built.write.format("delta").mode("overwrite").save(carry_path(warehouse))
 
