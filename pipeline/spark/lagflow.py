@@ -213,7 +213,10 @@ class StreamLag:
                          ms_text(carry.horizon_ms))
                 return history, rows, self._keep(built.rows)
             why = "a committed offset bracketed before the carried samples"
-        log.debug("batch %d: lag over the whole history (%s)", batch_id, why)
+        # The first step has no carry, by design; any other fallback costs a whole-history
+        # read an operator should be able to see.
+        (log.debug if carry is None else log.info)(
+            "batch %d: lag over the whole history (%s)", batch_id, why)
         history = History.read(spark, self.warehouse, samples, versions)
         derived = Derived.of(history, cfg, self._keep)
         rows = self._keep(partition_rows(ready, history, cfg, derived))
