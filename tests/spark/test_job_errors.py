@@ -91,10 +91,12 @@ def test_a_lossless_type_is_taken_and_a_lossy_one_is_named_where_it_is() -> None
     assert mismatch(swapped, member, "m") == ("m", swapped, member)
 
 
+@pytest.mark.spark
 def test_a_log_of_the_contracts_types_passes(spark: SparkSession, logs: dict[str, str]) -> None:
     check_event_log(spark, logs["good"])
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("job", ["replay", "backfill"])
 def test_an_event_log_of_the_wrong_shape_is_refused_before_the_job_starts(
         job: str, spark: SparkSession, logs: dict[str, str], tmp_path: Path,
@@ -120,6 +122,7 @@ def test_an_event_log_of_the_wrong_shape_is_refused_before_the_job_starts(
     assert not (tmp_path / "wh").exists(), "refused before any table was made"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("job", ["replay", "backfill"])
 def test_a_partition_count_that_is_not_the_clusters_is_refused_naming_the_one_that_fits(
         job: str, spark: SparkSession, logs: dict[str, str], tmp_path: Path,
@@ -139,6 +142,7 @@ def test_a_partition_count_that_is_not_the_clusters_is_refused_naming_the_one_th
     assert not (tmp_path / "wh").exists(), "refused before any table was made"
 
 
+@pytest.mark.spark
 def test_the_schema_check_guards_the_stream_itself(spark: SparkSession,
                                                    logs: dict[str, str]) -> None:
     """Called without the job (a notebook), the replay still refuses the log on its schema."""
@@ -147,6 +151,7 @@ def test_the_schema_check_guards_the_stream_itself(spark: SparkSession,
         select_events(spark.readStream.format("delta").load(logs["typed"]))
 
 
+@pytest.mark.spark
 def test_a_folder_that_is_not_a_warehouse_is_named(
         spark: SparkSession, logs: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     assert fails("query", ["--warehouse", logs["plain"], "SELECT 1"], spark, capsys) == (
@@ -159,6 +164,7 @@ def test_a_folder_that_is_not_a_warehouse_is_named(
         "warehouse written by jobs/replay.py or jobs/backfill.py")
 
 
+@pytest.mark.spark
 def test_sql_the_session_cannot_parse_or_resolve_is_one_line(
         spark: SparkSession, warehouse: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = fails("query", ["--warehouse", warehouse, "SELEC * FROM group_state"], spark, capsys)
@@ -170,6 +176,7 @@ def test_sql_the_session_cannot_parse_or_resolve_is_one_line(
     assert "`nope`" in line
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(("job", "argv"), [
     ("query", ["--as-of", "2026-01-01T00:00:00"]),
     ("export_offsets", ["--as-of", "2026-01-01T00:00:00", "--output", "-"]),
@@ -182,6 +189,7 @@ def test_a_group_that_does_not_exist_is_said_so(
     assert line.startswith(f"{job}.py: error: --group nope: no such group in {warehouse}"), line
 
 
+@pytest.mark.spark
 def test_end_offset_samples_of_the_wrong_shape_are_refused(
         spark: SparkSession, tmp_path: Path) -> None:
     from datetime import datetime

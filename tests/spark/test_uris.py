@@ -87,6 +87,7 @@ def _query(spark: SparkSession, warehouse: str, capsys: pytest.CaptureFixture[st
     return capsys.readouterr().out
 
 
+@pytest.mark.spark
 def test_file_uris_work_for_the_log_and_the_warehouse_and_query_and_report_find_the_tables(
         spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = _log()  # the stream's part is s3a's (a stream costs seconds to start)
@@ -143,6 +144,7 @@ def s3_bucket(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
         logfile.close()
 
 
+@pytest.mark.spark
 def test_s3a_uris_work_for_the_log_the_warehouse_and_the_checkpoint(
         spark: SparkSession, s3_bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
     events = _log()
