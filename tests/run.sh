@@ -5,7 +5,8 @@
 # tests marked neither spark, kafka nor cluster (pyproject.toml), and with no Java reachable:
 # JAVA_HOME names a folder that does not exist (Spark's launcher, Maven and the test broker
 # take $JAVA_HOME/bin/java when it is set), so an unmarked test that starts a JVM fails
-# there instead of slowing the loop (tests/test_markers.py catches most of them sooner).
+# there instead of slowing the loop (tests/conftest.py stops the collection sooner for
+# one that uses the spark or broker fixture).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
