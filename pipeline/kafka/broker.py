@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.java import java_executable
 from pipeline.spark.jars import Artifact, ensure_jars
 
 KAFKA_VERSION = "4.1.2"  # KIP-848 consumer groups on by default since 4.0
@@ -149,16 +150,8 @@ def server_properties(log_dir: Path, port: int, controller_port: int,
     return props
 
 
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java:
-        raise RuntimeError("java not found: the Kafka broker needs Java 17+ (set JAVA_HOME)")
-    return java
-
-
 def _jvm(classpath: str, directory: Path, heap: str) -> list[str]:
-    return [_java(), f"-Xmx{heap}", "-Xms128m", "-XX:TieredStopAtLevel=1",
+    return [java_executable(), f"-Xmx{heap}", "-Xms128m", "-XX:TieredStopAtLevel=1",
             "-XX:ReservedCodeCacheSize=240m",  # C1-only's 48 MB fills; see conf/profiles/test.conf
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
@@ -185,7 +178,7 @@ def describe_consumer_groups(broker: Broker, timeout_s: float = 120.0) -> str:
     config = broker.directory / "tools-log4j2.properties"
     if not config.is_file():
         config.write_text(_TOOLS_LOG4J2)
-    cmd = [_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    cmd = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
            f"-Dlog4j2.configurationFile={config}", "-cp", broker_classpath(),
            CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers,
            "--describe", "--all-groups"]

@@ -56,6 +56,7 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from pipeline.java import java_executable
 from pipeline.spark import jars
 from pipeline.spark.logs import launch_quietly, log_everything
 
@@ -213,6 +214,7 @@ def build_session(app_name: str, profile: str = "local",
     conf = session_conf(profile, extra_conf, metastore=metastore,
                         with_jars=launched is None or "spark.jars" not in launched)
     if launched is None:
+        java_executable()  # a missing Java said plainly, before Spark's launcher fails on it
         # We start the JVM: master comes from the profile, workers run this interpreter and
         # can import the project's modules (functions pickled by reference, e.g. in tests).
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]

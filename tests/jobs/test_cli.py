@@ -5,13 +5,16 @@ traceback only with --debug; a bug keeps its traceback)."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pipeline.errors import UsageError
 from pipeline.jobs import _common
-from tests.jobs.jobs import JOBS, load_job
+from tests.jobs.jobs import JOBS, ROOT, load_job
 
 
 def job_parser(name: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
@@ -121,3 +124,24 @@ def test_a_bug_keeps_its_traceback() -> None:
 
     with pytest.raises(KeyError, match="a bug"):
         main([])
+
+
+@pytest.mark.parametrize("java", ["a JAVA_HOME without java", "no JAVA_HOME, no java on PATH"])
+def test_a_machine_without_java_is_told_so_in_one_line(java: str, tmp_path: Path) -> None:
+    """Not Spark's bare JAVA_GATEWAY_EXITED: the job names what is missing before it starts a
+    JVM (a process of its own: the suite's worker may hold a Spark session already)."""
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    if java.startswith("a JAVA_HOME"):
+        env["JAVA_HOME"] = str(tmp_path / "jdk")
+        expected = f"generate.py: error: JAVA_HOME={tmp_path / 'jdk'} has no bin/java: "
+    else:
+        env["PATH"] = str(tmp_path)  # the job runs by its interpreter's full path
+        expected = "generate.py: error: no java: JAVA_HOME is unset and PATH has none; "
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "generate.py"), "--output",
+                           str(tmp_path / "events"), "--groups", "1", "--events", "10"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(expected), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Java 17 or 21" in done.stderr
+    assert not (tmp_path / "events").exists()

@@ -1,0 +1,31 @@
+"""Which `java` runs a JVM the project starts (Spark's driver, the Kafka broker the tests and
+tools start): `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` on PATH, the rule of
+Spark's own launcher (bin/spark-class). Asked before a JVM is started, so a machine without
+Java gets one line naming what is missing instead of Spark's bare JAVA_GATEWAY_EXITED (its
+launcher's stderr is not shown when a job starts the JVM quietly).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pipeline.errors import UsageError
+
+NEEDED = "Spark 4.2 and Kafka need Java 17 or 21"
+
+
+def java_executable() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        if java.is_file() and os.access(java, os.X_OK):
+            return str(java)
+        raise UsageError(f"JAVA_HOME={home} has no bin/java: {NEEDED}; set JAVA_HOME to a "
+                         "JDK's folder, or unset it to take java from PATH")
+    found = shutil.which("java")
+    if found is None:
+        raise UsageError(f"no java: JAVA_HOME is unset and PATH has none; {NEEDED} (set "
+                         "JAVA_HOME to a JDK's folder)")
+    return found
