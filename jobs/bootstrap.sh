@@ -22,6 +22,6 @@ if [ ! -f "$stamp" ]; then
   fi
   rm -f .venv/.installed-* && touch "$stamp"
 fi
-if [ -f pipeline/spark/jars.py ]; then
-  .venv/bin/python -m pipeline.spark.jars --quiet
+if [ -f pipeline/spark/runtime/jars.py ]; then
+  .venv/bin/python -m pipeline.spark.runtime.jars --quiet
 fi

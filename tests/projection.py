@@ -1,4 +1,4 @@
-"""The JVM's projection (`pipeline/spark/projection.py`) restated in plain Python: the rows
+"""The JVM's projection (`pipeline/spark/fold/projection.py`) restated in plain Python: the rows
 the fold leaves to its caller (`replay_group(..., left=Left())`) as offset_history and
 committed_offsets rows, built from the input rows alone: the oracle
 tests/fold/test_projection.py holds the fold to; and the logs meant to end or split a run

@@ -30,7 +30,7 @@ class Outputs:
     # With `project` (the Spark jobs ask for it): a plain commit record a records-only run
     # takes whose offset_history row is a projection of the row itself (`runs.QuietRun.
     # take_records` says which) writes no row here; the caller builds it from the input row
-    # (`pipeline/spark/projection.py`). Here, the index of each such row among the fold's
+    # (`pipeline/spark/fold/projection.py`). Here, the index of each such row among the fold's
     # input rows, and per partition they moved, the last one's position and index.
     project: bool = False
     projected: list[int] = field(default_factory=list)

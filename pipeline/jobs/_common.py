@@ -24,14 +24,14 @@ from pyspark.sql import SparkSession
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.lag import LagConfig
-from pipeline.spark import paths
-from pipeline.spark.catalog import quote_name
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.logs import LEVELS
-from pipeline.spark.maintain import MIN_VACUUM_HOURS, Upkeep
-from pipeline.spark.options import check_trigger, interval_ms
-from pipeline.spark.samples import check_samples
-from pipeline.spark.session import CONF_DIR, build_session, profile_path, stop_session
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import check_samples
+from pipeline.spark.runtime.logs import LEVELS
+from pipeline.spark.runtime.session import CONF_DIR, build_session, profile_path, stop_session
+from pipeline.spark.stream.maintain import MIN_VACUUM_HOURS, Upkeep
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import quote_name
+from pipeline.spark.tables.options import check_trigger, interval_ms
 from pipeline.times import event_time_ms
 
 USAGE_EXIT = 2  # argparse's own status for a usage error

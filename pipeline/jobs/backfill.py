@@ -4,7 +4,7 @@
     spark-submit jobs/backfill.py --events /data/events --warehouse /data/wh-then \
         --until 2026-11-17T03:12:00
 
-Folds each group's whole history once, in log order (batch applyInArrow), and replaces
+Folds each group's whole history once, in log order (mapInArrow over rows sorted by group), and replaces
 each table in one Delta commit. Without --until it reads one version of the log (the
 latest, or --log-version) and leaves the hand-off for jobs/replay.py: a stream started on a
 new checkpoint over the same --warehouse continues from the next version of the log.
@@ -30,10 +30,10 @@ from pipeline.jobs._common import (
     setup_logging,
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.catalog import comment_columns, persistent_catalog
-from pipeline.spark.options import check_cut
-from pipeline.spark.progress import Progress
-from pipeline.spark.validate import check_event_log, check_partition_count
+from pipeline.spark.events.validate import check_event_log, check_partition_count
+from pipeline.spark.stream.progress import Progress
+from pipeline.spark.tables.catalog import comment_columns, persistent_catalog
+from pipeline.spark.tables.options import check_cut
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

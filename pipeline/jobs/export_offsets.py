@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
 from pipeline.jobs._common import JobParser, add_profile_arg, cli, event_time_arg, job_session, setup_logging
-from pipeline.spark.catalog import as_of, register_views
-from pipeline.spark.validate import check_group, warehouse_tables
+from pipeline.spark.events.validate import check_group, warehouse_tables
+from pipeline.spark.tables.catalog import as_of, register_views
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -35,9 +35,9 @@ from pipeline.jobs._common import (
     positive_int,
     setup_logging,
 )
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.options import interval_ms
-from pipeline.spark.samples import write_samples
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.tables.options import interval_ms
 
 log = logging.getLogger("generate")
 

@@ -42,9 +42,9 @@ from pipeline.jobs._common import (
     setup_logging,
     trigger_arg,
 )
-from pipeline.spark.ingest import IngestOptions, parse_option, run_ingest
-from pipeline.spark.paths import exists
-from pipeline.spark.sampler import ISOLATION_LEVELS
+from pipeline.spark.ingest.ingest import IngestOptions, parse_option, run_ingest
+from pipeline.spark.ingest.sampler import ISOLATION_LEVELS
+from pipeline.spark.tables.paths import exists
 
 SAMPLE_INTERVAL = "30 s"
 

@@ -26,8 +26,8 @@ from pipeline.jobs._common import (
     job_session,
     setup_logging,
 )
-from pipeline.spark import paths
-from pipeline.spark.maintain import maintain, maintained_tables
+from pipeline.spark.stream.maintain import maintain, maintained_tables
+from pipeline.spark.tables import paths
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

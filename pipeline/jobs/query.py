@@ -37,7 +37,8 @@ from pipeline.jobs._common import (
     positive_int,
     setup_logging,
 )
-from pipeline.spark.catalog import (
+from pipeline.spark.events.validate import check_group, warehouse_tables
+from pipeline.spark.tables.catalog import (
     AS_OF,
     DEMO_QUERIES,
     LAG_DEMO_QUERIES,
@@ -46,8 +47,7 @@ from pipeline.spark.catalog import (
     register_views,
     timestamp_sql,
 )
-from pipeline.spark.errors import first_line, user_sql
-from pipeline.spark.validate import check_group, warehouse_tables
+from pipeline.spark.tables.errors import first_line, user_sql
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -31,9 +31,9 @@ from pipeline.jobs._common import (
     trigger_arg,
     upkeep_options,
 )
-from pipeline.spark.progress import Progress
-from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.validate import check_event_log, check_partition_count
+from pipeline.spark.events.validate import check_event_log, check_partition_count
+from pipeline.spark.stream.progress import Progress
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

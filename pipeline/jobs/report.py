@@ -31,9 +31,9 @@ from pyspark.sql import functions as F
 from pipeline.errors import UsageError
 from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session, setup_logging
 from pipeline.report import render
-from pipeline.spark import paths
-from pipeline.spark.topics import topic_names, with_topic_names
-from pipeline.spark.validate import warehouse_tables
+from pipeline.spark.events.validate import warehouse_tables
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import clamp_ms, event_time_ms, utc_datetime
 
 log = logging.getLogger("report")

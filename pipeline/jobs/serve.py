@@ -1,6 +1,6 @@
 """Serve the warehouse's tables by name to many SQL clients at once: Spark Connect and JDBC/ODBC.
 
-    spark-submit --driver-class-path "$(python -m pipeline.spark.jars --print-jars | tr , :)" \
+    spark-submit --driver-class-path "$(python -m pipeline.spark.runtime.jars --print-jars | tr , :)" \
         jobs/serve.py --warehouse /data/wh --host 127.0.0.1
 
 One long-running Spark application (`python jobs/serve.py ...` or `cgr-serve ...` start it
@@ -38,6 +38,7 @@ from pipeline.jobs._common import (
     log_level,
     setup_logging,
 )
+from pipeline.spark.runtime.session import build_session, session_conf, stop_session
 from pipeline.spark.serve import (
     CONNECT_PORT,
     THRIFT_PORT,
@@ -47,7 +48,6 @@ from pipeline.spark.serve import (
     endpoint_conf,
     register_warehouse,
 )
-from pipeline.spark.session import build_session, session_conf, stop_session
 
 log = logging.getLogger("serve")
 CLASS_PATH = "spark.driver.extraClassPath"

@@ -3,7 +3,7 @@ local tries of `jobs/ingest.py`.
 
 Kafka's own JARs (`org.apache.kafka:kafka_2.13`, `KAFKA_VERSION`, with its whole runtime
 closure and a log4j2 binding, and `kafka-tools` beside it, as the distribution ships them) are
-fetched from Maven Central by the same cached mechanism as Spark's (`pipeline.spark.jars`),
+fetched from Maven Central by the same cached mechanism as Spark's (`pipeline.spark.runtime.jars`),
 into `.cache/jars/` (`describe_consumer_groups` runs Kafka's own `kafka-consumer-groups` on
 them). `kafka_broker()` formats a fresh log directory with a random cluster id
 (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on two free loopback ports, waits
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.java import java_executable
-from pipeline.spark.jars import Artifact, ensure_jars
+from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
 KAFKA_VERSION = "4.1.2"  # KIP-848 consumer groups on by default since 4.0
 LOG4J_VERSION = "2.25.3"

@@ -1,6 +1,6 @@
 """Consumer lag as pure rules: Burrow's partition and group verdicts, time lag by
 interpolation between end-offset samples, and their settings. Standard library only: the
-Spark lag step (`pipeline.spark.lag`) evaluates the same rules as column expressions over
+Spark lag step (`pipeline.spark.lag.lag`) evaluates the same rules as column expressions over
 whole tables, and a test holds the two equal."""
 
 from __future__ import annotations

@@ -1,3 +1,12 @@
-"""The Spark side: the jobs' library (replay, backfill, ingest, lag, queries), the pipes
-between Spark and the pure fold (`packing` in, `wire` out), and the session (`session`,
-`jars`, `logs`)."""
+"""The Spark side of the replay, in rooms that import only downward:
+
+    runtime   the JVM and its session (session, jars, logs)
+    tables    the warehouse: the contract's types, paths, flags, creation, catalog
+    events    the event log into the fold: read, checked, packed, decoded
+    fold      the fold as Spark runs it, and the wire back
+    lag       lag from end-offset samples
+    stream    the streaming replay and its upkeep        backfill   the batch backfill
+    ingest    from Kafka into the event log              serve      SQL over the tables
+
+`backfill` and `serve` are one module each; docs/architecture.md draws the rooms and
+what flows between them."""

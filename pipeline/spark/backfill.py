@@ -1,6 +1,6 @@
 """The batch backfill: a historical event log in, every output table rebuilt, in one pass.
 
-Each group's whole history is folded once, in log order, by a batch `applyInArrow` with
+Each group's whole history is folded once, in log order, by a batch `mapInArrow` with
 the streaming job's own fold; the timers then run up to the cut (the event time asked for,
 or the log's watermark, where a stream over the same rows would stand). Every table is then
 replaced in one Delta commit of its own.
@@ -27,19 +27,19 @@ from pyspark.sql import functions as F
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED
-from pipeline.spark import paths
-from pipeline.spark.catalog import quote_path
-from pipeline.spark.eventlog import select_events
-from pipeline.spark.folding import batch_fold
-from pipeline.spark.handoff import Manifest, ensure_seed_table, seed_path
-from pipeline.spark.lagflow import BackfillLag, Held, LagOptions, ensure_pending
-from pipeline.spark.options import check_cut, interval_ms, latest_version, read_delta
-from pipeline.spark.packing import packed_events
-from pipeline.spark.parallel import run_all
-from pipeline.spark.paths import is_path
-from pipeline.spark.session import temporary_conf
-from pipeline.spark.warehouse import ensure_tables
-from pipeline.spark.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
+from pipeline.spark.events.eventlog import select_events
+from pipeline.spark.events.packing import packed_events
+from pipeline.spark.fold.folding import batch_fold
+from pipeline.spark.fold.handoff import Manifest, ensure_seed_table, seed_path
+from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
+from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pending
+from pipeline.spark.runtime.session import temporary_conf
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import quote_path
+from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
+from pipeline.spark.tables.parallel import run_all
+from pipeline.spark.tables.paths import is_path
+from pipeline.spark.tables.warehouse import ensure_tables
 from pipeline.times import ms_text
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES

@@ -25,8 +25,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
-from pipeline.spark import jars, paths
-from pipeline.spark.catalog import quote_name, register_permanent
+from pipeline.spark.runtime import jars
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import quote_name, register_permanent
 from schemas import METADATA_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
@@ -133,7 +134,7 @@ def check_thrift_class_path(spark: SparkSession) -> None:
     except Exception:  # py4j wraps ClassNotFoundException
         raise UsageError(
             "the Thrift server needs Delta on the driver's class path: spark-submit "
-            '--driver-class-path "$(python -m pipeline.spark.jars --print-jars | tr , :)" '
+            '--driver-class-path "$(python -m pipeline.spark.runtime.jars --print-jars | tr , :)" '
             "... (or --thrift-port 0)") from None
 
 

@@ -53,19 +53,19 @@ from pipeline.fold import CoordinatorConfig, Event, dumps, fold
 from pipeline.fold.events import events_of
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, arrow_batches, folded_history, run_backfill
-from pipeline.spark.contract import event_schema
-from pipeline.spark.eventlog import events_to_arrow, select_events, write_event_log
-from pipeline.spark.packing import columns_from_arrow, packed_events
-from pipeline.spark.projection import PROJECTED
-from pipeline.spark.replay import (
+from pipeline.spark.events.eventlog import events_to_arrow, select_events, write_event_log
+from pipeline.spark.events.packing import columns_from_arrow, packed_events
+from pipeline.spark.fold.projection import PROJECTED
+from pipeline.spark.fold.wire import TABLE
+from pipeline.spark.runtime.session import build_session
+from pipeline.spark.stream.replay import (
     ReplayOptions,
     folded_stream,
     read_events,
     run_replay,
     stream_input,
 )
-from pipeline.spark.session import build_session
-from pipeline.spark.wire import TABLE
+from pipeline.spark.tables.contract import event_schema
 from tests.grouping import by_group
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.spark.ingest import IngestOptions, ingest_raw
-from pipeline.spark.session import build_session
+from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
+from pipeline.spark.runtime.session import build_session
 from tests.benchmarks.bench_decode import T0, records
 
 

@@ -10,7 +10,7 @@ topic (a Stable group of one member owning its topic), a commit of each partitio
 `--samples` samples; every fifth group falls behind (its commits lag further each time).
 After a warm-up round of each, times them alternating `--repeat` times, to Spark's noop sink:
 
-- the lag step: partition_lag and group_lag of every sample (`pipeline.spark.lag`);
+- the lag step: partition_lag and group_lag of every sample (`pipeline.spark.lag.lag`);
 - a plain range join of the same two tables: each sample with every change of its partition
   at or before it (`c.event_time <= s.sampled_at`), the newest kept per group: the committed
   offset as of each sample, as one would write it in SQL (the lag issue's reference);
@@ -33,9 +33,9 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag import History, group_lag, partition_lag, partition_rows
-from pipeline.spark.session import build_session
-from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.lag.lag import History, group_lag, partition_lag, partition_rows
+from pipeline.spark.runtime.session import build_session
+from pipeline.spark.tables.warehouse import ensure_tables
 
 T0 = 1_700_000_000_000
 SAMPLE_MS = 30_000

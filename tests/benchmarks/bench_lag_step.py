@@ -33,11 +33,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag import History, group_lag
-from pipeline.spark.lagcarry import build, carry_path, history_versions
-from pipeline.spark.lagflow import LagOptions, StreamLag, ensure_pending
-from pipeline.spark.session import build_session
-from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.lag.lag import History, group_lag
+from pipeline.spark.lag.lagcarry import build, carry_path, history_versions
+from pipeline.spark.lag.lagflow import LagOptions, StreamLag, ensure_pending
+from pipeline.spark.runtime.session import build_session
+from pipeline.spark.tables.warehouse import ensure_tables
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0, shapes
 
 ROUNDS_A_COMMIT = 10
@@ -114,8 +114,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     said = logging.StreamHandler(sys.stdout)  # each step's path: over the carry, or why not
-    logging.getLogger("pipeline.spark.lagflow").addHandler(said)
-    logging.getLogger("pipeline.spark.lagflow").setLevel(logging.DEBUG)
+    logging.getLogger("pipeline.spark.lag.lagflow").addHandler(said)
+    logging.getLogger("pipeline.spark.lag.lagflow").setLevel(logging.DEBUG)
     spark = build_session("bench-lag-step", "local")
     medians: dict[int, dict[str, float]] = {}
     for age in (int(a) for a in args.ages.split(",")):

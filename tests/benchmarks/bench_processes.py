@@ -65,8 +65,8 @@ def child(log: str, out: str, runs: int, master: str | None, stream: bool) -> No
     measured ones, each as one JSON line on stdout."""
     from pipeline.fold import CoordinatorConfig
     from pipeline.spark.backfill import BackfillOptions, run_backfill
-    from pipeline.spark.replay import ReplayOptions, run_replay
-    from pipeline.spark.session import build_session
+    from pipeline.spark.runtime.session import build_session
+    from pipeline.spark.stream.replay import ReplayOptions, run_replay
 
     spark = build_session("bench-processes", "local",
                           None if master is None else {"spark.master": master})

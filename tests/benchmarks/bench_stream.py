@@ -29,10 +29,10 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.parallel import WRITERS
-from pipeline.spark.replay import ReplayOptions, start_replay
-from pipeline.spark.session import build_session
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.runtime.session import build_session
+from pipeline.spark.stream.replay import ReplayOptions, start_replay
+from pipeline.spark.tables.parallel import WRITERS
 
 # The trivial stream's function is bench_backfill's: shipped by value, as the workers cannot
 # import this folder.

@@ -30,8 +30,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, generate
-from pipeline.spark import jars
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.runtime import jars
 from schemas import OUTPUT_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,7 +195,7 @@ def test_the_wheel_alone_carries_the_jobs_and_their_conf(cluster: Cluster) -> No
     # data, and the console scripts are declared.
     read = subprocess.run(
         [str(cluster.python), "-c",
-         "from pipeline.spark.session import session_conf\n"
+         "from pipeline.spark.runtime.session import session_conf\n"
          "from pipeline.jobs._common import coordinator_config\n"
          "conf = session_conf('local', with_jars=False, metastore='ms')\n"
          "print(conf['spark.master'], conf['spark.sql.catalogImplementation'],"

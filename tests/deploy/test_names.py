@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pipeline.jobs._common import default_metastore
-from pipeline.spark.catalog import FUNCTIONS, permanent_sql, quote_name
+from pipeline.spark.tables.catalog import FUNCTIONS, permanent_sql, quote_name
 from schemas import OUTPUT_TABLES
 
 

@@ -34,7 +34,7 @@ from typing import IO, Any, TypeVar
 import pyspark
 import pytest
 
-from pipeline.spark.session import PROFILES_DIR
+from pipeline.spark.runtime.session import PROFILES_DIR
 from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job
 

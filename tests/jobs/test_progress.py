@@ -3,7 +3,7 @@ rate and ETA (a fake clock and fake samples; the sampling of a real session is S
 
 from __future__ import annotations
 
-from pipeline.spark.progress import Progress, Sample, batch_line, duration
+from pipeline.spark.stream.progress import Progress, Sample, batch_line, duration
 
 
 def run(samples: list[tuple[float, Sample | None]], interval_s: float = 10) -> list[str]:

@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
-from pipeline.spark.ingest import OFFSETS_TOPIC, IngestOptions, read_topic, run_ingest
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.ingest.ingest import OFFSETS_TOPIC, IngestOptions, read_topic, run_ingest
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
     BrokerMember,
     Scenarios,

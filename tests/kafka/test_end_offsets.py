@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import Broker, free_ports
-from pipeline.spark.contract import event_schema
-from pipeline.spark.ingest import IngestOptions, run_ingest
-from pipeline.spark.sampler import EndOffsetSampler, SampleRound, named_topics
-from pipeline.spark.samples import write_samples
+from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
+from pipeline.spark.ingest.sampler import EndOffsetSampler, SampleRound, named_topics
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.tables.contract import event_schema
 from schemas.lag import SAMPLE_KEY
 from tests.jobs.jobs import load_job
 from tests.kafka.clients import OUT_TOPIC, PARTITIONS, PER_PARTITION, TOPIC, Scenarios, admin, until

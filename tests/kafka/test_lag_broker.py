@@ -31,9 +31,9 @@ from pyspark.sql.streaming import StreamingQuery
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, describe_consumer_groups
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.ingest import OFFSETS_TOPIC, IngestOptions, end_offset_sampler, start_ingest
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.sampler import EndOffsetSampler
+from pipeline.spark.ingest.ingest import OFFSETS_TOPIC, IngestOptions, end_offset_sampler, start_ingest
+from pipeline.spark.ingest.sampler import EndOffsetSampler
+from pipeline.spark.lag.lagflow import LagOptions
 from tests.kafka.clients import admin, until
 from tests.kafka.lag_workload import (
     TOPIC,

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 from pipeline.decode import DecodeError, decode_record
 from pipeline.kafka.broker import Broker
-from pipeline.spark.catalog import register_views
-from pipeline.spark.ingest import IngestOptions, run_ingest
+from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
+from pipeline.spark.tables.catalog import register_views
 from schemas import OUTPUT_TABLES
 from schemas.events import MALFORMED_RECORD
 from tests.kafka.conftest import Replayed, before, replay, topic_now

@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import Broker
-from pipeline.spark.catalog import as_of, register_views
-from pipeline.spark.ingest import IngestOptions, start_ingest
-from pipeline.spark.records import MALFORMED_RECORD
+from pipeline.spark.events.records import MALFORMED_RECORD
+from pipeline.spark.ingest.ingest import IngestOptions, start_ingest
+from pipeline.spark.tables.catalog import as_of, register_views
 from tests.kafka.clients import BrokerMember, Scenarios
 from tests.kafka.conftest import Replayed, before, ingested_until, topic_now
 from tests.spark.test_readme_examples import load_job

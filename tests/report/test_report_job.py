@@ -15,8 +15,8 @@ from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
 from pipeline.report import lanes, render
 from pipeline.report.frames import group_frames
-from pipeline.spark.catalog import as_of, register_views
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.tables.catalog import as_of, register_views
 from tests.jobs.jobs import load_job
 from tests.report.frames import pure_frames
 from tests.spark.backends import streaming_tables

@@ -17,11 +17,11 @@ from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.group_replay import DELETED, Tables, replay_group
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.options import interval_ms
-from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.samples import read_samples
-from pipeline.spark.wire import table_rows, wire_checks, wire_frame, wire_schema
+from pipeline.spark.fold.wire import table_rows, wire_checks, wire_frame, wire_schema
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import read_samples
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.options import interval_ms
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from tests.grouping import by_group

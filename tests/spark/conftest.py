@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
 from pipeline.java import java_executable
-from pipeline.spark.session import build_session, stop_session
+from pipeline.spark.runtime.session import build_session, stop_session
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
 from schemas.events import EVENT_COLUMNS
 from tests.fold.records import Log
 from tests.fold.scenarios import LEADER_PLAN, leader_leaves, slow_leader_syncs

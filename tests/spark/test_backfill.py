@@ -12,9 +12,9 @@ from pyspark.sql import SparkSession
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.handoff import read_manifest
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.fold.handoff import read_manifest
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.times import event_time_ms
 from tests.spark.backends import (
     CONFIG,

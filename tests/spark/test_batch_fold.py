@@ -17,10 +17,10 @@ from pyspark.sql import SparkSession
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.eventlog import select_events, write_event_log
-from pipeline.spark.folding import batch_fold
-from pipeline.spark.packing import packed_events
-from pipeline.spark.projection import CURRENT, PROJECTED
+from pipeline.spark.events.eventlog import select_events, write_event_log
+from pipeline.spark.events.packing import packed_events
+from pipeline.spark.fold.folding import batch_fold
+from pipeline.spark.fold.projection import CURRENT, PROJECTED
 from pipeline.times import PANDAS_MS_RANGE
 from tests.spark.backends import CONFIG
 

@@ -25,13 +25,13 @@ from pipeline.errors import UsageError
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import LagConfig
-from pipeline.spark.creation import create_table, forget_uncreated, uncreated
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.ingest import IngestOptions, run_ingest
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.options import interval_ms
-from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.samples import samples_schema, write_samples
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import samples_schema, write_samples
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.creation import create_table, forget_uncreated, uncreated
+from pipeline.spark.tables.options import interval_ms
 from tests.jobs.jobs import load_job
 from tests.spark.backends import (
     CONFIG,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.options import interval_ms
+from pipeline.spark.tables.options import interval_ms
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
 from tests.golden.tables import line, sort_rows

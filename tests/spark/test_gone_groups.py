@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold import Event
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
 from tests.fold.records import Log
 from tests.spark.backends import (
     assert_same_tables,

@@ -12,9 +12,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.decode import encode_record
-from pipeline.spark.contract import event_schema
-from pipeline.spark.ingest import IngestOptions, kafka_source_options, parse_option, redacted
-from pipeline.spark.records import decode_batch
+from pipeline.spark.events.records import decode_batch
+from pipeline.spark.ingest.ingest import IngestOptions, kafka_source_options, parse_option, redacted
+from pipeline.spark.tables.contract import event_schema
 from schemas.events import MALFORMED_RECORD
 from tests.decode.samples import T0, group_metadata, kip848_rows, offset_commit
 

@@ -14,9 +14,9 @@ from pyspark.sql import types as T
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.validate import check_event_log, check_partition_count, mismatch
-from pipeline.spark.warehouse import ensure_tables
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.events.validate import check_event_log, check_partition_count, mismatch
+from pipeline.spark.tables.warehouse import ensure_tables
 from tests.jobs.jobs import load_job
 
 KEYS = [("log_partition", T.IntegerType()), ("log_offset", T.LongType()),
@@ -146,7 +146,7 @@ def test_a_partition_count_that_is_not_the_clusters_is_refused_naming_the_one_th
 def test_the_schema_check_guards_the_stream_itself(spark: SparkSession,
                                                    logs: dict[str, str]) -> None:
     """Called without the job (a notebook), the replay still refuses the log on its schema."""
-    from pipeline.spark.eventlog import select_events
+    from pipeline.spark.events.eventlog import select_events
     with pytest.raises(UsageError, match="column log_offset is string, expected bigint"):
         select_events(spark.readStream.format("delta").load(logs["typed"]))
 
@@ -194,7 +194,7 @@ def test_end_offset_samples_of_the_wrong_shape_are_refused(
         spark: SparkSession, tmp_path: Path) -> None:
     from datetime import datetime
 
-    from pipeline.spark.samples import check_samples
+    from pipeline.spark.lag.samples import check_samples
     at = datetime(2026, 1, 1)
     keyless = write(spark, tmp_path / "keyless", [("topic", T.StringType()),
                                                   ("sampled_at", T.TimestampType())], ("t", at))

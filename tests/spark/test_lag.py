@@ -19,11 +19,11 @@ from pyspark.sql import functions as F
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import LagConfig
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.handoff import read_manifest
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.options import interval_ms
-from pipeline.spark.samples import write_samples
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.fold.handoff import read_manifest
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.tables.options import interval_ms
 from pipeline.times import ms_text
 from schemas.lag import LAG_KEYS, LAG_TABLES
 from tests.spark.backends import (

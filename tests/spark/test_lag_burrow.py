@@ -1,4 +1,4 @@
-"""Burrow's verdict as a Spark column expression (`pipeline.spark.lag.burrow`) equals the pure
+"""Burrow's verdict as a Spark column expression (`pipeline.spark.lag.lag.burrow`) equals the pure
 rule (`pipeline.lag.rules.partition_status`) on thousands of random windows: drops that
 recover or not, stalls, nulls, stops, allowed lag and completeness thresholds."""
 
@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import Commit, LagConfig, partition_status
-from pipeline.spark.lag import burrow
+from pipeline.spark.lag.lag import burrow
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""The stream's lag step over its carry (`pipeline.spark.lagcarry`) writes what it writes over
+"""The stream's lag step over its carry (`pipeline.spark.lag.lagcarry`) writes what it writes over
 the whole history, step after step; where the carry cannot tell (a commit rewound below the
 carried samples, a history row written late), the step says so and reads the whole history.
 (The streams of tests/spark/test_lag.py and the kill test of test_replay_guarantees.py take
@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.spark.lag import group_lag, partition_lag
-from pipeline.spark.lagcarry import carry_path
-from pipeline.spark.lagflow import LagOptions, StreamLag
+from pipeline.spark.lag.lag import group_lag, partition_lag
+from pipeline.spark.lag.lagcarry import carry_path
+from pipeline.spark.lag.lagflow import LagOptions, StreamLag
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0
 from tests.benchmarks.bench_lag_step import build_age
 
@@ -79,7 +79,7 @@ def _append_round(spark: SparkSession, samples: str, round_: int) -> None:
 
 def test_the_carry_gives_what_the_whole_history_gives_and_says_when_it_cannot(
         spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="pipeline.spark.lagflow")
+    caplog.set_level(logging.DEBUG, logger="pipeline.spark.lag.lagflow")
     warehouse, samples = build_age(spark, tmp_path, partitions=6, per_topic=3, rounds=ROUNDS)
     said, _ = _step(spark, warehouse, samples, ROUNDS - 1, caplog, paths=(True,))
     assert "whole history (no carry)" in said

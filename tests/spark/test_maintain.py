@@ -16,13 +16,13 @@ from pyspark.sql import types as T
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.catalog import quote_path
-from pipeline.spark.contract import table_schema
-from pipeline.spark.creation import create_table
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.maintain import RETAINED, Upkeep, file_count, maintain
-from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.warehouse import AUTO_COMPACT, UPKEEP_PROPERTIES
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.stream.maintain import RETAINED, Upkeep, file_count, maintain
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.catalog import quote_path
+from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.warehouse import AUTO_COMPACT, UPKEEP_PROPERTIES
 from pipeline.times import utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job

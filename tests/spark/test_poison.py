@@ -15,8 +15,8 @@ from pipeline.fold import CoordinatorConfig, Event, SnapshotMember
 from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.fold.records import Log
 from tests.spark.backends import (
     DELAY,

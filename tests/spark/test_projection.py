@@ -1,5 +1,5 @@
 """The backfill that projects the offset_history rows of plain commit records in the JVM
-(`pipeline/spark/projection.py`, the default) writes every table exactly as the backfill
+(`pipeline/spark/fold/projection.py`, the default) writes every table exactly as the backfill
 whose fold writes every row, on random logs of both kinds with rows delivered twice and the
 rows meant to end or split a run (`tests/projection.py`)."""
 
@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from pipeline.fold import Event
 from pipeline.fold.group_replay import Left, replay_group
 from pipeline.fold.partitioning import partition_for
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
 from tests.fold.test_projection import random_log
 from tests.grouping import by_group
 from tests.projection import projected

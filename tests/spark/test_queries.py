@@ -21,8 +21,8 @@ from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.rows import committed_offset_rows
 from pipeline.generator import LogSpec, generate
 from pipeline.jobs._common import event_time_arg
-from pipeline.spark.catalog import as_of, register_views, timestamp_sql
-from pipeline.spark.eventlog import write_event_log
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.tables.catalog import as_of, register_views, timestamp_sql
 from tests.grouping import by_group
 from tests.spark.backends import backfill_tables
 

@@ -31,12 +31,12 @@ from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.options import interval_ms
-from pipeline.spark.replay import ReplayOptions, run_replay
-from pipeline.spark.samples import write_samples
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
+from pipeline.spark.tables.options import interval_ms
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from tests.jobs.jobs import load_job

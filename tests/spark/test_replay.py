@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.catalog import register_views
+from pipeline.spark.tables.catalog import register_views
 
 pytestmark = pytest.mark.spark
 

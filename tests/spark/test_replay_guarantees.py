@@ -19,14 +19,14 @@ from pipeline.fold import Event
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import folded_history
-from pipeline.spark.eventlog import select_events, write_event_log
-from pipeline.spark.lagflow import LagOptions
-from pipeline.spark.options import interval_ms
-from pipeline.spark.packing import packed_events
-from pipeline.spark.samples import write_samples
-from pipeline.spark.sinks import BatchWriter
-from pipeline.spark.warehouse import ensure_tables
-from pipeline.spark.wire import table_rows
+from pipeline.spark.events.eventlog import select_events, write_event_log
+from pipeline.spark.events.packing import packed_events
+from pipeline.spark.fold.wire import table_rows
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.stream.sinks import BatchWriter
+from pipeline.spark.tables.options import interval_ms
+from pipeline.spark.tables.warehouse import ensure_tables
 from schemas import OUTPUT_TABLES
 from tests.spark.backends import (
     CONFIG,

@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from pipeline.spark import jars
-from pipeline.spark.session import load_properties, profile_path, session_conf
+from pipeline.spark.runtime import jars
+from pipeline.spark.runtime.session import load_properties, profile_path, session_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 

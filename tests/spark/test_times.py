@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.catalog import timestamp_sql
+from pipeline.spark.tables.catalog import timestamp_sql
 from pipeline.times import PANDAS_MS_RANGE, clamp_ms, event_time_ms, utc_datetime
 
 TIMES = ["0001-01-01T00:00:00", "1677-09-21T00:12:44", "2023-11-14T22:16:00.123",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.spark.catalog import register_views
-from pipeline.spark.contract import table_schema
-from pipeline.spark.topics import read_topic_map, record_topics
+from pipeline.spark.tables.catalog import register_views
+from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.topics import read_topic_map, record_topics
 
 MAP = {"AAAAAAAAAAAAAAAAAAAAAQ": "orders", "AAAAAAAAAAAAAAAAAAAAAg": "payments"}
 

@@ -2,7 +2,7 @@
 on a second Hadoop filesystem, a real S3 API (moto's server) on loopback reached through S3A.
 
 The S3 server is moto's (`moto[server]`, a test extra), started here on a free port; S3A
-and the AWS SDK modules it loads come with the project's JARs (`pipeline.spark.jars`).
+and the AWS SDK modules it loads come with the project's JARs (`pipeline.spark.runtime.jars`).
 Its settings are per bucket (`fs.s3a.bucket.<bucket>.*`), so the shared session's other
 filesystems are left as they were.
 """
@@ -26,11 +26,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
-from pipeline.spark import paths
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.catalog import register_views
-from pipeline.spark.eventlog import write_event_log
-from pipeline.spark.replay import ReplayOptions, run_replay
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import register_views
 from schemas import OUTPUT_TABLES
 from tests.spark.backends import CONFIG, DELAY, assert_same_tables, pure_tables
 from tests.spark.test_readme_examples import load_job

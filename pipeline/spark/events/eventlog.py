@@ -1,0 +1,76 @@
+"""The event log as a Delta table: read and checked for the fold (`select_events`: the
+contract's columns and types whatever tool wrote it), and written from the fold's Events (the
+generator's logs and the tests', `write_event_log`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType, TimestampType
+
+from pipeline.fold import Event
+from pipeline.spark.events.validate import check_event_schema
+from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.tables.creation import forget_uncreated
+from pipeline.times import PANDAS_MS_RANGE
+
+
+def events_to_arrow(events: Sequence[Event], schema: StructType | None = None) -> pa.Table:
+    """`events` as an Arrow table of the event log's schema (`event_schema()`, which needs a
+    Spark session: a process without one passes it, computed where there is one)."""
+    schema = schema or event_schema()
+    stamps = [f.name for f in schema.fields if isinstance(f.dataType, TimestampType)]
+    rows: list[dict[str, Any]] = []
+    for e in events:
+        row = e.to_row()
+        for name in stamps:
+            if row[name] is not None:
+                row[name] = row[name] * 1000  # ms -> the arrow schema's microseconds
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
+
+
+def select_events(df: DataFrame) -> DataFrame:
+    """The event log's columns, cast to the contract's types. A log written by other tools may
+    carry more columns or narrower types, or lack optional columns (read as null; older logs
+    lack the KIP-848 ones). A timestamp outside 1677-2262 is read as null and the row gets a
+    `decode_error`, so it is rejected as MALFORMED instead of failing the stream's pandas
+    conversion; both backends see the same rows. A log lacking a required column, or with
+    a column no lossless cast turns into the contract's type, is refused here, on its schema,
+    before any row is read (`validate.check_event_schema`)."""
+    check_event_schema(df.schema)
+    columns: dict[str, Column] = {}
+    problems: list[Column] = []
+    for f in event_schema().fields:
+        column = F.col(f.name).cast(f.dataType) if f.name in df.columns else F.lit(None).cast(f.dataType)
+        if isinstance(f.dataType, TimestampType) and f.name in df.columns:
+            micros = F.unix_micros(column)
+            outside = ~micros.between(*(ms * 1000 for ms in PANDAS_MS_RANGE))
+            problems.append(F.when(outside, F.concat(
+                F.lit(f"{f.name} "), micros.cast("string"),
+                F.lit(" us is outside the years 1677-2262 the replay can hold"))))
+            column = F.when(outside, F.lit(None).cast(f.dataType)).otherwise(column)
+        columns[f.name] = column
+    columns["decode_error"] = F.coalesce(columns["decode_error"], *problems)
+    return df.select(*[c.alias(name) for name, c in columns.items()])
+
+
+def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:
+    return spark.createDataFrame(events_to_arrow(events), schema=event_schema())
+
+
+def write_event_log(spark: SparkSession, events: Sequence[Event], path: str,
+                    commits: int = 1, mode: str = "overwrite") -> None:
+    """Write `events` in log order as `commits` Delta commits of one file each."""
+    if commits < 1:
+        raise ValueError(f"commits must be at least 1, got {commits}")
+    size = max(1, -(-len(events) // commits))
+    forget_uncreated(spark, path)
+    for i, start in enumerate(range(0, max(len(events), 1), size)):
+        chunk = events_frame(spark, events[start:start + size]).coalesce(1)
+        chunk.write.format("delta").mode(mode if i == 0 else "append").save(path)

@@ -1,0 +1,441 @@
+"""The live ingest's end-offset sampler: a thread beside the stream that, every interval, asks
+the cluster where each consumed topic partition's log ends and merges the answers into the
+samples table (`pipeline.spark.lag.samples`, `schemas/lag.py` LOG_END_OFFSETS). The topics are
+those the event log names (committed to by an OFFSET_COMMIT, subscribed to in a
+GROUP_METADATA member, a JOIN's protocols, a KIP-848 member's `subscribed_topic_names` or a
+regular expression's resolved `regex_topics`): read once from the log at the first round,
+then added from each micro-batch's decoded rows (`observe`). Each round expands them to their
+partitions with one describeTopics call (partitions without a leader are left out, since
+ListOffsets would wait the whole timeout for them; a topic the cluster no longer has is
+dropped; a topic whose description fails keeps the partitions last seen), then issues three
+`listOffsets` calls at once, OffsetSpec latest, earliest and maxTimestamp, each of which the
+Admin client sends as one request per leader broker; all three are in flight before any is
+awaited. The client is Kafka's own Java Admin, already on the Spark Kafka source's classpath,
+built from the ingest's consumer properties so a secured cluster needs nothing more, and
+called only from the thread that runs the rounds (py4j gives each Python thread its own
+connection). Every row of a round has the round's wall-clock start as `sampled_at`, so the
+MERGE on (topic, partition, sampled_at) makes a round written twice count once. A round never
+raises: a failed round is logged with its reason and the next interval tries again; a
+partition whose own answer failed is left out of the round, and a maxTimestamp answer failing
+alone (a broker before Kafka 3.0) leaves `max_timestamp` null.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.tables import paths
+
+log = logging.getLogger("sampler")
+SOURCE = "cluster"
+# The CLI's spelling -> Kafka's IsolationLevel, which is also what the samples record.
+ISOLATION_LEVELS = {"read_uncommitted": "READ_UNCOMMITTED", "read_committed": "READ_COMMITTED"}
+# The topic-naming event types and the column that names their topics.
+NAMING_COLUMNS = {"OFFSET_COMMIT": "topic", "GROUP_METADATA": "members", "JOIN": "protocols",
+                  "CONSUMER_GROUP_MEMBER_METADATA": "subscribed_topic_names",
+                  "CONSUMER_GROUP_REGULAR_EXPRESSION": "regex_topics"}
+_UNKNOWN_TOPIC = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+_EXECUTION = "java.util.concurrent.ExecutionException"
+_GRACE_MS = 2000  # past the Admin call's own timeout, so its reason, not ours, is reported
+_SHOWN = 10  # partitions named in one log line
+
+TP = tuple[str, int]
+
+
+def _names(event_type: str, column: str) -> Column:
+    empty = F.array().cast("array<string>")
+    if event_type == "OFFSET_COMMIT":
+        return F.array(F.col(column))
+    if event_type == "GROUP_METADATA":
+        return F.flatten(F.transform(column, lambda m: F.coalesce(m["subscription"], empty)))
+    if event_type == "JOIN":
+        return F.flatten(F.transform(column, lambda p: F.coalesce(p["topics"], empty)))
+    return F.col(column)
+
+
+def named_topics(events: DataFrame) -> set[str]:
+    """The topics event-log rows name as committed to or subscribed to, in one aggregation;
+    a log written before a column existed simply names nothing through it."""
+    kinds = {t: c for t, c in NAMING_COLUMNS.items() if c in events.columns}
+    if "event_type" not in events.columns or not kinds:
+        return set()
+    kind = F.col("event_type")
+    names: Column = F.lit(None).cast("array<string>")
+    for event_type, column in kinds.items():
+        names = F.when(kind == event_type, _names(event_type, column)).otherwise(names)
+    found = (events.where(kind.isin(*kinds)).select(F.explode(names).alias("topic"))
+             .where(F.col("topic").isNotNull() & (F.col("topic") != "")).distinct().collect())
+    return {r["topic"] for r in found}
+
+
+def read_events(spark: SparkSession, events: str) -> DataFrame:
+    if paths.is_path(events):
+        return spark.read.format("delta").load(events)
+    return spark.read.table(events)
+
+
+def _cause(exc: BaseException) -> Any:
+    """The Java throwable behind a py4j error, unwrapped from the ExecutionException a
+    KafkaFuture throws; None for a Python error."""
+    if not isinstance(exc, Py4JJavaError):
+        return None
+    java = exc.java_exception
+    if java.getClass().getName() == _EXECUTION and java.getCause() is not None:
+        java = java.getCause()
+    return java
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, in one line: a Java exception's own class and message."""
+    try:
+        java = _cause(exc)
+        if java is not None:
+            name = str(java.getClass().getSimpleName())
+            # java.util.concurrent's TimeoutException (our own wait ran out) has no message.
+            message = java.getMessage() or ("no answer in time" if name == "TimeoutException"
+                                            else None)
+            return name + (f": {message}" if message else "")
+    except Py4JError:  # the JVM gone: say what Python saw
+        pass
+    lines = str(exc).strip().splitlines()
+    return type(exc).__name__ + (f": {lines[0]}" if lines else "")
+
+
+def _java_class(exc: BaseException) -> str | None:
+    java = _cause(exc)
+    return None if java is None else str(java.getClass().getName())
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _shown(failed: Mapping[TP, str]) -> str:
+    items = [f"{t}-{p} ({why})" for (t, p), why in sorted(failed.items())[:_SHOWN]]
+    more = len(failed) - _SHOWN
+    return ", ".join(items) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
+class SampleRound:
+    """One round: its time, the rows it found (dicts, times in epoch ms), the partitions left
+    out and why, and, when it found nothing, why."""
+
+    sampled_at: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    left_out: dict[TP, str] = field(default_factory=dict)
+    error: str | None = None
+    written: int = 0
+
+
+class EndOffsetSampler:
+    """Samples the end offsets of the partitions the event log names into `target` (a Delta
+    path). `sample_once()` takes one round on the calling thread; `start()` runs rounds on a
+    thread of its own, every `interval_ms` (None: once at the start, then only the last round),
+    until `stop()`, which takes one last round."""
+
+    def __init__(self, spark: SparkSession, bootstrap: str, consumer_props: Mapping[str, str],
+                 target: str, *, events: str | None = None, interval_ms: int | None = 30_000,
+                 isolation_level: str = "read_uncommitted", timeout_ms: int = 30_000) -> None:
+        if isolation_level.lower() not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, "
+                             f"got {isolation_level!r}")
+        self.spark = spark
+        self.bootstrap = bootstrap
+        self.consumer_props = dict(consumer_props)
+        self.target = target
+        self.events = events
+        self.interval_ms = interval_ms
+        self.isolation_level = ISOLATION_LEVELS[isolation_level.lower()]
+        self.timeout_ms = timeout_ms
+        self.rounds = 0  # rounds attempted
+        self.failures = 0  # of them, those that wrote nothing for an error
+        self.last: SampleRound | None = None
+        self._topics: set[str] = set()
+        self._lock = threading.Lock()  # _topics: added to from the stream's batches
+        self._seeded = events is None
+        self._partitions: dict[str, list[int]] = {}  # describeTopics, as last answered
+        self._absent: set[str] = set()  # named by the log, not on the cluster (logged once)
+        self._no_max_timestamp = False  # logged once
+        self._admin: Any = None
+        self._stopping = threading.Event()
+        self._final_round = True
+        self._thread: threading.Thread | None = None
+
+    # ---- the topics ---------------------------------------------------------------------------
+
+    def add_topics(self, topics: Iterable[str]) -> None:
+        with self._lock:
+            new = set(topics) - self._topics
+            self._topics |= new
+        if new:
+            log.info("sampling the end offsets of %s too", ", ".join(sorted(new)))
+
+    def topics(self) -> set[str]:
+        with self._lock:
+            return set(self._topics)
+
+    def observe(self, rows: DataFrame) -> None:
+        """Add the topics a micro-batch's decoded rows name (on the batch's thread: the batch
+        lives only there). Never raises: sampling must not end the ingest."""
+        try:
+            self.add_topics(named_topics(rows))
+        except Exception as exc:
+            log.warning("could not read the topics of a batch, sampled from the next: %s",
+                        reason(exc))
+
+    def _seed(self) -> None:
+        if self._seeded or self.events is None:
+            return
+        try:
+            self.add_topics(named_topics(read_events(self.spark, self.events)))
+            self._seeded = True
+        except Exception as exc:  # the log unreadable now: ask again next round
+            log.warning("could not read the topics of %s (asked again next round): %s",
+                        self.events, reason(exc))
+
+    # ---- a round ------------------------------------------------------------------------------
+
+    def sample_once(self) -> SampleRound:
+        """One round on this thread: asked, written, logged; never raises."""
+        sampled_at = int(time.time() * 1000)  # wall-clock: the samples' time, not a duration
+        self.rounds += 1
+        try:
+            result = self.take_round(sampled_at)
+            if result.rows:
+                result.written = write_samples(self.spark, result.rows, self.target)
+        except Exception as exc:  # one bad round never ends the job: the next one tries again
+            result = SampleRound(sampled_at, error=reason(exc))
+        self.last = result
+        if result.error is not None:
+            self.failures += 1
+            log.warning("end-offset round at %s wrote nothing (retried in the next round): %s",
+                        _when(sampled_at), result.error)
+        elif result.rows:
+            log.info("end offsets of %d partitions sampled at %s into %s", result.written,
+                     _when(sampled_at), self.target)
+        return result
+
+    def take_round(self, sampled_at: int) -> SampleRound:
+        """Ask the cluster for the end offsets of every known partition; write nothing."""
+        self._seed()
+        topics = sorted(self.topics())
+        if not topics:
+            log.info("no consumed topic known yet: no end offsets to sample")
+            return SampleRound(sampled_at)
+        admin = self._admin_client()
+        partitions, left_out, problem = self._describe(admin, topics)
+        if not partitions:
+            return SampleRound(sampled_at, left_out=left_out,
+                               error=problem or "no partition of a named topic has a leader")
+        rows, failed = self._list_offsets(admin, partitions, sampled_at)
+        left_out.update(failed)
+        if left_out:
+            log.warning("left out of the round at %s: %s", _when(sampled_at), _shown(left_out))
+        error = None if rows else f"no partition answered: {_shown(failed)}"
+        return SampleRound(sampled_at, rows, left_out, error)
+
+    def admin_properties(self) -> dict[str, str]:
+        """The consumer properties, with the Admin's time-outs held to the round's: an
+        answer later than that is no use to the round, and describeTopics looks its brokers
+        up (listNodes) under `default.api.timeout.ms`, not under its own `timeoutMs`."""
+        props = {"bootstrap.servers": self.bootstrap, **self.consumer_props}
+        request = min(self.timeout_ms, int(props.get("request.timeout.ms", self.timeout_ms)))
+        props["request.timeout.ms"] = str(request)
+        props["default.api.timeout.ms"] = str(self.timeout_ms)
+        return props
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            jvm: Any = self.spark._jvm
+            props = jvm.java.util.Properties()
+            for key, value in self.admin_properties().items():
+                props.put(key, value)
+            self._admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+        return self._admin
+
+    def _remaining_ms(self, deadline: float) -> int:
+        return max(0, int((deadline - time.monotonic()) * 1000))
+
+    def _describe(self, admin: Any, topics: list[str]
+                  ) -> tuple[list[TP], dict[TP, str], str | None]:
+        """The topics' partitions that have a leader, those left out, and the first failure."""
+        jvm: Any = self.spark._jvm
+        names = jvm.java.util.ArrayList()
+        for t in topics:
+            names.add(t)
+        options = jvm.org.apache.kafka.clients.admin.DescribeTopicsOptions().timeoutMs(
+            self.timeout_ms)
+        futures = admin.describeTopics(names, options).topicNameValues()
+        deadline = time.monotonic() + (self.timeout_ms + _GRACE_MS) / 1000
+        unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        partitions: list[TP] = []
+        left_out: dict[TP, str] = {}
+        problem: str | None = None
+        for topic in topics:
+            try:
+                found = self._partitions_of(futures.get(topic).get(
+                    self._remaining_ms(deadline), unit))
+            except Py4JJavaError as exc:
+                problem = problem or f"describeTopics {topic}: {reason(exc)}"
+                found = self._undescribed(topic, exc)
+            for p, leader in found:
+                if leader:
+                    partitions.append((topic, p))
+                else:
+                    left_out[(topic, p)] = "no leader"
+        return partitions, left_out, problem
+
+    def _partitions_of(self, description: Any) -> list[tuple[int, bool]]:
+        infos = description.partitions()
+        found = []
+        for i in range(infos.size()):
+            info = infos.get(i)
+            leader = info.leader()
+            found.append((int(info.partition()), leader is not None and not leader.isEmpty()))
+        name = str(description.name())
+        self._partitions[name] = [p for p, _ in found]
+        self._absent.discard(name)
+        return found
+
+    def _undescribed(self, topic: str, exc: Py4JJavaError) -> list[tuple[int, bool]]:
+        """A topic whose description failed: none if the cluster has no such topic (deleted,
+        or not created yet), else the partitions last seen, their leaders unknown."""
+        if _java_class(exc) == _UNKNOWN_TOPIC:
+            self._partitions.pop(topic, None)
+            if topic not in self._absent:
+                self._absent.add(topic)
+                log.warning("topic %s is named by the event log but not on the cluster "
+                            "(deleted?): not sampled", topic)
+            return []
+        seen = self._partitions.get(topic, [])
+        log.warning("could not describe topic %s (%s): %s", topic, reason(exc),
+                    f"sampling the {len(seen)} partitions last seen" if seen
+                    else "not sampled this round")
+        return [(p, True) for p in seen]
+
+    def _list_offsets(self, admin: Any, partitions: list[TP], sampled_at: int
+                      ) -> tuple[list[dict[str, Any]], dict[TP, str]]:
+        """Rows for the partitions whose latest and earliest offsets came back, and why the
+        others did not."""
+        jvm: Any = self.spark._jvm
+        kafka = jvm.org.apache.kafka
+        tps = [(tp, kafka.common.TopicPartition(tp[0], tp[1])) for tp in partitions]
+        options = kafka.clients.admin.ListOffsetsOptions(
+            kafka.common.IsolationLevel.valueOf(self.isolation_level)).timeoutMs(self.timeout_ms)
+        specs = {"latest": kafka.clients.admin.OffsetSpec.latest(),
+                 "earliest": kafka.clients.admin.OffsetSpec.earliest(),
+                 "max": kafka.clients.admin.OffsetSpec.maxTimestamp()}
+        calls = {}
+        for name, spec in specs.items():  # all three in flight before any is awaited
+            wanted = jvm.java.util.HashMap()
+            for _, jtp in tps:
+                wanted.put(jtp, spec)
+            calls[name] = admin.listOffsets(wanted, options)
+        deadline = time.monotonic() + (self.timeout_ms + _GRACE_MS) / 1000
+        answers = {name: self._answers(call, tps, deadline, timestamps=name == "max")
+                   for name, call in calls.items()}
+        return self._rows(partitions, answers, sampled_at)
+
+    def _answers(self, call: Any, tps: list[tuple[TP, Any]], deadline: float, *,
+                 timestamps: bool) -> tuple[dict[TP, tuple[int, int]], dict[TP, str]]:
+        """Each partition's (offset, timestamp) from one listOffsets call, and the failures:
+        the whole answer at once when every partition succeeded, else one by one."""
+        unit = self.spark._jvm.java.util.concurrent.TimeUnit.MILLISECONDS  # type: ignore[union-attr]
+        try:
+            answered = call.all().get(self._remaining_ms(deadline), unit)
+        except Py4JJavaError:
+            answered = None  # some partition failed: the others still have their answers
+        found: dict[TP, tuple[int, int]] = {}
+        failed: dict[TP, str] = {}
+        for tp, jtp in tps:
+            try:
+                info = (answered.get(jtp) if answered is not None
+                        else call.partitionResult(jtp).get(0, unit))
+            except Py4JJavaError as exc:
+                failed[tp] = reason(exc)
+                continue
+            found[tp] = (int(info.offset()), int(info.timestamp()) if timestamps else -1)
+        return found, failed
+
+    def _rows(self, partitions: list[TP],
+              answers: Mapping[str, tuple[dict[TP, tuple[int, int]], dict[TP, str]]],
+              sampled_at: int) -> tuple[list[dict[str, Any]], dict[TP, str]]:
+        (latest, latest_failed), (earliest, earliest_failed) = answers["latest"], answers["earliest"]
+        maxima, max_failed = answers["max"]
+        if max_failed and not self._no_max_timestamp:
+            self._no_max_timestamp = True  # an old broker says so every round: say it once
+            log.warning("max timestamps not answered, left null (%s)", _shown(max_failed))
+        rows, failed = [], {}
+        for tp in partitions:
+            if tp not in latest or tp not in earliest:
+                failed[tp] = latest_failed.get(tp) or earliest_failed.get(tp) or "no answer"
+                continue
+            offset, stamp = maxima.get(tp, (-1, -1))
+            rows.append({"topic": tp[0], "partition": tp[1], "log_end_offset": latest[tp][0],
+                         "sampled_at": sampled_at, "log_start_offset": earliest[tp][0],
+                         "max_timestamp": stamp if stamp >= 0 else None,
+                         "max_timestamp_offset": offset if offset >= 0 and stamp >= 0 else None,
+                         "isolation_level": self.isolation_level, "source": SOURCE})
+        return rows, failed
+
+    # ---- the thread ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("the sampler is already started")
+        self._thread = threading.Thread(target=self._run, name="end-offset-sampler", daemon=True)
+        self._thread.start()
+        every = "once now" if self.interval_ms is None else f"every {self.interval_ms} ms"
+        log.info("sampling end offsets (%s) from %s %s into %s", self.isolation_level,
+                 self.bootstrap, every, self.target)
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, final_round: bool = True, timeout_s: float | None = None) -> None:
+        """End the thread, after one last round unless told not to; wait for it (at most
+        `timeout_s`, by default two rounds' time-outs and a minute for the write)."""
+        self._final_round = final_round
+        self._stopping.set()
+        if self._thread is None:
+            return
+        wait = timeout_s if timeout_s is not None else 2 * (self.timeout_ms + _GRACE_MS) / 1000 + 60
+        self._thread.join(wait)
+        if self._thread.is_alive():
+            log.warning("the end-offset sampler did not stop within %.0f s; left behind", wait)
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                began = time.monotonic()
+                self.sample_once()
+                if self.interval_ms is None:
+                    self._stopping.wait()
+                else:
+                    self._stopping.wait(max(0.0, self.interval_ms / 1000
+                                            - (time.monotonic() - began)))
+            if self._final_round:
+                self.sample_once()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the Admin client (on the thread that made it, when the thread ran)."""
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close(self.spark._jvm.java.time.Duration.ofSeconds(5))  # type: ignore[union-attr]
+            except Py4JError as exc:
+                log.warning("could not close the sampler's Admin client: %s", reason(exc))

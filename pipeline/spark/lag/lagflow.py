@@ -1,0 +1,317 @@
+"""How replay and backfill feed the lag step (`pipeline.spark.lag.lag`) with end-offset samples.
+
+Backfill: the samples table is read at one version; every sample taken before the cut (the
+watermark a stream over the same log would stand at) gets its rows, each lag table is
+replaced in one commit, and the later samples are left in `<warehouse>/_lag_pending` with the
+version in the hand-off manifest, for a stream to continue from.
+
+Stream: the samples table is a second streaming source of the replay, unioned after the fold
+as wire rows tagged `_sample`, so Spark's checkpoint delivers each sample once. A sample's
+rows are written once the replay's event-time watermark has passed `sampled_at`, so a
+commit that reaches the log late (but inside the watermark delay) is not missed: until
+then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
+table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
+pending and new samples the watermark has passed, computes their rows over the warehouse's
+history tables (which hold the batch's own rows by then) and the samples table at that
+version (over the carry and the rows after it where that is exact, `pipeline.spark.lag.lagcarry`,
+else over every history row), then rewrites the pending set and the carry. A sample arriving
+after the watermark passed it is used at once. Every write carries the batch's mark
+(`sinks.BatchWriter`), pending and carry last, so a batch run again after a crash computes
+the same rows and skips what it had written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
+
+from pipeline.errors import UsageError
+from pipeline.lag import LagConfig
+from pipeline.spark.fold.wire import ROW, SAMPLE
+from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, partition_rows
+from pipeline.spark.lag.lagcarry import (
+    CARRY,
+    Carry,
+    build,
+    carry_path,
+    carry_schema,
+    history_versions,
+)
+from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
+from pipeline.times import ms_text
+from schemas.lag import LAG_TABLES, SAMPLE_KEY
+
+log = logging.getLogger(__name__)
+PENDING = "_lag_pending"  # samples delivered whose rows wait for the watermark
+
+
+@dataclass(frozen=True)
+class LagOptions:
+    """`--end-offsets` and the lag settings."""
+
+    end_offsets: str
+    config: LagConfig = field(default_factory=LagConfig)
+
+    def __post_init__(self) -> None:
+        if paths.is_path(self.end_offsets):
+            object.__setattr__(self, "end_offsets", paths.qualify(self.end_offsets))
+
+
+def pending_path(warehouse: str) -> str:
+    return paths.join(warehouse, PENDING)
+
+
+def ensure_pending(spark: SparkSession, warehouse: str) -> None:
+    """The pending set and the carry, made empty unless they are there."""
+    create_table(spark, pending_path(warehouse), samples_schema())
+    create_table(spark, carry_path(warehouse), carry_schema())
+
+
+def table_id(spark: SparkSession, source: str) -> str:
+    """The Delta table's id (what the streaming source records as its reservoirId)."""
+    row = delta_table(spark, source).detail().select("id").first()
+    assert row is not None
+    return str(row[0])
+
+
+def sample_wire(samples: DataFrame) -> DataFrame:
+    """Sample rows as wire rows (`_table`, `_row`: the sample as JSON, times in epoch ms), the
+    form `wire.table_rows` parses back; the samples' own columns, whatever the table has
+    beyond them."""
+    typed = select_samples(samples).drop(REASON)
+    values = [F.unix_millis(F.col(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
+              else F.col(f.name) for f in samples_schema().fields]
+    return typed.select(F.lit(SAMPLE).alias("_table"),
+                        F.to_json(F.struct(*values)).alias(ROW))
+
+
+def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
+    """The samples table as a stream of wire rows, from the version after `after_version`
+    (a backfill's) or from its beginning."""
+    options = {} if after_version is None else {"startingVersion": after_version + 1}
+    return sample_wire(stream_delta(spark, opts.end_offsets, **options))
+
+
+def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int
+                  ) -> tuple[int, list[dict[str, Any]]]:
+    """The event-time watermark batch `batch_id` ran with and its sources' end offsets, from
+    the checkpoint's offset log (`offsets/<batch>`: a version line, the batch's metadata,
+    then one line per source, `-` for a source without an offset yet)."""
+    text = paths.read_text(spark, paths.join(checkpoint, "offsets", str(batch_id)))
+    if text is None:
+        raise RuntimeError(f"no offset log for batch {batch_id} under {checkpoint}")
+    lines = text.splitlines()
+    meta = json.loads(lines[1])
+    sources = [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines[2:]]
+    return int(meta.get("batchWatermarkMs", 0)), sources
+
+
+def read_version(sources: list[dict[str, Any]], reservoir_id: str) -> int | None:
+    """The samples table's version a batch had read up to (a Delta source's offset names the
+    next file: `index` -1 means nothing of `reservoirVersion` yet)."""
+    for s in sources:
+        if s.get("reservoirId") == reservoir_id:
+            version = int(s["reservoirVersion"])
+            return version - 1 if int(s.get("index", -1)) < 0 and not s.get("isStartingVersion") \
+                else version
+    return None
+
+
+Writes = dict[str, Callable[[], None]]
+
+
+@dataclass
+class StreamLag:
+    """The lag phase of each micro-batch (called by `sinks.BatchWriter`)."""
+
+    opts: LagOptions
+    warehouse: str
+    checkpoint: str
+    carried: bool = True  # False: every step reads the whole history (the benchmark's baseline)
+    _id: str | None = None
+    _persisted: list[DataFrame] = field(default_factory=list)
+
+    def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int
+               ) -> tuple[Writes, Writes]:
+        """(the lag tables' appends, then the pending set's rewrite) for batch `batch_id`;
+        `new`: the batch's sample rows, parsed (None when it has none)."""
+        if self._id is None:
+            self._id = table_id(spark, self.opts.end_offsets)
+        watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
+        version = read_version(sources, self._id)
+        pending = spark.read.format("delta").load(pending_path(self.warehouse))
+        checked = select_samples(new) if new is not None else None
+        candidates = pending if checked is None else pending.unionByName(
+            checked.where(F.col(REASON).isNull()).drop(REASON))
+        candidates = self._keep(candidates.dropDuplicates(list(SAMPLE_KEY)))
+        passed = F.unix_millis(F.col("sampled_at")) < F.lit(watermark)
+        ready = candidates.where(passed)
+        first: Writes = {}
+        any_ready = bool(ready.limit(1).count())
+        if any_ready:
+            known = candidates if version is None else read_samples(
+                spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
+            history, rows, carry = self._lag(spark, ready, known.unionByName(candidates),
+                                             batch_id)
+            if rows.limit(1).count():  # no commit for a table with no rows
+                first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
+                first["group_lag"] = self._append(group_lag(rows, history, self.opts.config),
+                                                  "group_lag")
+        arrived = False  # a good sample came in this batch
+        if checked is not None:
+            rejected = self._keep(checked.where(F.col(REASON).isNotNull()))
+            if rejected.limit(1).count():
+                first["rejected_samples"] = self._append(rejected, "rejected_samples")
+            arrived = bool(checked.where(F.col(REASON).isNull()).limit(1).count())
+        then: Writes = {}
+        if any_ready or arrived:  # the pending set changed; else it is left as it is
+            then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
+                                     .mode("overwrite").save(pending_path(self.warehouse)))
+        if any_ready:
+            then[CARRY] = lambda: (carry.write.format("delta").mode("overwrite")
+                                   .save(carry_path(self.warehouse)))
+        return first, then
+
+    def _lag(self, spark: SparkSession, ready: DataFrame, samples: DataFrame, batch_id: int
+             ) -> tuple[History, DataFrame, DataFrame]:
+        """(the history the rows were computed over, the ready samples' partition rows, the
+        next carry): over the carry and the rows after it where that is exact, else over
+        every history row (`pipeline.spark.lag.lagcarry`)."""
+        cfg = self.opts.config
+        row = ready.agg(F.min(F.unix_millis("sampled_at")), F.max(F.unix_millis("sampled_at"))
+                        ).first()
+        assert row is not None
+        first_ms, horizon_ms = int(row[0]), int(row[1])
+        versions = history_versions(spark, self.warehouse)
+        carry = Carry.read(spark, self.warehouse) if self.carried else None
+        why = ("no carry" if carry is None
+               else "a sample at or before the carry's time" if carry.horizon_ms >= first_ms
+               else "history rows at or before the carry's time were written or removed"
+               if not carry.fresh(spark, self.warehouse, versions) else None)
+        if carry is not None and why is None:
+            history = carry.history(spark, self.warehouse, versions, samples)
+            history = History(*(self._keep(df) for df in (
+                history.changes, history.shapes, history.transitions, history.rebalances,
+                history.samples)))
+            derived = Derived.of(history, cfg, self._keep)
+            rows = self._keep(partition_rows(ready, history, cfg, derived))
+            built = build(history, horizon_ms, versions, cfg, derived)
+            if not (rows.where(~F.col("bracket_exact")).limit(1).count()
+                    or built.exact.where(~F.col("bracket_exact")).limit(1).count()):
+                log.debug("batch %d: lag over the carry and the history after %s", batch_id,
+                         ms_text(carry.horizon_ms))
+                return history, rows, self._keep(built.rows)
+            why = "a committed offset bracketed before the carried samples"
+        # The first step has no carry, by design; any other fallback costs a whole-history
+        # read an operator should be able to see.
+        (log.debug if carry is None else log.info)(
+            "batch %d: lag over the whole history (%s)", batch_id, why)
+        history = History.read(spark, self.warehouse, samples, versions)
+        derived = Derived.of(history, cfg, self._keep)
+        rows = self._keep(partition_rows(ready, history, cfg, derived))
+        return history, rows, self._keep(build(history, horizon_ms, versions, cfg, derived).rows)
+
+    def _keep(self, df: DataFrame) -> DataFrame:
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(kept)
+        return kept
+
+    def _append(self, df: DataFrame, table: str) -> Callable[[], None]:
+        path = paths.join(self.warehouse, table)
+        return lambda: df.write.format("delta").mode("append").save(path)
+
+    def release(self) -> None:
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
+
+
+def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> None:
+    """A checkpoint keeps its sources: one started without --end-offsets cannot take the
+    samples stream later, nor one started with it lose it (Spark refuses a changed source
+    list); say so before Spark fails on it."""
+    text = paths.read_text(spark, paths.join(checkpoint, "offsets", "0"))
+    if text is None:
+        return
+    had = len(text.splitlines()) - 2 >= 3  # events, the backfill's seeds, the samples
+    if had != lag:
+        raise UsageError(
+            f"--checkpoint {checkpoint} was started {'with' if had else 'without'} "
+            f"--end-offsets; a checkpoint keeps its sources: run it "
+            f"{'with' if had else 'without'} them, or start a new --checkpoint")
+
+
+LAG_APPEND_TABLES = tuple(LAG_TABLES)
+
+
+@dataclass(frozen=True)
+class Held:
+    """Samples held back for the watermark: how many, the first and last sample times (ms)."""
+
+    count: int
+    first_ms: int | None
+    last_ms: int | None
+
+
+@dataclass
+class BackfillLag:
+    """The lag tables of a backfill: its samples read at one version, rows for those taken
+    before the cut, the rest pending for a stream."""
+
+    opts: LagOptions
+    version: int
+    checked: DataFrame  # every sample of that version, `reason` set on a malformed one
+
+    @classmethod
+    def read(cls, spark: SparkSession, opts: LagOptions) -> BackfillLag:
+        version = latest_version(spark, opts.end_offsets)
+        checked = read_samples(spark, opts.end_offsets, version).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        return cls(opts, version, checked)
+
+    def good(self) -> DataFrame:
+        return self.checked.where(F.col(REASON).isNull()).drop(REASON)
+
+    def passed(self, cut: int | None) -> Column:
+        if cut is None:
+            return F.lit(False)
+        return F.unix_millis(F.col("sampled_at")) < F.lit(cut)
+
+    def tables(self, spark: SparkSession, warehouse: str, cut: int | None) -> dict[str, DataFrame]:
+        """Each lag table's rows, over the history tables the backfill has just written."""
+        good = self.good()
+        history = History.read(spark, warehouse, good)
+        rows = partition_rows(good.where(self.passed(cut)), history,
+                              self.opts.config).persist(StorageLevel.MEMORY_AND_DISK)
+        self._rows = rows
+        return {"partition_lag": partition_lag(rows),
+                "group_lag": group_lag(rows, history, self.opts.config),
+                "rejected_samples": self.checked.where(F.col(REASON).isNotNull())}
+
+    def write_pending(self, warehouse: str, cut: int | None) -> Held:
+        """The samples no row was written for yet: where a stream continues. Returns what
+        was held back."""
+        held = self.good().where(~self.passed(cut))
+        held.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+            pending_path(warehouse))
+        row = held.agg(F.count(F.lit(1)), F.min(F.unix_millis("sampled_at")),
+                       F.max(F.unix_millis("sampled_at"))).first()
+        assert row is not None
+        return Held(int(row[0]), row[1], row[2])
+
+    def release(self) -> None:
+        self.checked.unpersist()
+        rows = getattr(self, "_rows", None)
+        if rows is not None:
+            rows.unpersist()

@@ -1,0 +1,116 @@
+"""The end-offset samples (`schemas/lag.py` LOG_END_OFFSETS) as a Delta table: written by the
+ingest's sampler and the generator, read by replay and backfill.
+
+Every writer goes through `merge_samples`: one Delta MERGE that inserts a sample only if its
+key (topic, partition, sampled_at) is not in the table yet, so a sample written twice (a
+retried round, a restarted ingest, a generator run again) is kept once. Readers take the
+table through `read_samples`, which casts a user's table to the contract's types and splits
+off the rows that cannot be a sample (a required column null, a negative partition or offset)
+with the reason, for `rejected_samples`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+from pipeline.errors import UsageError
+from pipeline.spark.events.validate import check_columns
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.contract import struct_of
+from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import read_delta
+from pipeline.spark.tables.warehouse import insert_missing
+from schemas.lag import LOG_END_OFFSETS, SAMPLE_KEY, SAMPLE_REQUIRED
+
+REASON = "reason"
+
+
+@cache
+def samples_schema() -> StructType:
+    """LOG_END_OFFSETS as a Spark schema; every column nullable on disk, as the event log's."""
+    return struct_of(LOG_END_OFFSETS)
+
+
+def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> DataFrame:
+    """Samples given as dicts under LOG_END_OFFSETS' names, times in epoch milliseconds (the
+    pure side's form: the generator's, the sampler's), as a DataFrame of the contract's types."""
+    schema = samples_schema()
+    stamps = {f.name for f in schema.fields if isinstance(f.dataType, TimestampType)}
+    as_ms = StructType([StructField(f.name, LongType() if f.name in stamps else f.dataType)
+                        for f in schema.fields])
+    data = [tuple(row.get(f.name) for f in schema.fields) for row in rows]
+    raw = spark.createDataFrame(data, as_ms)
+    return raw.select(*[(F.timestamp_millis(F.col(f.name)) if f.name in stamps
+                         else F.col(f.name)).alias(f.name) for f in schema.fields])
+
+
+def ensure_samples_table(spark: SparkSession, path: str) -> None:
+    create_table(spark, path, samples_schema())
+
+
+def merge_samples(spark: SparkSession, target: str, rows: DataFrame) -> int:
+    """Insert the samples whose key `target` (a Delta path) lacks; how many were offered.
+    Samples arrive in time order: their time range prunes the files."""
+    def table() -> DeltaTable:
+        ensure_samples_table(spark, target)
+        return DeltaTable.forPath(spark, target)
+
+    return insert_missing(table, rows, SAMPLE_KEY, "sampled_at")
+
+
+def write_samples(spark: SparkSession, rows: Iterable[Mapping[str, Any]], target: str) -> int:
+    """`rows` (dicts, times in ms) merged into the samples table at `target`."""
+    return merge_samples(spark, paths.qualify(target) if paths.is_path(target) else target,
+                         samples_frame(spark, rows))
+
+
+def check_samples(spark: SparkSession, source: str, flag: str = "--end-offsets") -> None:
+    """`source` (a path or a table name) is a Delta table whose columns fit LOG_END_OFFSETS:
+    the required ones present, every one present castable without loss."""
+    label = f"{flag} {source}"
+    if paths.is_path(source):
+        if not paths.exists(spark, source) or not DeltaTable.isDeltaTable(spark, source):
+            raise UsageError(f"{label}: no Delta table there; expected the end-offset samples "
+                             "written by jobs/ingest.py --end-offsets or jobs/generate.py "
+                             "--end-offsets (columns: see schemas/lag.py)")
+    elif not spark.catalog.tableExists(source):
+        raise UsageError(f"{label}: no such table in the catalog; expected a path or the "
+                         "name of a Delta table of end-offset samples")
+    schema = read_delta(spark, source).schema
+    check_columns(schema, samples_schema(), SAMPLE_REQUIRED, label,
+                  "end-offset samples need", "schemas/lag.py")
+
+
+def select_samples(df: DataFrame) -> DataFrame:
+    """A samples table's rows in the contract's columns and types (optional columns it lacks
+    read as null), with `reason` set on a row that cannot be a sample."""
+    columns = [(F.col(f.name).cast(f.dataType) if f.name in df.columns
+                else F.lit(None).cast(f.dataType)).alias(f.name)
+               for f in samples_schema().fields]
+    typed = df.select(*columns)
+    return typed.withColumn(REASON, malformed_reason())
+
+
+def malformed_reason() -> Column:
+    """`MALFORMED: <what>` for a sample row lacking a required value or holding a negative
+    partition or offset; null for a good one."""
+    checks = [(F.col(c).isNull(), f"{c} is null") for c in SAMPLE_REQUIRED]
+    checks += [(F.col(c) < 0, f"{c} must not be negative") for c in
+               ("partition", "log_end_offset", "log_start_offset")]
+    reason: Column = F.lit(None).cast("string")
+    for failed, what in reversed(checks):
+        reason = F.when(failed, F.lit(f"MALFORMED: {what}")).otherwise(reason)
+    return reason
+
+
+def read_samples(spark: SparkSession, source: str, version: int | None = None) -> DataFrame:
+    """The samples table (a path or a table name), at `version` if given, through
+    `select_samples`."""
+    return select_samples(read_delta(spark, source, version))

@@ -1,0 +1,153 @@
+"""Upkeep of a warehouse's tables: few files, short logs, and (if asked) history kept for a
+bounded time.
+
+Per table, in order: `OPTIMIZE` (small files compacted into few; rows unchanged, a new
+version that readers at older versions do not see), an optional retention (`retain_days`:
+the append-only history and lag tables lose their rows older than that many days of event
+time, in one `DELETE` with the table's append-only property lifted for it), then `VACUUM`
+(files no version younger than `vacuum_hours` reads are deleted; Delta refuses less than its
+own 168-hour default, which keeps time travel and running readers safe). Every step is a
+Delta commit of its own, marked in `userMetadata` as the maintenance's, so a running
+stream's exactly-once marks (`sinks.last_batch`) pass over it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from pipeline.spark.lag.lagcarry import CARRY
+from pipeline.spark.lag.lagflow import PENDING
+from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import quote_path
+from schemas import APPEND_TABLES, OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
+
+log = logging.getLogger("maintain")
+# VACUUM lists a table's files in this many tasks (Delta's recursiveListDirs repartitions to
+# it), 10,000 by default: on two local cores that alone took minutes for a table of two files.
+# The maintenance lists in as many tasks as the session has slots.
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+APPEND_ONLY = "delta.appendOnly"
+MIN_VACUUM_HOURS = 168  # Delta's delta.deletedFileRetentionDuration default, its check's floor
+# The event time of each table whose rows a retention may delete: the history and the lag.
+RETAINED: dict[str, str] = {
+    **{t: "event_time" for t in APPEND_TABLES if t != "rebalances"},
+    "rebalances": "coalesce(completed_at, started_at)",
+    **{t: "sampled_at" for t in LAG_TABLES},
+}
+
+
+@dataclass
+class Done:
+    """What `maintain` did to one table."""
+
+    table: str
+    files_before: int = 0
+    files_after: int = 0
+    deleted_rows: int = 0
+    vacuumed: bool = False
+    steps: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """`--maintain-every N`: a stream maintains its tables itself after every `every`-th
+    micro-batch's writes, so no OPTIMIZE or VACUUM runs beside its own MERGEs."""
+
+    every: int
+    retain_days: float | None = None
+    vacuum_hours: float = MIN_VACUUM_HOURS
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"maintain every N batches: N must be at least 1, got {self.every}")
+
+    def due(self, batch_id: int) -> bool:
+        return (batch_id + 1) % self.every == 0
+
+    def run(self, spark: SparkSession, warehouse: str) -> list[Done]:
+        return maintain(spark, warehouse, retain_days=self.retain_days,
+                        vacuum_hours=self.vacuum_hours)
+
+
+# The lag step's own working tables, overwritten at each step: their old files need VACUUM.
+WORKING_TABLES = (PENDING, CARRY)
+
+
+def maintained_tables() -> tuple[str, ...]:
+    return (*OUTPUT_TABLES, *LAG_TABLES, *WORKING_TABLES)
+
+
+def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,
+             retain_days: float | None = None, vacuum_hours: float = MIN_VACUUM_HOURS,
+             now: datetime | None = None) -> list[Done]:
+    """OPTIMIZE, the retention, then VACUUM each of `tables` (default: every output and lag
+    table, and the lag step's working tables) that exists under `warehouse`."""
+    if vacuum_hours < MIN_VACUUM_HOURS:
+        raise ValueError(f"vacuum retention must be at least {MIN_VACUUM_HOURS} hours "
+                         "(Delta's own floor, which keeps readers of recent versions safe)")
+    if retain_days is not None and retain_days <= 0:
+        raise ValueError("retention must be a positive number of days")
+    cutoff = None if retain_days is None else (now or datetime.now(UTC)) - timedelta(days=retain_days)
+    done: list[Done] = []
+    mark = json.dumps({"maintenance": (now or datetime.now(UTC)).isoformat()})
+    with temporary_conf(spark, {COMMIT_METADATA: mark,
+                               LISTING_PARALLELISM: str(spark.sparkContext.defaultParallelism)}):
+        for table in tables or maintained_tables():
+            path = paths.join(warehouse, table)
+            if DeltaTable.isDeltaTable(spark, path):
+                done.append(_maintain_table(spark, table, path, cutoff, vacuum_hours))
+    return done
+
+
+def file_count(spark: SparkSession, path: str) -> int:
+    """The live data files of the Delta table at `path` (its latest version)."""
+    row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("numFiles").first()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def _maintain_table(spark: SparkSession, table: str, path: str, cutoff: datetime | None,
+                    vacuum_hours: float) -> Done:
+    done = Done(table, files_before=file_count(spark, path))
+    name = quote_path(path)
+    if done.files_before > 1:
+        spark.sql(f"OPTIMIZE {name}")
+        done.steps.append("OPTIMIZE")
+    if cutoff is not None and table in RETAINED:
+        done.deleted_rows = _delete_before(spark, table, path, cutoff)
+        if done.deleted_rows:
+            done.steps.append(f"DELETE {done.deleted_rows} rows before {cutoff.isoformat()}")
+    spark.sql(f"VACUUM {name} RETAIN {vacuum_hours:g} HOURS")
+    done.vacuumed = True
+    done.steps.append(f"VACUUM {vacuum_hours:g} h")
+    done.files_after = file_count(spark, path)
+    log.info("%s: %s; %d files -> %d", table, ", ".join(done.steps), done.files_before,
+             done.files_after)
+    return done
+
+
+def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime) -> int:
+    """Delete `table`'s rows whose event time is before `cutoff`, in one commit; how many."""
+    when = f"{RETAINED[table]} < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+    old = spark.read.format("delta").load(path).where(when).count()
+    if not old:
+        return 0
+    name = quote_path(path)
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    append_only = detail is not None and detail[0].get(APPEND_ONLY) == "true"
+    if append_only:
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
+    try:
+        spark.sql(f"DELETE FROM {name} WHERE {when}")
+    finally:
+        if append_only:
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")
+    return old

@@ -1,0 +1,247 @@
+"""The streaming replay: Delta event log in, the contract's Delta tables out, exactly once.
+
+A warehouse a batch backfill built is continued from (see `handoff.py`): the log is read
+from the version after the backfill's, every group starting from the state it left.
+
+Source rows get a watermark on `event_time`, are grouped by `group_id` and folded by
+`applyInPandasWithState` with an event-time timeout; `BatchWriter` writes each micro-batch.
+
+Late rows: with an event-time timeout Spark silently drops rows behind the watermark
+before the function sees them. The contract forbids silent drops, so the watermark's
+metadata is moved from `event_time` to a constant far-future guard column: Spark still
+computes the watermark from `event_time` (and fires timeouts by it) but finds no row late;
+the fold applies late rows in log order and counts them on the group (`late_count`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from pipeline.errors import UsageError
+from pipeline.fold import CoordinatorConfig
+from pipeline.spark.events.eventlog import select_events
+from pipeline.spark.events.packing import PREFER_INT_EXTENSION, packed_events
+from pipeline.spark.fold.folding import stateful_fold
+from pipeline.spark.fold.handoff import (
+    Manifest,
+    ensure_seed_table,
+    read_manifest,
+    seed_path,
+    seed_rows,
+)
+from pipeline.spark.fold.wire import wire_schema
+from pipeline.spark.lag.lagflow import (
+    LagOptions,
+    StreamLag,
+    check_lag_checkpoint,
+    ensure_pending,
+    sample_stream,
+)
+from pipeline.spark.stream.maintain import Upkeep
+from pipeline.spark.stream.progress import ProgressLine
+from pipeline.spark.stream.sinks import BatchWriter
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.contract import SEED, STATE_SCHEMA
+from pipeline.spark.tables.errors import at_startup
+from pipeline.spark.tables.options import (
+    AVAILABLE_NOW,
+    check_trigger,
+    interval_ms,
+    latest_version,
+    spark_interval,
+    stream_delta,
+    trigger_seconds,
+    with_trigger,
+)
+from pipeline.spark.tables.paths import is_path
+from pipeline.spark.tables.warehouse import ensure_tables
+
+log = logging.getLogger("replay")
+WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
+GUARD = "_watermark_guard"
+CHECKPOINT_TODO = ("Check that folder (a stream's checkpoint, of this replay's sources), or "
+                   "start on a new --checkpoint and a new --warehouse.")
+HANDOFF_TODO = ("That table is written by jobs/backfill.py: run the backfill again, or use a new "
+                "--warehouse.")
+HANDOFF_POLL_S = 5.0  # how often a stream waiting on its hand-off looks for a new version
+
+
+@dataclass
+class ReplayOptions:
+    events: str
+    warehouse: str
+    checkpoint: str
+    trigger: str = "available-now"
+    database: str | None = "consumer_groups"
+    watermark_delay: str = "10 minutes"
+    max_files_per_trigger: int | None = None
+    config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    app_id: str | None = None
+    lag: LagOptions | None = None  # --end-offsets: the samples stream and the lag tables
+    upkeep: Upkeep | None = None  # --maintain-every: the stream maintains its tables
+
+    def __post_init__(self) -> None:
+        # Delta takes a relative LOCATION for a table name: make every folder absolute.
+        self.warehouse = paths.qualify(self.warehouse)
+        self.checkpoint = paths.qualify(self.checkpoint)
+        if is_path(self.events):
+            self.events = paths.qualify(self.events)
+        check_trigger(self.trigger)
+        interval_ms(self.watermark_delay)
+
+
+def read_events(spark: SparkSession, opts: ReplayOptions, manifest: Manifest | None
+                ) -> DataFrame:
+    """The event log as a stream, after the version of the warehouse's backfill (`manifest`,
+    `read_manifest`'s) if it had one, with the backfill's group states as a second source
+    (empty without a backfill)."""
+    ensure_seed_table(spark, opts.warehouse)
+    options: dict[str, str | int] = {}
+    if opts.max_files_per_trigger:
+        options["maxFilesPerTrigger"] = opts.max_files_per_trigger
+    if manifest is not None:
+        options["startingVersion"] = manifest.version + 1
+    events = select_events(stream_delta(spark, opts.events, **options))
+    events = events.withColumn(SEED, F.lit(None).cast("binary"))
+    return events.unionByName(seed_rows(spark, opts.warehouse, manifest))
+
+
+def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
+    if not manifest.streamable:
+        raise UsageError(
+            f"{opts.warehouse} was backfilled up to an event time ({manifest.until_ms} ms), "
+            "which no stream can continue from without re-reading rows; backfill without "
+            "--until (or with --version) to hand off to a stream, or use a new --warehouse")
+    if manifest.events != opts.events:
+        raise UsageError(f"{opts.warehouse} was backfilled from {manifest.events}, "
+                         f"not from {opts.events}")
+    samples = None if opts.lag is None else opts.lag.end_offsets
+    if manifest.samples is not None and samples is not None and manifest.samples != samples:
+        raise UsageError(f"{opts.warehouse} was backfilled with --end-offsets "
+                         f"{manifest.samples}, not {samples}")
+    if manifest.samples is not None and samples is None:
+        log.warning("%s was backfilled with --end-offsets %s; without it the stream leaves "
+                    "the lag tables as the backfill wrote them", opts.warehouse, manifest.samples)
+
+
+def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
+    """The stateful operator's input: the rows with the watermark moved to the guard column
+    (see the module docstring), packed (`packed_events`) with the seed."""
+    delay = interval_ms(opts.watermark_delay)
+    marked = events.withWatermark("event_time", spark_interval(opts.watermark_delay))
+    unguarded = marked.select(
+        *[F.col(c) for c in events.columns if c != "event_time"],
+        F.col("event_time").alias("event_time", metadata={}),
+        F.lit("2200-01-01 00:00:00").cast("timestamp").alias(GUARD, metadata={WATERMARK_KEY: delay}),
+    )
+    return packed_events(unguarded, SEED, GUARD, typed=False)
+
+
+def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
+    return stream_input(events, opts).groupBy("group_id").applyInPandasWithState(
+        stateful_fold(opts.config), wire_schema(), STATE_SCHEMA, "append",
+        GroupStateTimeout.EventTimeTimeout,
+    )
+
+
+@dataclass
+class Replay:
+    """A running replay: its query and the listener that logs its progress (no query: an
+    available-now replay with nothing to read, `handoff_pending`)."""
+
+    spark: SparkSession
+    query: StreamingQuery | None
+    listener: ProgressLine
+
+    @property
+    def writer(self) -> BatchWriter:
+        """The query's foreachBatch writer: its `progress` holds each recent batch's figures."""
+        return self.listener.writer
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        if self.query is None:
+            return
+        try:
+            if timeout_s is None:
+                self.query.awaitTermination()
+            else:
+                self.query.awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
+        finally:
+            if not self.query.isActive:
+                self.spark.streams.removeListener(self.listener)
+
+    def stop(self) -> None:
+        if self.query is None:
+            return
+        self.query.stop()
+        self.spark.streams.removeListener(self.listener)
+
+
+def handoff_pending(spark: SparkSession, opts: ReplayOptions, manifest: Manifest) -> list[str]:
+    """A new stream over a backfilled warehouse (`manifest`) reads each source from the
+    version after the backfill's, which Delta refuses until it exists: the sources (the event
+    log, the samples) with no such version yet."""
+    read = [(opts.events, manifest.version)]
+    if opts.lag is not None and manifest.samples_version is not None:
+        read.append((opts.lag.end_offsets, manifest.samples_version))
+    return [f"{source} (the backfill read version {version})" for source, version in read
+            if latest_version(spark, source) <= version]
+
+
+def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
+    """Start the replay and block until it ends (available-now) or fails."""
+    start_replay(spark, opts).wait()
+
+
+def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
+    # Nullable integer columns in the fold's pandas frames: without it an int64 column with
+    # a null arrives as float64, and an offset past 2^53 is no longer itself.
+    spark.conf.set(PREFER_INT_EXTENSION, "true")
+    with at_startup(f"--checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
+        check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
+    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
+    app_id = opts.app_id or f"replay:{opts.checkpoint}"
+    writer = BatchWriter(opts.warehouse, app_id, upkeep=opts.upkeep)
+    with at_startup(f"the backfill's hand-off {seed_path(opts.warehouse)}", HANDOFF_TODO):
+        manifest = read_manifest(spark, opts.warehouse)
+    if manifest is not None and paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
+        _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
+        pending = handoff_pending(spark, opts, manifest)
+        if pending and opts.trigger == AVAILABLE_NOW:
+            log.info("nothing to replay after the backfill yet: no new version of %s",
+                     ", ".join(pending))
+            return Replay(spark, None, ProgressLine(writer))
+        if pending:
+            log.info("waiting for a new version of %s", ", ".join(pending))
+            while handoff_pending(spark, opts, manifest):
+                time.sleep(min(HANDOFF_POLL_S, trigger_seconds(opts.trigger)))
+        log.info("continuing from the backfill of %s at version %d (%d groups)",
+                 manifest.events, manifest.version, manifest.groups)
+    wire = folded_stream(read_events(spark, opts, manifest), opts)
+    if opts.lag is not None:
+        ensure_pending(spark, opts.warehouse)
+        wire = wire.unionByName(sample_stream(
+            spark, opts.lag, None if manifest is None else manifest.samples_version),
+            allowMissingColumns=True)
+        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint)
+    stream = (wire.writeStream
+              .outputMode("append").foreachBatch(writer)
+              .option("checkpointLocation", opts.checkpoint)
+              .queryName("consumer-group-replay"))
+    stream = with_trigger(stream, opts.trigger)
+    listener = ProgressLine(writer)
+    spark.streams.addListener(listener)
+    try:
+        with at_startup(f"starting the stream on --checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
+            return Replay(spark, stream.start(), listener)
+    except Exception:
+        spark.streams.removeListener(listener)
+        raise

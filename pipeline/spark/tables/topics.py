@@ -1,0 +1,151 @@
+"""Topic ids to names: the `topics` table under the warehouse, and KIP-848 members' assignment
+named through it at query time.
+
+Kafka 4.1+ writes no subscription metadata record (type 4), so a consumer-protocol group's
+records name topics by id only and the fold, which sees nothing but the log, cannot name
+them. The live ingest records the cluster's topic ids and names (one admin call per
+micro-batch, through Kafka's Java AdminClient already on the Spark Kafka source's classpath,
+with the source's own consumer properties, so a secured cluster needs no second set of
+options); a raw dump brings a map file. `with_topic_names` then adds, to each KIP-848
+member's `assignment`, its `assigned_partitions` by name. Topic ids are never reused, so an
+id has one name; where a map gives one id several names, the one seen last at or before the
+row's time wins (else the first seen).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.creation import create_table
+from schemas import METADATA_TABLES, ddl
+from schemas.columns import TP
+
+log = logging.getLogger("topics")
+TOPICS = "topics"
+CLUSTER = "cluster"
+
+
+def topics_schema() -> StructType:
+    parsed = StructType.fromDDL(ddl(METADATA_TABLES[TOPICS]))
+    assert isinstance(parsed, StructType)
+    return parsed
+
+
+def topics_path(warehouse: str) -> str:
+    return paths.join(paths.qualify(warehouse), TOPICS)
+
+
+def cluster_topics(spark: SparkSession, bootstrap: str, consumer_props: Mapping[str, str]
+                   ) -> dict[str, str]:
+    """Every topic's id -> name (internal ones too), as the cluster's ListTopics answers."""
+    jvm: Any = spark._jvm
+    props = jvm.java.util.Properties()
+    props.put("bootstrap.servers", bootstrap)
+    for key, value in consumer_props.items():
+        props.put(key, value)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    try:
+        options = jvm.org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(True)
+        listings = admin.listTopics(options).listings().get(
+            120, jvm.java.util.concurrent.TimeUnit.SECONDS)
+        return {t.topicId().toString(): t.name() for t in listings.toArray()}
+    finally:
+        admin.close()
+
+
+def read_topic_map(path: str) -> dict[str, str]:
+    """A map file: CSV with a `topic_id,topic_name` header, or JSON, either an object
+    `{"<id>": "<name>"}` or a list of `{"topic_id": ..., "topic_name": ...}`."""
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".json"):
+        doc = json.loads(text)
+        pairs = (doc.items() if isinstance(doc, dict)
+                 else ((d["topic_id"], d["topic_name"]) for d in doc))
+    else:
+        rows = csv.DictReader(text.splitlines())
+        if rows.fieldnames is None or not {"topic_id", "topic_name"} <= set(rows.fieldnames):
+            raise ValueError(f"topic map {path!r}: a CSV needs a topic_id,topic_name header, "
+                             f"got {rows.fieldnames}")
+        pairs = ((r["topic_id"], r["topic_name"]) for r in rows)
+    found = {str(i).strip(): str(n).strip() for i, n in pairs}
+    if not found or not all(found) or not all(found.values()):
+        raise ValueError(f"topic map {path!r}: no topics, or an empty id or name")
+    return found
+
+
+def record_topics(spark: SparkSession, warehouse: str, names: Mapping[str, str], source: str,
+                  seen_at: datetime | None = None) -> int:
+    """Add the (id, name) pairs the warehouse's `topics` table lacks; how many were new."""
+    path = topics_path(warehouse)
+    create_table(spark, path, topics_schema())
+    known = {(r[0], r[1]) for r in spark.read.format("delta").load(path)
+             .select("topic_id", "topic_name").collect()}
+    at = seen_at or datetime.now(UTC)
+    new = [(i, n, at, source) for i, n in sorted(names.items()) if (i, n) not in known]
+    if new:
+        spark.createDataFrame(new, topics_schema()).write.format("delta").mode("append").save(path)
+        log.info("recorded %d topic ids in %s (%s)", len(new), path, source)
+    return len(new)
+
+
+def topic_names(spark: SparkSession, warehouse: str) -> DataFrame | None:
+    """One row, `topic_names`: id -> its names by time seen; None without a `topics` table."""
+    path = topics_path(warehouse)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    seen = (spark.read.format("delta").load(path).groupBy("topic_id")
+            .agg(F.array_sort(F.collect_set(F.struct("seen_at", "topic_name"))).alias("names")))
+    return seen.agg(F.map_from_entries(F.collect_list(F.struct("topic_id", "names")))
+                    .alias("topic_names"))
+
+
+_TPS = f"array<{TP}>"
+
+
+def _name(names: Column, topic_id: Column, at: Column) -> Column:
+    seen = F.try_element_at(names, topic_id)
+    then = F.filter(seen, lambda s: s["seen_at"] <= at)
+    return F.coalesce(F.try_element_at(then, F.lit(-1))["topic_name"],
+                      F.try_element_at(seen, F.lit(1))["topic_name"])
+
+
+def named_members(members: Column, names: Column, at: Column) -> Column:
+    """`members` with each KIP-848 member's `assigned_partitions` added to its `assignment`
+    by name (ids no map names are left out, as before); classic members unchanged."""
+    def member(m: Column) -> Column:
+        by_id = F.flatten(F.transform(m["assigned_partitions"], lambda a: F.transform(
+            a["partitions"], lambda p: F.struct(_name(names, a["topic_id"], at).alias("topic"),
+                                                p.alias("partition")))))
+        named = F.filter(by_id, lambda tp: tp["topic"].isNotNull())
+        both = F.array_distinct(F.concat(F.coalesce(m["assignment"], F.array().cast(_TPS)), named))
+        return m.withField("assignment", F.when(m["assigned_partitions"].isNull(),
+                                                m["assignment"]).otherwise(both))
+    return F.transform(members, member)
+
+
+# When each table's names are taken: group_state's now, a group_history row's at its time.
+NAMED_AT = {"group_state": "current_timestamp()", "group_history": "event_time"}
+
+
+def with_topic_names(df: DataFrame, names: DataFrame | None, table: str) -> DataFrame:
+    """`df` (group_state or group_history, by `table`) with members named through `names`;
+    other tables, or no `topics` table, as they are."""
+    if names is None or table not in NAMED_AT:
+        return df
+    at = F.expr(NAMED_AT[table])
+    columns = df.columns
+    return (df.crossJoin(F.broadcast(names))
+            .withColumn("members", named_members(F.col("members"), F.col("topic_names"), at))
+            .select(*columns))
