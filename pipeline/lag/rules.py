@@ -1,4 +1,4 @@
-"""The lag rules, one function each, on plain values: what `pipeline.spark.lag` computes as
+"""The lag rules, one function each, on plain values: what `pipeline.spark.lag.lag` computes as
 column expressions over whole tables. These are the definitions; a test holds the Spark
 step equal to them on random inputs.
 
@@ -16,15 +16,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline.fold.states import (
+    ASSIGNING,
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    RECONCILING,
+)
 from pipeline.lag.config import LagConfig
 
 CAUGHT_UP = "CAUGHT_UP"
 INTERPOLATED = "INTERPOLATED"
 LOWER_BOUND = "LOWER_BOUND"
 
-# Burrow's status codes (core/protocol/evaluator.go): a group takes its worst partition's.
-STATUS_CODES = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
-ERR = "ERR"
+# Burrow's statuses, in the order of their codes (core/protocol/evaluator.go): a group takes
+# its worst partition's.
+NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND = "NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"
+STATUS_CODES = {s: code for code, s in enumerate((NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND))}
+NO_COMMITS = "NO_COMMITS"  # the rule of a partition without a commit in its window
 
 
 @dataclass(frozen=True)
@@ -100,28 +110,28 @@ def partition_status(commits: Sequence[Commit], broker_ends: Sequence[int], curr
     first; `broker_ends` the end offsets of its last `intervals` samples at or before then;
     `current_lag` the newest sample's end offset minus the newest committed offset."""
     if not commits:
-        return Verdict("OK", "NO_COMMITS")
+        return Verdict(OK, NO_COMMITS)
     if len(commits) / cfg.intervals < cfg.minimum_complete:
-        return Verdict("OK", "INCOMPLETE")
+        return Verdict(OK, "INCOMPLETE")
     if current_lag <= cfg.allowed_lag:
-        return Verdict("OK", "CAUGHT_UP")
+        return Verdict(OK, "CAUGHT_UP")
     first, last = commits[0], commits[-1]
     stopped = now_ms - last.time_ms > last.time_ms - first.time_ms
     caught_up_recently = any(end <= last.offset for end in broker_ends)
     if stopped and not caught_up_recently:
-        return Verdict("STOP", "STOPPED")
+        return Verdict(STOP, "STOPPED")
     offsets = [c.offset for c in commits]
     drop = next((i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]), None)
     if drop is not None and not any(o >= offsets[drop - 1] for o in offsets[drop:]):
-        return Verdict("REWIND", "REWOUND")
+        return Verdict(REWIND, "REWOUND")
     lags = [c.lag for c in commits if c.lag is not None]
     if any(x <= cfg.allowed_lag for x in lags):
-        return Verdict("OK", "LAG_ZERO_IN_WINDOW")
+        return Verdict(OK, "LAG_ZERO_IN_WINDOW")
     if all(o == offsets[0] for o in offsets):
-        return Verdict("STALL", "STALLED")
+        return Verdict(STALL, "STALLED")
     if all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
-        return Verdict("WARN", "LAG_NOT_DECREASING")
-    return Verdict("OK", "PROGRESSING")
+        return Verdict(WARN, "LAG_NOT_DECREASING")
+    return Verdict(OK, "PROGRESSING")
 
 
 def group_status(verdicts: Sequence[Verdict | None], alive: bool) -> str:
@@ -129,14 +139,14 @@ def group_status(verdicts: Sequence[Verdict | None], alive: bool) -> str:
     committed offset): NOTFOUND when the group is gone or none of its partitions has a
     commit in its window (Burrow would have expired the group), else the worst partition's
     status, STOP, STALL and REWIND shown as ERR."""
-    known = [v.status for v in verdicts if v is not None and v.rule != "NO_COMMITS"]
+    known = [v.status for v in verdicts if v is not None and v.rule != NO_COMMITS]
     if not alive or not known:
-        return "NOTFOUND"
+        return NOTFOUND
     worst = max(known, key=STATUS_CODES.__getitem__)
     return ERR if STATUS_CODES[worst] > STATUS_CODES[ERR] else worst
 
 
-REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+REBALANCING = (PREPARING_REBALANCE, COMPLETING_REBALANCE, ASSIGNING, RECONCILING)
 
 
 @dataclass(frozen=True)
@@ -174,7 +184,7 @@ def cause(m: Moment, offsets: Sequence[tuple[str, int | None]], window_start: in
     def covered(since: int | None, until: int) -> int | None:
         return None if since is None else until - max(since, window_start)
 
-    if m.state in ("Dead", "Empty"):
+    if m.state in (DEAD, EMPTY):
         return Cause(m.state.upper(), m.generation_id, m.last_cause, m.state_since_ms,
                      covered(m.state_since_ms, now_ms))
     if m.state in REBALANCING:

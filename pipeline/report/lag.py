@@ -18,15 +18,17 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
+from pipeline.fold.states import EMPTY
+from pipeline.lag.rules import ERR, WARN
 from pipeline.report.membership import history_rows
 from pipeline.report.style import STATE_COLORS, cause_color, plain, short
 
 # Panel name -> height in inches; drawn after the assignment panel, in this order.
 HEIGHTS = {"lag": 2.0, "lag_time": 1.3}
 WORST_PARTITIONS = 3
-STATUS_MARKS = {"WARN": "#e9a03b", "ERR": "#c1121f"}
+STATUS_MARKS = {WARN: "#e9a03b", ERR: "#c1121f"}
 PARTITION_COLORS = ("#8e6bbf", "#3f9f98", "#b5658f")
-EMPTY_COLOR = STATE_COLORS["Empty"]
+EMPTY_COLOR = STATE_COLORS[EMPTY]
 # Markers on every sample while they stay apart; beyond this many they would blur the line.
 MAX_MARKED_SAMPLES = 150
 Period = tuple[pd.Timestamp, pd.Timestamp]

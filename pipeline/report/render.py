@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from pipeline.fold.states import EMPTY
 from pipeline.report import draw
 from pipeline.report import lag as lag_panels
 from pipeline.report.frames import group_frames, parse_time, time_range
@@ -102,7 +103,7 @@ def _draw_lag(axes: dict[str, Axes], t: dict[str, pd.DataFrame],
     """The lag panels; the Empty stretches are read from all the history, so one that began
     before the window is shaded from the window's start."""
     rebalances = lag_panels.rebalance_periods(shown["rebalances"], w.frac(0.003))
-    empty = lag_panels.state_periods(t, "Empty", w.start, w.end)
+    empty = lag_panels.state_periods(t, EMPTY, w.start, w.end)
     names = lag_panels.draw_lag(axes["lag"], shown["group_lag"], shown["partition_lag"],
                                 rebalances, empty)
     lag_panels.draw_time_lag(axes["lag_time"], shown["group_lag"], rebalances, empty)

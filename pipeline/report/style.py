@@ -6,10 +6,12 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import Colormap
 
-STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+from pipeline.fold.states import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+
+STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
 STATE_COLORS = {
-    "Empty": "#8d99ae", "PreparingRebalance": "#e9a03b", "CompletingRebalance": "#d17a22",
-    "Stable": "#2a9d8f", "Dead": "#2b2d42",
+    EMPTY: "#8d99ae", PREPARING_REBALANCE: "#e9a03b", COMPLETING_REBALANCE: "#d17a22",
+    STABLE: "#2a9d8f", DEAD: "#2b2d42",
 }
 # Causes a rebalance can have, grouped by hue: joins blue, rejoins purple, departures red,
 # timers orange, snapshots grey.

@@ -30,8 +30,18 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag import LagConfig
-from pipeline.lag.rules import REBALANCING, STATUS_CODES
+from pipeline.lag.rules import (
+    CAUGHT_UP,
+    ERR,
+    INTERPOLATED,
+    LOWER_BOUND,
+    NO_COMMITS,
+    NOTFOUND,
+    REBALANCING,
+    STATUS_CODES,
+)
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from schemas.lag import GROUP_LAG, PARTITION_LAG
@@ -223,8 +233,8 @@ def group_as_of(keys: DataFrame, shapes: DataFrame, transitions: DataFrame,
             "group_id", ms("event_time").alias("t"), *_positions("seq"),
             F.col("cause").alias("last_cause"),
             F.when(entered, F.struct(ms("event_time").alias("at"), "cause")).alias("rebalance_started"),
-            F.when(F.col("to_state") == "Empty", ms("event_time")).alias("empty_entered"),
-            F.when(F.col("from_state") == "Empty", ms("event_time")).alias("empty_left")),
+            F.when(F.col("to_state") == EMPTY, ms("event_time")).alias("empty_entered"),
+            F.when(F.col("from_state") == EMPTY, ms("event_time")).alias("empty_left")),
         rebalances.select("group_id", ms("completed_at").alias("t"), *_positions(None), F.struct(
             "generation_id", "cause", ms("started_at").alias("started"),
             ms("completed_at").alias("completed")).alias("last_rebalance")),
@@ -286,11 +296,11 @@ def with_time_lag(rows: DataFrame, stats: DataFrame) -> DataFrame:
         *[c for c in found.columns if c != "a"],
         F.when(F.col("a").isNull(), F.col("t") - F.col("first_t"))
         .otherwise(F.col("t") - interpolated).alias("lag_ms"),
-        F.when(F.col("a").isNull(), F.lit("LOWER_BOUND")).otherwise(F.lit("INTERPOLATED"))
+        F.when(F.col("a").isNull(), F.lit(LOWER_BOUND)).otherwise(F.lit(INTERPOLATED))
         .alias("lag_ms_basis"))
     rest = rows.where(~behind_ | F.col("committed").isNull()).select(
         "*", F.when(F.col("committed").isNotNull(), F.lit(0)).cast("bigint").alias("lag_ms"),
-        F.when(F.col("committed").isNotNull(), F.lit("CAUGHT_UP")).alias("lag_ms_basis"),
+        F.when(F.col("committed").isNotNull(), F.lit(CAUGHT_UP)).alias("lag_ms_basis"),
         F.lit(True).alias("bracket_exact"))
     return timed.unionByName(rest)
 
@@ -348,7 +358,7 @@ def emitted(rows: DataFrame) -> DataFrame:
         "*", *[F.col(f"shape.{c}").alias(c) for c in
                ("member_id", "client_id", "client_host", "state", "generation_id")])
     status, state = F.col("offset_status"), F.col("state")
-    alive = state.isNotNull() & (state != "Dead")
+    alive = state.isNotNull() & (state != DEAD)
     return shaped.where((status == "COMMITTED")
                         | (status.isin("DELETED", "EXPIRED") & alive)
                         | ((status == "NO_COMMIT") & F.col("member_id").isNotNull()))
@@ -410,7 +420,7 @@ def _code(status: Column) -> Column:
 def group_lag(rows: DataFrame, history: History, cfg: LagConfig) -> DataFrame:
     """`partition_rows` summed up per group and sample: Burrow's group form, and the cause
     (from the group's history then, `group_as_of`)."""
-    known = F.col("status").isNotNull() & (F.col("rule") != "NO_COMMITS")
+    known = F.col("status").isNotNull() & (F.col("rule") != NO_COMMITS)
     worst = F.max(F.when(known, F.struct(
         _code(F.col("status")).alias("code"), F.coalesce(F.col("lag"), F.lit(-1)).alias("lag"),
         "topic", "partition", "status", "rule"))).alias("worst")
@@ -429,8 +439,8 @@ def group_lag(rows: DataFrame, history: History, cfg: LagConfig) -> DataFrame:
     summed = summed.join(group_as_of(summed.select("group_id", "t"), history.shapes,
                                      history.transitions, history.rebalances),
                          ["group_id", "t"], "left")
-    status = (F.when(F.col("worst").isNull() | (F.col("state") == "Dead"), F.lit("NOTFOUND"))
-              .when(F.col("worst.code") > STATUS_CODES["ERR"], F.lit("ERR"))
+    status = (F.when(F.col("worst").isNull() | (F.col("state") == DEAD), F.lit(NOTFOUND))
+              .when(F.col("worst.code") > STATUS_CODES[ERR], F.lit(ERR))
               .otherwise(F.col("worst.status")))
     start = F.col("t") - F.greatest(F.coalesce(F.col("max_lag_ms"), F.lit(0)),
                                     F.col("t") - F.coalesce(F.col("prev_t"), F.col("t")))
@@ -465,7 +475,7 @@ def cause() -> Column:
     rebalancing = ", ".join(f"'{s}'" for s in REBALANCING)
     lr = "last_rebalance"
     return F.expr(f"""CASE
-        WHEN state IN ('Dead', 'Empty') THEN {found("upper(state)", "generation_id",
+        WHEN state IN ('{DEAD}', '{EMPTY}') THEN {found("upper(state)", "generation_id",
             "last_cause", "since", covered("since", "t"))}
         WHEN state IN ({rebalancing}) THEN {found("'REBALANCE'", "generation_id",
             "rebalance_started.cause", "rebalance_started.at", covered("rebalance_started.at", "t"))}

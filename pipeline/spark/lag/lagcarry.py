@@ -42,6 +42,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from pipeline.fold.states import EMPTY
 from pipeline.lag import LagConfig
 from pipeline.spark.lag.lag import (
     HISTORY_TABLES,
@@ -251,8 +252,8 @@ def build(history: History, horizon_ms: int, versions: dict[str, int], cfg: LagC
     transitions = history.transitions.withColumn("t", ms("event_time")).where(at_or_before)
     t_order = ("t", "log_partition", "log_offset", "seq")
     picked = [transitions, transitions.where(entered_rebalance()),
-              transitions.where(F.col("to_state") == "Empty"),
-              transitions.where(F.col("from_state") == "Empty")]
+              transitions.where(F.col("to_state") == EMPTY),
+              transitions.where(F.col("from_state") == EMPTY)]
     last_transitions = union_all([_last(p, ["group_id"], t_order) for p in picked]).drop(
         "t").distinct()
     rebalances = _last(history.rebalances.withColumn("t", ms("completed_at")).where(at_or_before),

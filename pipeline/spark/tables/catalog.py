@@ -29,6 +29,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.fold.states import DEAD
+from pipeline.lag.rules import ERR, OK, STATUS_CODES, WARN
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
@@ -133,7 +135,7 @@ STATE_AS_OF = f"""
            member_count, state_since, rebalance_count, log_partition, group_type, group_epoch,
            assignment_epoch, event_time AS since
     FROM {_shapes_at("{at}")}
-    WHERE newest = 1 AND state <> 'Dead'"""
+    WHERE newest = 1 AND state <> '{DEAD}'"""
 
 _MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
            "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
@@ -146,7 +148,11 @@ _MEMBER_COLUMNS = ("m.member_id, m.group_instance_id, m.client_id, m.client_host
 # group_state's members, one row each: what group_members_as_of answers, now.
 MEMBERS_NOW = f"""
     SELECT group_id, generation_id, {_MEMBER_COLUMNS}
-    FROM group_state LATERAL VIEW explode(members) AS m WHERE state <> 'Dead'"""
+    FROM group_state LATERAL VIEW explode(members) AS m WHERE state <> '{DEAD}'"""
+
+# A group status's Burrow code, for the worst of a group's samples.
+_STATUS_CODE = ("CASE status " + " ".join(f"WHEN '{s}' THEN {STATUS_CODES[s]}" for s in (ERR, WARN, OK))
+                + " ELSE 0 END")
 
 FUNCTIONS: dict[str, str] = {
     "group_state_as_of": f"""
@@ -159,14 +165,14 @@ FUNCTIONS: dict[str, str] = {
                       member_count, state_since, rebalance_count, group_type, group_epoch,
                       assignment_epoch, event_time AS since
         FROM {_shapes_at("at")}
-        WHERE newest = 1 AND state <> 'Dead'""",
+        WHERE newest = 1 AND state <> '{DEAD}'""",
     "group_members_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
         RETURN SELECT group_id, generation_id, {_MEMBER_COLUMNS}
         FROM {_shapes_at("at")}
         LATERAL VIEW explode(members) AS m
-        WHERE newest = 1 AND state <> 'Dead'""",
+        WHERE newest = 1 AND state <> '{DEAD}'""",
     "committed_offsets_as_of": """
         CREATE OR REPLACE TEMPORARY FUNCTION committed_offsets_as_of(at TIMESTAMP)
         RETURNS TABLE (group_id STRING, topic STRING, partition INT, committed_offset BIGINT,
@@ -267,7 +273,7 @@ LAG_FUNCTIONS: dict[str, str] = {
         JOIN (SELECT group_id, max(sampled_at) AS newest FROM group_lag
               WHERE sampled_at <= at GROUP BY group_id) g
           ON p.group_id = g.group_id AND p.sampled_at = g.newest""",
-    "group_lag_between": """
+    "group_lag_between": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_lag_between(since TIMESTAMP, until TIMESTAMP)
         RETURNS TABLE (group_id STRING, samples BIGINT, first_at TIMESTAMP, last_at TIMESTAMP,
                        max_total_lag BIGINT, peak_at TIMESTAMP, max_lag_ms BIGINT,
@@ -275,8 +281,7 @@ LAG_FUNCTIONS: dict[str, str] = {
                        causes MAP<STRING, BIGINT>, main_cause STRING)
         RETURN SELECT group_id, count(*), min(sampled_at), max(sampled_at), max(total_lag),
                       max_by(sampled_at, struct(total_lag, sampled_at)), max(max_lag_ms),
-                      max_by(status, CASE status WHEN 'ERR' THEN 3 WHEN 'WARN' THEN 2
-                                                 WHEN 'OK' THEN 1 ELSE 0 END),
+                      max_by(status, {_STATUS_CODE}),
                       map_from_entries(collect_list(CASE WHEN s = 1 THEN struct(status, ns) END)),
                       map_from_entries(collect_list(CASE WHEN c = 1 AND cause IS NOT NULL
                                                     THEN struct(cause, nc) END)),
