@@ -33,6 +33,7 @@ from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session, 
 from pipeline.report import render
 from pipeline.spark.events.validate import warehouse_tables
 from pipeline.spark.tables import paths
+from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import clamp_ms, event_time_ms, utc_datetime
 
@@ -107,7 +108,7 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
         path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
-        df = spark.read.format("delta").load(path).filter(F.col("group_id") == F.lit(group_id))
+        df = read_delta(spark, path).filter(F.col("group_id") == F.lit(group_id))
         df = with_topic_names(df, names, table)  # KIP-848 members' partitions by name
         if table in WINDOWED:
             df = df.filter(_within(start, end, WINDOWED[table]))

@@ -192,7 +192,7 @@ def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:
     tables = [*OUTPUT_TABLES, *(LAG_TABLES if opts.lag is not None else ())]
     filled = {t for t in tables
               if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
-              and spark.read.format("delta").load(paths.join(opts.warehouse, t)).limit(1).count()}
+              and read_delta(spark, paths.join(opts.warehouse, t)).limit(1).count()}
     if filled and not opts.replace:
         raise UsageError(
             f"{opts.warehouse} already holds rows in {', '.join(sorted(filled))}: pass --replace "

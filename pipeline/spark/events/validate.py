@@ -176,7 +176,7 @@ def check_group(spark: SparkSession, warehouse: str, group: str, flag: str = "--
     """`group` has a row in one of the warehouse's tables (a group known only from refused
     rows counts: it was asked about)."""
     root = warehouse.rstrip("/")
-    rows = [spark.read.format("delta").load(f"{root}/{t}").select("group_id")
+    rows = [read_delta(spark, f"{root}/{t}").select("group_id")
             for t in GROUP_TABLES if DeltaTable.isDeltaTable(spark, f"{root}/{t}")]
     if rows and reduce(DataFrame.unionAll, rows).filter(F.col("group_id") == F.lit(group)) \
             .limit(1).count():  # one job over every table

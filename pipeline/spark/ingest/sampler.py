@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark.lag.samples import write_samples
-from pipeline.spark.tables import paths
+from pipeline.spark.tables.options import read_delta
 
 log = logging.getLogger("sampler")
 SOURCE = "cluster"
@@ -77,12 +77,6 @@ def named_topics(events: DataFrame) -> set[str]:
     found = (events.where(kind.isin(*kinds)).select(F.explode(names).alias("topic"))
              .where(F.col("topic").isNotNull() & (F.col("topic") != "")).distinct().collect())
     return {r["topic"] for r in found}
-
-
-def read_events(spark: SparkSession, events: str) -> DataFrame:
-    if paths.is_path(events):
-        return spark.read.format("delta").load(events)
-    return spark.read.table(events)
 
 
 def _cause(exc: BaseException) -> Any:
@@ -199,7 +193,7 @@ class EndOffsetSampler:
         if self._seeded or self.events is None:
             return
         try:
-            self.add_topics(named_topics(read_events(self.spark, self.events)))
+            self.add_topics(named_topics(read_delta(self.spark, self.events)))
             self._seeded = True
         except Exception as exc:  # the log unreadable now: ask again next round
             log.warning("could not read the topics of %s (asked again next round): %s",

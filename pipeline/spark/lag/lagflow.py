@@ -48,7 +48,7 @@ from pipeline.spark.lag.lagcarry import (
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
+from pipeline.spark.tables.options import delta_table, latest_version, read_delta, stream_delta
 from pipeline.times import ms_text
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
@@ -150,7 +150,7 @@ class StreamLag:
             self._id = table_id(spark, self.opts.end_offsets)
         watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
         version = read_version(sources, self._id)
-        pending = spark.read.format("delta").load(pending_path(self.warehouse))
+        pending = read_delta(spark, pending_path(self.warehouse))
         checked = select_samples(new) if new is not None else None
         candidates = pending if checked is None else pending.unionByName(
             checked.where(F.col(REASON).isNull()).drop(REASON))

@@ -27,6 +27,7 @@ from pipeline.spark.lag.lagflow import PENDING
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
+from pipeline.spark.tables.options import read_delta
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
@@ -137,7 +138,7 @@ def _maintain_table(spark: SparkSession, table: str, path: str, cutoff: datetime
 def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime) -> int:
     """Delete `table`'s rows whose event time is before `cutoff`, in one commit; how many."""
     when = f"{RETAINED[table]} < TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
-    old = spark.read.format("delta").load(path).where(when).count()
+    old = read_delta(spark, path).where(when).count()
     if not old:
         return 0
     name = quote_path(path)

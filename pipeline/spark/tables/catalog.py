@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pipeline.fold.states import DEAD
 from pipeline.lag.rules import ERR, OK, STATUS_CODES, WARN
 from pipeline.spark.tables import paths
+from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
 from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES
@@ -71,7 +72,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     for table in (*OUTPUT_TABLES, *LAG_TABLES, *METADATA_TABLES):
         path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
-            df = spark.read.format("delta").load(path)
+            df = read_delta(spark, path)
             with_topic_names(df, topics, table).createOrReplaceTempView(table)
             names.append(table)
     if not set(names) & set(OUTPUT_TABLES):
@@ -398,7 +399,7 @@ def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
         if not DeltaTable.isDeltaTable(spark, path):
             continue
         now = {f.name: f.metadata.get("comment", "")
-               for f in spark.read.format("delta").load(path).schema.fields}
+               for f in read_delta(spark, path).schema.fields}
         if set(now) != {c.name for c in columns} or all(now[c.name] == c.doc for c in columns):
             continue
         ddl = ", ".join(f"`{c.name}` {c.type}" + (f" COMMENT {_sql_string(c.doc)}" if c.doc else "")

@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import read_delta
 from schemas import METADATA_TABLES, ddl
 from schemas.columns import TP
 
@@ -90,7 +91,7 @@ def record_topics(spark: SparkSession, warehouse: str, names: Mapping[str, str],
     """Add the (id, name) pairs the warehouse's `topics` table lacks; how many were new."""
     path = topics_path(warehouse)
     create_table(spark, path, topics_schema())
-    known = {(r[0], r[1]) for r in spark.read.format("delta").load(path)
+    known = {(r[0], r[1]) for r in read_delta(spark, path)
              .select("topic_id", "topic_name").collect()}
     at = seen_at or datetime.now(UTC)
     new = [(i, n, at, source) for i, n in sorted(names.items()) if (i, n) not in known]
@@ -105,7 +106,7 @@ def topic_names(spark: SparkSession, warehouse: str) -> DataFrame | None:
     path = topics_path(warehouse)
     if not DeltaTable.isDeltaTable(spark, path):
         return None
-    seen = (spark.read.format("delta").load(path).groupBy("topic_id")
+    seen = (read_delta(spark, path).groupBy("topic_id")
             .agg(F.array_sort(F.collect_set(F.struct("seen_at", "topic_name"))).alias("names")))
     return seen.agg(F.map_from_entries(F.collect_list(F.struct("topic_id", "names")))
                     .alias("topic_names"))
