@@ -9,19 +9,20 @@ does not run back and names the row instead, and names it again if its partition
 committed_offsets row is the row's own. The Spark side hands those rows back as they came in
 (`PROJECTED` wire rows, `CURRENT` for the latter): the backfill's as the `PASSED` columns,
 typed, taken from the fold's input Arrow without a Python value per cell; the stream's as
-the packed JSON each came in as. `projected` stores each the way `offsets.from_request`
-stores a commit, in the columns of either table, for backfill and stream.
+the packed JSON each came in as, which `wire.table_rows` parses into the same columns.
+`projected` stores each the way `offsets.from_request` stores a commit, in the columns of
+either table, for backfill and stream.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import StructType
 
 from pipeline.spark.tables.contract import event_schema, table_schema
 
-__all__ = ["CURRENT", "PASSED", "PROJECTED", "projected"]
+__all__ = ["CURRENT", "PASSED", "PROJECTED", "passed_schema", "projected"]
 
 # The wire's rows of input rows whose offset_history rows are projected here; CURRENT: whose
 # committed_offsets rows are too.
@@ -39,21 +40,12 @@ def _ms(c: Column) -> Column:
     return F.timestamp_millis(F.unix_millis(c))
 
 
-def projected(rows: DataFrame, table: str, packed: str | None = None) -> DataFrame:
-    """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (wire
-    rows holding the `PASSED` columns of commit records: typed, or as one JSON object in
-    column `packed`, `packing.packed_events`' with the group_id), each stored as
+def projected(rows: DataFrame, table: str) -> DataFrame:
+    """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (rows
+    holding the `PASSED` columns of commit records, typed), each stored as
     `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
     timestamp, no member for an empty member id) at its own time: the fold names only rows
     whose time is the group's clock."""
-    if packed is not None:
-        fields = _passed_fields()
-        as_json = StructType([StructField(f.name, LongType() if isinstance(
-            f.dataType, TimestampType) else f.dataType) for f in fields])
-        parsed = rows.select(F.from_json(F.col(packed), as_json).alias("_p")).select("_p.*")
-        rows = parsed.select(*[F.timestamp_millis(F.col(f.name)).alias(f.name)
-                               if isinstance(f.dataType, TimestampType) else F.col(f.name)
-                               for f in fields])
     at = _ms(F.col("event_time"))
     values: dict[str, Column] = {
         "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
@@ -67,7 +59,7 @@ def projected(rows: DataFrame, table: str, packed: str | None = None) -> DataFra
                          for f in table_schema(table).fields])
 
 
-def _passed_fields() -> list[StructField]:
+def passed_schema() -> StructType:
     """The `PASSED` columns as the event log types them."""
     log = {f.name: f for f in event_schema().fields}
-    return [log[name] for name in PASSED]
+    return StructType([log[name] for name in PASSED])

@@ -46,7 +46,7 @@ from pyspark.sql.types import (
 )
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
-from pipeline.spark.fold.projection import CURRENT, PASSED, PROJECTED, projected
+from pipeline.spark.fold.projection import CURRENT, PASSED, PROJECTED, passed_schema, projected
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
@@ -58,8 +58,9 @@ SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 __all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
-           "log_failed_groups", "row_schema", "table_count", "table_rows", "wire_checks",
-           "wire_frame", "wire_schema", "wire_table", "wire_table_of"]
+           "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
+           "wire_checks", "wire_frame", "wire_json", "wire_schema", "wire_table",
+           "wire_table_of"]
 log = logging.getLogger("wire")
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -266,20 +267,19 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     rows = wire.filter(F.col(TABLE) == table)
     if parts is not None:
         rows = rows.coalesce(parts)
-    as_json = _as_json(schema)
-    assert isinstance(as_json, StructType)
-    parsed = rows.select(F.from_json(F.col(ROW), as_json, {"mode": "FAILFAST"}).alias("r"))
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
-    found = parsed.select(*[_restored(F.col("r").getField(f.name), f.dataType).alias(f.name)
-                            for f in keep])
+    found = rows.select(*from_wire_json(F.col(ROW), schema, StructType(keep), failfast=True))
     tags = _LEFT.get(table)
     if tags is None:
         return found
     left = wire.filter(F.col(TABLE).isin(*tags))
     if parts is not None:
         left = left.coalesce(parts)
-    # The backfill's wire carries the left rows' values typed, the stream's as their JSON.
-    built = projected(left, table, None if PASSED[-1] in wire.columns else ROW)
+    # The backfill's wire carries the left rows' values typed, the stream's as the JSON they
+    # were packed in (`packing.packed_events`).
+    if PASSED[-1] not in wire.columns:
+        left = left.select(*from_wire_json(F.col(ROW), passed_schema()))
+    built = projected(left, table)
     if extra:
         built = built.select("*", *[F.lit(False).alias(name)
                                     for name in EXTRA_COLUMNS.get(table, ())])
@@ -293,6 +293,36 @@ _LEFT = {"offset_history": (PROJECTED, CURRENT), "committed_offsets": (CURRENT,)
 def table_count(counts: dict[str, int], table: str) -> int:
     """How many rows `table_rows(wire, table)` holds, from `counted(wire)`."""
     return counts.get(table, 0) + sum(counts.get(tag, 0) for tag in _LEFT.get(table, ()))
+
+
+def wire_json(schema: StructType) -> Column:
+    """The columns of `schema` as one JSON object the way the wire holds a row: times as
+    epoch ms, bytes as base64 (the JVM's side of what `wire_frame` writes in Python)."""
+    return F.to_json(F.struct(*[_as_written(F.col(f.name), f.dataType).alias(f.name)
+                                for f in schema.fields]))
+
+
+def from_wire_json(text: Column, schema: StructType, keep: StructType | None = None,
+                   failfast: bool = False) -> list[Column]:
+    """The columns of `keep` (default: all of `schema`) out of `text`, a wire row's JSON
+    holding `schema`'s, each restored to its type; `failfast`: a malformed row fails the
+    query instead of reading as nulls."""
+    as_json = _as_json(schema)
+    assert isinstance(as_json, StructType)
+    parsed = F.from_json(text, as_json, {"mode": "FAILFAST"} if failfast else None)
+    return [_restored(parsed.getField(f.name), f.dataType).alias(f.name)
+            for f in (keep or schema).fields]
+
+
+def _as_written(c: Column, t: DataType) -> Column:
+    """`c` of type `t` as the wire's JSON holds it (top-level times and bytes; nested values
+    of those types never travel this way)."""
+    if isinstance(t, TimestampType):
+        return F.unix_millis(c)
+    if isinstance(t, BinaryType):
+        return F.base64(c)
+    assert not holds(t, (TimestampType, BinaryType)), t
+    return c
 
 
 def _as_json(t: DataType) -> DataType:

@@ -31,11 +31,10 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampType
 
 from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
-from pipeline.spark.fold.wire import ROW, SAMPLE
+from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
 from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, partition_rows
 from pipeline.spark.lag.lagcarry import (
     CARRY,
@@ -90,10 +89,7 @@ def sample_wire(samples: DataFrame) -> DataFrame:
     form `wire.table_rows` parses back; the samples' own columns, whatever the table has
     beyond them."""
     typed = select_samples(samples).drop(REASON)
-    values = [F.unix_millis(F.col(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
-              else F.col(f.name) for f in samples_schema().fields]
-    return typed.select(F.lit(SAMPLE).alias("_table"),
-                        F.to_json(F.struct(*values)).alias(ROW))
+    return typed.select(F.lit(SAMPLE).alias(TABLE), wire_json(samples_schema()).alias(ROW))
 
 
 def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
