@@ -160,16 +160,10 @@ class Event:
 
 
 def events_of(columns: EventColumns) -> list[Event]:
-    """`EventColumns` as `Event`s (the inverse of `columns_of`; absent columns read as null)."""
+    """`EventColumns` as `Event`s (absent columns read as null)."""
     names = list(columns)
     return [Event.from_row(dict(zip(names, row, strict=True)))
             for row in zip(*columns.values(), strict=True)]
-
-
-def columns_of(events: list[Event]) -> EventColumns:
-    """`events` as `EventColumns`, every column present."""
-    rows = [e.to_row() for e in events]
-    return {name: [r[name] for r in rows] for name in EVENT_COLUMNS}
 
 
 def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | None:

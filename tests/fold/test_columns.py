@@ -9,12 +9,18 @@ from functools import cache
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, FoldResult, fold
-from pipeline.fold.events import columns_of
+from pipeline.fold.events import EVENT_COLUMNS, EventColumns
 from pipeline.generator import LogSpec, generate
 from tests.fold.records import T0, Log
 from tests.grouping import by_group
 
 CONFIG = CoordinatorConfig()
+
+
+def columns_of(events: list[Event]) -> EventColumns:
+    """`events` as `EventColumns`, every column present (`events_of`' inverse)."""
+    rows = [e.to_row() for e in events]
+    return {name: [r[name] for r in rows] for name in EVENT_COLUMNS}
 
 
 SEEDS = [3, 7]  # 7: transactions, committed and aborted, in both kinds

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
-from pipeline.spark.ingest.ingest import OFFSETS_TOPIC, IngestOptions, read_topic, run_ingest
+from pipeline.spark.ingest.ingest import OFFSETS_TOPIC, IngestOptions, kafka_reader_options, run_ingest
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
     BrokerMember,
@@ -90,8 +90,9 @@ def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: 
 def topic_now(spark: SparkSession, broker: Broker) -> DataFrame:
     """`__consumer_offsets` as the broker holds it now (the suite's broker: groups of later
     tests, or a late record of an earlier one, may have written since an ingest stopped)."""
-    return read_topic(spark, IngestOptions(events="unused", checkpoint="unused",
-                                           bootstrap_servers=broker.bootstrap_servers))
+    opts = IngestOptions(events="unused", checkpoint="unused",
+                         bootstrap_servers=broker.bootstrap_servers)
+    return spark.read.format("kafka").options(**kafka_reader_options(spark, opts)).load()
 
 
 def before(ends: dict[int, int]) -> Column:

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
@@ -17,7 +18,15 @@ from pipeline.fold import CoordinatorConfig, Event
 from pipeline.fold.group_replay import DELETED, Tables, replay_group
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.fold.wire import table_rows, wire_checks, wire_frame, wire_schema
+from pipeline.spark.fold.wire import (
+    Checks,
+    packed_tables,
+    table_rows,
+    wire_checks,
+    wire_frame,
+    wire_schema,
+    wire_table_of,
+)
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import read_samples
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
@@ -151,3 +160,8 @@ def assert_oracle_agrees(spark: SparkSession, warehouse: Path, samples_path: str
     compare(parts, want_parts, "partition_lag")
     compare(rows(table("group_lag"), "sampled_at"), want_groups, "group_lag")
     return parts
+
+
+def wire_table(rows: Tables, checks: Checks) -> pa.Table:
+    """`rows` as the backfill's Arrow wire (`wire_schema()`, no row left to the JVM)."""
+    return wire_table_of(*packed_tables(rows, checks), None)

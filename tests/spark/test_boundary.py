@@ -24,12 +24,18 @@ from pipeline.fold.group_replay import FAILED, replay_group
 from pipeline.fold.partitioning import partition_for
 from pipeline.spark.events.eventlog import events_to_arrow, write_event_log
 from pipeline.spark.events.packing import columns_from_arrow, columns_from_frames
-from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema, wire_table
+from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema
 from pipeline.spark.tables.contract import event_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import EVENT_COLUMNS, EVENT_TYPES
 from tests.grouping import by_group
-from tests.spark.backends import assert_same_tables, backfill_tables, pure_tables, streaming_tables
+from tests.spark.backends import (
+    assert_same_tables,
+    backfill_tables,
+    pure_tables,
+    streaming_tables,
+    wire_table,
+)
 
 pytestmark = pytest.mark.spark
 CONFIG = CoordinatorConfig()

@@ -13,12 +13,13 @@ from pyspark.sql import SparkSession
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED, SEED_TABLE, STATE, Tables, replay_group
-from pipeline.spark.fold.wire import table_rows, wire_checks, wire_frame, wire_schema, wire_table
+from pipeline.spark.fold.wire import table_rows, wire_checks, wire_frame, wire_schema
 from pipeline.spark.tables.contract import table_schema
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
 from tests.grouping import by_group
+from tests.spark.backends import wire_table
 
 pytestmark = pytest.mark.spark
 CONFIG = CoordinatorConfig()

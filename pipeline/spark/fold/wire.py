@@ -59,8 +59,7 @@ SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 __all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
            "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
-           "wire_checks", "wire_frame", "wire_json", "wire_schema", "wire_table",
-           "wire_table_of"]
+           "wire_checks", "wire_frame", "wire_json", "wire_schema", "wire_table_of"]
 log = logging.getLogger("wire")
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -155,11 +154,6 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
         names += [table] * len(table_rows)
         texts += map(_DUMPS, table_rows)
     return names, texts
-
-
-def wire_table(rows: Tables, checks: Checks) -> pa.Table:
-    """`rows` as the backfill's Arrow wire (`wire_schema()`, no row left to the JVM)."""
-    return wire_table_of(*packed_tables(rows, checks), None)
 
 
 def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,

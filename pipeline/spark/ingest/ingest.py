@@ -254,7 +254,9 @@ def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
         admin.close()
 
 
-def _kafka_options(spark: SparkSession, opts: IngestOptions) -> dict[str, str]:
+def kafka_reader_options(spark: SparkSession, opts: IngestOptions) -> dict[str, str]:
+    """Spark's Kafka source options for the topic of `opts` (the stream's; a batch read with
+    them gives the committed records now, what a raw dump should hold)."""
     spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")  # see topic_partitions
     return {"kafka.bootstrap.servers": opts.bootstrap_servers or "",
             "assign": json.dumps({opts.topic: topic_partitions(spark, opts)}),
@@ -263,13 +265,8 @@ def _kafka_options(spark: SparkSession, opts: IngestOptions) -> dict[str, str]:
             "includeHeaders": "false", **opts.kafka_options}
 
 
-def read_topic(spark: SparkSession, opts: IngestOptions) -> DataFrame:
-    """The topic's committed records now, as a batch: what a raw dump should hold."""
-    return spark.read.format("kafka").options(**_kafka_options(spark, opts)).load()
-
-
 def kafka_stream(spark: SparkSession, opts: IngestOptions) -> DataFrame:
-    return spark.readStream.format("kafka").options(**_kafka_options(spark, opts)).load()
+    return spark.readStream.format("kafka").options(**kafka_reader_options(spark, opts)).load()
 
 
 def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSampler | None:
