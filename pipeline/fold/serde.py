@@ -3,7 +3,7 @@ job stores (and the backfill hands it as a seed).
 
 Never pickle: the state is a JSON document with a format version `v` (`document`), and its
 bytes are that document's UTF-8 deflated with zlib (RFC 1950), which keeps a group's state
-within 2x its own GROUP_METADATA record where the JSON alone is ~5x (bench_fold prints both).
+near the size of its own GROUP_METADATA record (bench_fold prints both; docs/performance.md).
 Bytes that start with `{` are read as the undeflated JSON that states were stored as before.
 
 Records are positional lists in the field order of their dataclass, named once per format

@@ -180,9 +180,7 @@ def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
 @contextmanager
 def arrow_batches(spark: SparkSession, rows: int = FOLD_BATCH_ROWS) -> Iterator[None]:
     """Spark's Arrow batches into Python at most `rows` long while the block runs: the JVM's
-    cost per row grows with a batch's length (at 2 M offsets-topic events, a backfill's pipe
-    into an empty mapInArrow cost 8.4 JVM CPU-s in batches of 1,000 rows, 22 in Spark's
-    default 10,000, 153 in 100,000)."""
+    cost per row grows with a batch's length (docs/performance.md, How the rows travel)."""
     with temporary_conf(spark, {ARROW_BATCH_ROWS: str(rows)}):
         yield
 

@@ -10,8 +10,8 @@ Spark runs again after a crash writes only the tables it had not committed. A ta
 mark of this app yet (new, backfilled, or written before marks) is written with Delta's own
 `txnAppId`/`txnVersion` as well, which Delta checks itself. Marks, not Delta's pair, on
 every other write: Delta answers its check by rebuilding the table's snapshot state in a
-Spark job before each write, which made a small append ~3.7x slower here (1.35 s against
-0.37 s; reading the last commits costs ~0.2 s). What the pair would add beyond this: when
+Spark job before each write, which costs a small append several times its own time
+(docs/performance.md). What the pair would add beyond this: when
 two applications run one checkpoint at once (Spark refuses it within an application and does
 not support it across two), Delta would refuse the second commit of a batch to a table;
 marks let both through.
@@ -93,7 +93,7 @@ class BatchWriter:
     progress: dict[int, dict[str, Any]] = field(default_factory=dict)
     # The last batch each table is known to hold, from this writer's own commits: a table's
     # marks only rise, so after its first write here the writer skips reading its history
-    # (~0.2-0.6 s a table a batch). Empty at start, and nothing is kept for a write that
+    # (a Spark job a table a batch). Empty at start, and nothing is kept for a write that
     # raised (its commit may or may not be in): the table's history answers then.
     marks: dict[str, int] = field(default_factory=dict)
     writers: int = WRITERS  # tables written side by side

@@ -27,9 +27,9 @@ from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 
 # A stream commits to each table every micro-batch. At Delta's default, every tenth commit
-# also writes a checkpoint, in the committing thread: six Spark jobs, ~2 s against ~0.3 s for
-# a small append here (+60 % on an append's average). Readers replay at most this many small
-# JSON commits after the last checkpoint.
+# also writes a checkpoint, in the committing thread: six Spark jobs, several times a small
+# append (docs/performance.md). Readers replay at most this many small JSON commits after
+# the last checkpoint.
 CHECKPOINT_INTERVAL = 100
 # Delta's auto compaction: after a commit leaves at least
 # spark.databricks.delta.autoCompact.minNumFiles (50) small files, the writer compacts them
