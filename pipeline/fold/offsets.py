@@ -229,20 +229,23 @@ def _thresholds(g: Group, cfg: CoordinatorConfig,
     base = expiration_base(g)
     if base is None:
         return
-    retention = cfg.offsets_retention_ms
     if before is not None and sweep_time(min(
-            base(o) + retention if o.expire_timestamp is None else o.expire_timestamp
-            for o in g.offsets.values()), cfg) >= before:
+            expires_at(o, base, cfg) for o in g.offsets.values()), cfg) >= before:
         return  # the earliest any offset could go, subscribed or not, is not before `before`
     subscribed = g.subscribed_topics or frozenset()
     pending = {tp for p in g.pending_txns.values() for tp in p}
     for tp, o in g.offsets.items():
         if tp in pending or tp[0] in subscribed:
             continue
-        if o.expire_timestamp is not None:
-            yield tp, o.expire_timestamp
-        else:
-            yield tp, base(o) + retention
+        yield tp, expires_at(o, base, cfg)
+
+
+def expires_at(o: Offset, base: Callable[[Offset], int], cfg: CoordinatorConfig) -> int:
+    """When `o` may expire, per KIP-211: its explicit expire timestamp (old-style, value v1),
+    else the group's expiration base plus the retention (`isOffsetExpired`)."""
+    if o.expire_timestamp is not None:
+        return o.expire_timestamp
+    return base(o) + cfg.offsets_retention_ms
 
 
 def expiration_base(g: Group) -> Callable[[Offset], int] | None:

@@ -46,6 +46,7 @@ from pipeline.fold.model import Group, Member, Offset, OffsetValues
 from pipeline.fold.offsets import (
     LogPosition,
     expiration_base,
+    expires_at,
     from_request,
     metadata_too_large,
     settle,
@@ -316,9 +317,7 @@ class QuietRun:
         out.offset_history.append(offset_history_row(self.group_id, tp, values, now, "COMMIT",
                                                      None))
         if self.expiry_base is not None:  # the new offset's earliest sweep, subscribed or not
-            if expire is None:
-                expire = self.expiry_base(Offset(*values)) + self.cfg.offsets_retention_ms
-            sweep = sweep_time(expire, self.cfg)
+            sweep = sweep_time(expires_at(Offset(*values), self.expiry_base, self.cfg), self.cfg)
             if self.due is None or sweep < self.due:
                 self.due = sweep
 
