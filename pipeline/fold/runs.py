@@ -146,15 +146,16 @@ def _quiet(values: list[tuple[Any, ...]], rows: list[int], group_id: str, home: 
     result: list[QuietRow | None] = [None] * len(values)
     for i in rows:
         row = values[i]
-        if placement_problem(group_id, row[0], row[1], row[2], home, partitions) is not None:
+        (lp, lo, t, kind, member_id, _, generation, topic, partition, value, _, _, _, _,
+         producer, txn_result) = row
+        if placement_problem(group_id, lp, lo, t, home, partitions) is not None:
             continue
-        kind = row[3]
         if kind == "OFFSET_COMMIT":
-            problem = commit_problem(row[7], row[8], row[9])
+            problem = commit_problem(topic, partition, value)
         elif kind == "HEARTBEAT":
-            problem = member_request_problem(kind, row[4], row[6])
+            problem = member_request_problem(kind, member_id, generation)
         else:
-            problem = marker_problem(row[14], row[15])
+            problem = marker_problem(producer, txn_result)
         if problem is None:
             result[i] = row
     return result
@@ -224,14 +225,16 @@ class QuietRun:
         seen, request = _UNSEEN, False
         for i in order[start:]:
             row = rows[i]
-            if row is None or row[3] != "OFFSET_COMMIT" or row[14] is not None:
+            if row is None:
                 break
-            if row[6] is not seen:
-                seen, request = row[6], is_request(row[3], row[6])
+            (lp, lo, t, kind, member_id, _, generation, topic, partition, value, epoch, metadata,
+             stamp, expire, producer, _) = row
+            if kind != "OFFSET_COMMIT" or producer is not None:
+                break
+            if generation is not seen:
+                seen, request = generation, is_request(kind, generation)
             if request:
                 break  # it turns the group's timers on: the general path's business
-            (lp, lo, t, _, member_id, _, generation, topic, partition, value, epoch, metadata,
-             stamp, expire, _, _) = row
             at = (lp, lo)
             if position is not None and at <= position:
                 break  # DUPLICATE or OUT_OF_ORDER: the general path says which
