@@ -23,15 +23,22 @@ JVM_MARKS = ("spark", "kafka", "cluster")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (--dist loadgroup)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
     unmarked = [item.nodeid for item in items
                 if JVM_FIXTURES & set(getattr(item, "fixturenames", ()))
                 and not any(item.get_closest_marker(m) for m in JVM_MARKS)]
     if unmarked:
-        raise pytest.UsageError(
-            "these tests start a JVM (they use the spark or broker fixture) but carry no "
-            "spark/kafka/cluster marker, so `tests/run.sh --fast` would run them:\n  "
-            + "\n  ".join(unmarked))
+        message = ("these tests start a JVM (they use the spark or broker fixture) but carry "
+                   "no spark/kafka/cluster marker, so `tests/run.sh --fast` would run them: "
+                   + ", ".join(unmarked))
+        if not hasattr(config, "workerinput"):
+            raise pytest.UsageError(message)
+        # An xdist worker collects: an exception here reaches no one (xdist reports an
+        # internal error instead); a failed session stops the run with the message.
+        session.shouldfail = message
+        items[:] = []
+        return
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         group = "kafka" if path.startswith("tests/kafka/") else path

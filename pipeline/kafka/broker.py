@@ -239,6 +239,7 @@ def kafka_broker(directory: Path | None = None, *, config: Mapping[str, str] | N
     `directory` holds the log dirs, config and `server.log` (a temporary folder, removed after,
     when None). `config` adds or overrides broker settings.
     """
+    java_executable()  # a missing Java said plainly, before Maven fetches the broker's JARs
     owned = directory is None
     root = Path(tempfile.mkdtemp(prefix="kafka-")) if directory is None else Path(directory)
     root.mkdir(parents=True, exist_ok=True)

@@ -305,7 +305,7 @@ def from_wire_json(text: Column, schema: StructType, keep: StructType | None = N
     assert isinstance(as_json, StructType)
     parsed = F.from_json(text, as_json, {"mode": "FAILFAST"} if failfast else None)
     return [_restored(parsed.getField(f.name), f.dataType).alias(f.name)
-            for f in (keep or schema).fields]
+            for f in (schema if keep is None else keep).fields]
 
 
 def _as_written(c: Column, t: DataType) -> Column:

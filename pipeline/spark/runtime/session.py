@@ -210,11 +210,14 @@ def build_session(app_name: str, profile: str = "local",
     if isinstance(CONF_DIR, Path):  # not when the package runs from a zip
         os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     launched = _launched_conf()
+    if launched is None:
+        # A missing Java said plainly, before the JARs' resolution (Maven) or Spark's
+        # launcher fails on it.
+        java_executable()
     # Resolve our jars only if they can still matter (not when spark-submit was given --jars).
     conf = session_conf(profile, extra_conf, metastore=metastore,
                         with_jars=launched is None or "spark.jars" not in launched)
     if launched is None:
-        java_executable()  # a missing Java said plainly, before Spark's launcher fails on it
         # We start the JVM: master comes from the profile, workers run this interpreter and
         # can import the project's modules (functions pickled by reference, e.g. in tests).
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
