@@ -7,13 +7,12 @@ fetched from Maven Central by the same cached mechanism as Spark's (`pipeline.sp
 into `.cache/jars/` (`describe_consumer_groups` runs Kafka's own `kafka-consumer-groups` on
 them). `kafka_broker()` formats a fresh log directory with a random cluster id
 (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on two free loopback ports, waits
-until the admin API answers with this broker's node id (polling with a deadline, failing early
-if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown), killing it only if
-that takes too long. Kafka 4.1 runs the new group coordinator, so classic groups and KIP-848
-(`group.protocol=consumer`) groups both work.
+until it logs that it started and its listener accepts a connection (polling with a deadline,
+failing early if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown),
+killing it only if that takes too long. Kafka 4.1 runs the new group coordinator, so classic
+groups and KIP-848 (`group.protocol=consumer`) groups both work.
 
-The admin polling uses `confluent_kafka` (the project's `test` extra), imported only when a
-broker is started.
+It needs only the package's own dependencies and Java, so users can start one too:
 
     python -m pipeline.kafka.broker    # start one, print its bootstrap servers, Ctrl-C stops
 """
@@ -21,6 +20,7 @@ broker is started.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import signal
@@ -198,25 +198,33 @@ def format_storage(classpath: str, directory: Path, config: Path, cluster_id: st
                            f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 
 
-def wait_ready(broker: Broker, timeout_s: float = 120.0) -> None:
-    """Poll the admin API until it lists this broker; raise with the log tail if it died."""
-    from confluent_kafka.admin import AdminClient
+STARTED_MESSAGE = "Kafka Server started"  # KafkaBroker.STARTED_MESSAGE, logged by KafkaRaftServer
 
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers, "log_level": "0"})
+
+def wait_ready(broker: Broker, timeout_s: float = 120.0) -> None:
+    """Wait until the broker says it started and its listener accepts a connection.
+
+    KafkaRaftServer logs `STARTED_MESSAGE` once the broker has caught up with the metadata
+    log and been unfenced, so it serves requests; the TCP connect checks the listener this
+    process bound. Raise with the log tail if the JVM exits first or the deadline passes.
+    """
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
     deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
+    last = "no log line yet"
     while time.monotonic() < deadline:
         if broker.process.poll() is not None:
             raise RuntimeError(f"the Kafka broker exited with {broker.process.returncode} "
                                f"while starting:\n{broker.log_tail()}")
-        try:
-            meta = admin.list_topics(timeout=2)
-            if NODE_ID in meta.brokers:
-                return
-        except Exception as exc:  # KafkaException while the listener is not up yet
-            last = exc
+        if STARTED_MESSAGE in broker.log_tail(chars=1 << 20):
+            try:
+                with socket.create_connection((host, int(port)), timeout=2):
+                    return
+            except OSError as exc:
+                last = f"{STARTED_MESSAGE!r} logged, connect failed: {exc}"
+        with contextlib.suppress(subprocess.TimeoutExpired):  # ends at once if the JVM exits
+            broker.process.wait(0.25)
     raise TimeoutError(f"Kafka broker on {broker.bootstrap_servers} not ready after "
-                       f"{timeout_s:.0f}s (last error: {last}):\n{broker.log_tail()}")
+                       f"{timeout_s:.0f}s ({last}):\n{broker.log_tail()}")
 
 
 def stop(broker: Broker, timeout_s: float = 60.0) -> None:
