@@ -12,7 +12,7 @@ import argparse
 import functools
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import as_file
 from pathlib import Path
@@ -98,29 +98,34 @@ class JobParser(argparse.ArgumentParser):
         raise SystemExit(USAGE_EXIT)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+J = TypeVar("J", bound=Callable[..., Any])
 T = TypeVar("T")
 
 
-def cli(main: F) -> F:
-    """Decorate a job's `main(argv, ...)`: a user's mistake becomes one line on stderr and
-    SystemExit(2); with --debug in argv, or for any other exception, it propagates."""
-    @functools.wraps(main)
-    def run(argv: Sequence[str] | None = None, *args: Any, **kwargs: Any) -> Any:
-        words = sys.argv[1:] if argv is None else list(argv)
-        try:
-            return main(argv, *args, **kwargs)
-        except UsageError as exc:
-            if "--debug" in words:
-                raise
-            print(f"{Path(main.__code__.co_filename).name}: error: {exc}", file=sys.stderr)
-            raise SystemExit(USAGE_EXIT) from None
-        except KeyboardInterrupt:
-            if "--debug" in words:
-                raise
-            print("interrupted", file=sys.stderr)
-            raise SystemExit(130) from None
-    return run  # type: ignore[return-value]
+def cli(parse: Callable[[list[str] | None], argparse.Namespace]) -> Callable[[J], Callable[..., Any]]:
+    """Make a job's entry point `main(argv, ...)` from `job(args, ...)`: it sets up logging,
+    parses `argv` with `parse` and calls the job with the parsed arguments. A user's mistake
+    becomes one line on stderr and SystemExit(2); with --debug in argv, or for any other
+    exception, it propagates."""
+    def decorate(job: J) -> Callable[..., Any]:
+        @functools.wraps(job)
+        def main(argv: list[str] | None = None, *args: Any, **kwargs: Any) -> Any:
+            words = sys.argv[1:] if argv is None else list(argv)
+            try:
+                setup_logging()
+                return job(parse(argv), *args, **kwargs)
+            except UsageError as exc:
+                if "--debug" in words:
+                    raise
+                print(f"{Path(job.__code__.co_filename).name}: error: {exc}", file=sys.stderr)
+                raise SystemExit(USAGE_EXIT) from None
+            except KeyboardInterrupt:
+                if "--debug" in words:
+                    raise
+                print("interrupted", file=sys.stderr)
+                raise SystemExit(130) from None
+        return main
+    return decorate
 
 
 def arg_type(convert: Callable[[str], T], doc: str) -> Callable[[str], T]:

@@ -27,7 +27,6 @@ from pipeline.jobs._common import (
     event_time_arg,
     job_session,
     lag_options,
-    setup_logging,
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.validate import check_event_log, check_partition_count
@@ -54,11 +53,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     """A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
     config = coordinator_config(args.coordinator_conf)
     opts = BackfillOptions(
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,

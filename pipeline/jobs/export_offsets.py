@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
-from pipeline.jobs._common import JobParser, add_profile_arg, cli, event_time_arg, job_session, setup_logging
+from pipeline.jobs._common import JobParser, add_profile_arg, cli, event_time_arg, job_session
 from pipeline.spark.events.validate import check_group, warehouse_tables
 from pipeline.spark.tables.catalog import as_of, register_views
 
@@ -42,11 +42,9 @@ def offsets_csv(rows: list[tuple[str, int, int]], out: object) -> None:
         writer.writerow([topic, partition, offset])
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """Returns the exit status. A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
     with job_session("export-offsets", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         check_group(session, args.warehouse, args.group)

@@ -33,7 +33,6 @@ from pipeline.jobs._common import (
     interval_arg,
     job_session,
     positive_int,
-    setup_logging,
 )
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.lag.samples import write_samples
@@ -66,10 +65,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-@cli
-def main(argv: list[str] | None = None) -> None:
-    setup_logging()
-    args = parse(argv)
+@cli(parse)
+def main(args: argparse.Namespace) -> None:
     interval = interval_ms(args.sample_interval)
     if interval < 1:
         raise UsageError(f"--sample-interval {args.sample_interval!r}: expected a positive "

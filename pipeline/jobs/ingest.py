@@ -39,7 +39,6 @@ from pipeline.jobs._common import (
     cli,
     interval_arg,
     job_session,
-    setup_logging,
     trigger_arg,
 )
 from pipeline.spark.ingest.ingest import IngestOptions, parse_option, run_ingest
@@ -107,10 +106,8 @@ def check_sampling_args(p: argparse.ArgumentParser, args: argparse.Namespace) ->
     args.isolation_level = args.isolation_level or "read_uncommitted"
 
 
-@cli
-def main(argv: list[str] | None = None) -> None:
-    setup_logging()
-    args = parse(argv)
+@cli(parse)
+def main(args: argparse.Namespace) -> None:
     opts = IngestOptions(
         events=args.events, bootstrap_servers=args.bootstrap_servers, raw=args.raw,
         checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,

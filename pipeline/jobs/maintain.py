@@ -24,7 +24,6 @@ from pipeline.jobs._common import (
     add_upkeep_args,
     cli,
     job_session,
-    setup_logging,
 )
 from pipeline.spark.stream.maintain import maintain, maintained_tables
 from pipeline.spark.tables import paths
@@ -40,11 +39,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     """A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
     warehouse = paths.qualify(args.warehouse)
     with job_session("maintain", args.profile, spark, args=args) as session:
         try:

@@ -35,7 +35,6 @@ from pipeline.jobs._common import (
     event_time_arg,
     job_session,
     positive_int,
-    setup_logging,
 )
 from pipeline.spark.events.validate import check_group, warehouse_tables
 from pipeline.spark.tables.catalog import (
@@ -93,12 +92,10 @@ def answers(session: SparkSession, args: argparse.Namespace) -> dict[str, DataFr
                          + ", ".join(session.table("group_state").columns)) from exc
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """Prints the answers; returns the exit status. A session passed in is used and left
     running (the docs' examples run in-process in one test session)."""
-    setup_logging()
-    args = parse(argv)
     with job_session("query", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         if args.group is not None:

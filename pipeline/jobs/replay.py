@@ -27,7 +27,6 @@ from pipeline.jobs._common import (
     job_session,
     lag_options,
     positive_int,
-    setup_logging,
     trigger_arg,
     upkeep_options,
 )
@@ -51,11 +50,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     """A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
     opts = ReplayOptions(
         events=args.events, warehouse=args.warehouse, checkpoint=args.checkpoint,
         trigger=args.trigger, database=args.database or None, watermark_delay=args.watermark_delay,

@@ -29,7 +29,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
-from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session, setup_logging
+from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session
 from pipeline.report import render
 from pipeline.spark.events.validate import warehouse_tables
 from pipeline.spark.tables import paths
@@ -120,11 +120,9 @@ def load_group(spark: SparkSession, warehouse: str, group_id: str,
     return frames
 
 
-@cli
-def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> Path:
+@cli(parse)
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> Path:
     """Returns the file written. A session passed in is used and left running."""
-    setup_logging()
-    args = parse(argv)
     with job_session("report", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         frames = load_group(session, args.warehouse, args.group, args.start, args.end)

@@ -36,7 +36,6 @@ from pipeline.jobs._common import (
     database_arg,
     default_metastore,
     log_level,
-    setup_logging,
 )
 from pipeline.spark.runtime.session import build_session, session_conf, stop_session
 from pipeline.spark.serve import (
@@ -106,11 +105,9 @@ def wait_for_stop(spark: SparkSession) -> str:
     return said[0]
 
 
-@cli
-def main(argv: list[str] | None = None) -> int:
+@cli(parse)
+def main(args: argparse.Namespace) -> int:
     """Serves until stopped; returns the exit status (0 after Ctrl-C or SIGTERM)."""
-    setup_logging()
-    args = parse(argv)
     for port in (args.connect_port, args.thrift_port):
         if port:
             check_port_free(args.host, port)

@@ -118,8 +118,8 @@ def test_debug_shows_the_traceback_of_a_users_mistake(tmp_path: Path) -> None:
 
 
 def test_a_bug_keeps_its_traceback() -> None:
-    @_common.cli
-    def main(argv: list[str] | None = None) -> None:
+    @_common.cli(lambda argv: argparse.Namespace(argv=argv))
+    def main(args: argparse.Namespace) -> None:
         raise KeyError("a bug")
 
     with pytest.raises(KeyError, match="a bug"):
