@@ -17,39 +17,22 @@ from typing import Any
 
 from pipeline.decode.primitives import DecodeError, Reader
 from pipeline.decode.schema import (
-    BYTES,
     FIXED_WIDTH,
-    INT8,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    UUID,
     ArrayOf,
     Field,
     FieldType,
     Message,
+    PerStruct,
     Struct,
     default_of,
+    primitive_codecs,
 )
 
 ReadFn = Callable[[Reader], Any]
 StructReadFn = Callable[[Reader], dict[str, Any]]
 PlanEntry = tuple[str, ReadFn, tuple[str, ...] | None]  # (name, reader, names of a run)
 
-_VARIANTS = ((False, False), (True, False), (False, True), (True, True))  # (nullable, compact)
-_PRIMITIVE_READERS: dict[tuple[str, bool, bool], ReadFn] = {
-    (t, n, c): fn
-    for (t, fns) in {
-        INT8: (Reader.int8,) * 4, INT16: (Reader.int16,) * 4,
-        INT32: (Reader.int32,) * 4, INT64: (Reader.int64,) * 4, UUID: (Reader.uuid,) * 4,
-        STRING: (Reader.string, Reader.nullable_string,
-                 Reader.compact_string, Reader.compact_nullable_string),
-        BYTES: (Reader.bytes_, Reader.nullable_bytes,
-                Reader.compact_bytes, Reader.compact_nullable_bytes),
-    }.items()
-    for (n, c), fn in zip(_VARIANTS, fns, strict=True)
-}
+_PRIMITIVE_READERS: dict[tuple[str, bool, bool], ReadFn] = primitive_codecs(Reader)
 
 
 def _array_count(r: Reader, nullable: bool, compact: bool) -> int | None:
@@ -153,19 +136,6 @@ def _read_tagged(r: Reader, known: Mapping[int, tuple[str, ReadFn]], out: dict[s
         r.pos = end
 
 
-# Keyed by id() for speed; the value holds the struct too, so the id is never reused.
-_struct_readers: dict[tuple[int, int, bool], tuple[Struct, StructReadFn]] = {}
-
-
-def struct_reader(s: Struct, version: int, flexible: bool) -> StructReadFn:
-    """The compiled reader of `s` at `version`: returns a dict with every declared field."""
-    key = (id(s), version, flexible)
-    cached = _struct_readers.get(key)
-    if cached is None:
-        cached = _struct_readers[key] = (s, _compile_reader(s, version, flexible))
-    return cached[1]
-
-
 def _plan(s: Struct, version: int, flexible: bool) -> tuple[
         list[PlanEntry], dict[int, tuple[str, ReadFn]], dict[str, Any]]:
     plan: list[PlanEntry] = []
@@ -216,6 +186,10 @@ def _compile_reader(s: Struct, version: int, flexible: bool) -> StructReadFn:
             raise (e.at(name) if name else e) from None
         return out
     return read
+
+
+# The compiled reader of a struct at a version: returns a dict with every declared field.
+struct_reader: PerStruct[StructReadFn] = PerStruct(_compile_reader)
 
 
 _message_readers: dict[tuple[int, int], tuple[Message, StructReadFn]] = {}

@@ -8,8 +8,9 @@ and `pipeline.decode.writer` interpret these declarations at any version."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Generic, TypeVar, Union
 
 from pipeline.decode.primitives import ZERO_UUID
 
@@ -106,3 +107,40 @@ def default_of(f: Field, version: int) -> Any:
     if isinstance(t, Struct):
         return {g.name: default_of(g, version) for g in t.fields}
     return {STRING: "", BYTES: b"", UUID: ZERO_UUID}.get(t, 0)
+
+
+C = TypeVar("C")
+
+
+class PerStruct(Generic[C]):
+    """What `make` compiles of a struct at a version, made once: the readers and writers
+    compile each struct when first asked and then reuse it. Keyed by id() for speed; the value
+    holds the struct too, so the id is never reused while cached."""
+
+    def __init__(self, make: Callable[[Struct, int, bool], C]) -> None:
+        self._make = make
+        self._cache: dict[tuple[int, int, bool], tuple[Struct, C]] = {}
+
+    def __call__(self, s: Struct, version: int, flexible: bool) -> C:
+        key = (id(s), version, flexible)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = (s, self._make(s, version, flexible))
+        return cached[1]
+
+
+# The codec methods of the primitive types by name, the same on Reader and Writer, for the
+# variants (nullable, compact): neither, nullable, compact, both (a fixed-width type has one).
+_VARIANTS = ((False, False), (True, False), (False, True), (True, True))
+_PRIMITIVE_METHODS: dict[str, tuple[str, ...]] = {
+    INT8: ("int8",) * 4, INT16: ("int16",) * 4, INT32: ("int32",) * 4, INT64: ("int64",) * 4,
+    UUID: ("uuid",) * 4,
+    STRING: ("string", "nullable_string", "compact_string", "compact_nullable_string"),
+    BYTES: ("bytes_", "nullable_bytes", "compact_bytes", "compact_nullable_bytes"),
+}
+
+
+def primitive_codecs(codec: type) -> dict[tuple[str, bool, bool], Any]:
+    """(type, nullable, compact) -> `codec`'s method for it (Reader's or Writer's)."""
+    return {(t, n, c): getattr(codec, name) for t, names in _PRIMITIVE_METHODS.items()
+            for (n, c), name in zip(_VARIANTS, names, strict=True)}

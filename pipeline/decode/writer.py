@@ -11,42 +11,25 @@ from __future__ import annotations
 
 import struct as _struct
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from pipeline.decode.primitives import EncodeError, Writer
 from pipeline.decode.schema import (
-    BYTES,
-    INT8,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    UUID,
     ArrayOf,
     FieldType,
     Message,
+    PerStruct,
     Struct,
     default_of,
+    primitive_codecs,
 )
 
 UNKNOWN_TAGGED = "_unknown_tagged"  # data key: {tag: raw bytes} written after known tags
-_VARIANTS = ((False, False), (True, False), (False, True), (True, True))  # (nullable, compact)
 
 WriteFn = Callable[[Writer, Any], None]
 StructWriteFn = Callable[[Writer, Mapping[str, Any]], None]
 
-_PRIMITIVE_WRITERS: dict[tuple[str, bool, bool], WriteFn] = {
-    (t, n, c): cast(WriteFn, fn)
-    for (t, fns) in {
-        INT8: (Writer.int8,) * 4, INT16: (Writer.int16,) * 4,
-        INT32: (Writer.int32,) * 4, INT64: (Writer.int64,) * 4, UUID: (Writer.uuid,) * 4,
-        STRING: (Writer.string, Writer.nullable_string,
-                 Writer.compact_string, Writer.compact_nullable_string),
-        BYTES: (Writer.bytes_, Writer.nullable_bytes,
-                Writer.compact_bytes, Writer.compact_nullable_bytes),
-    }.items()
-    for (n, c), fn in zip(_VARIANTS, fns, strict=True)
-}
+_PRIMITIVE_WRITERS: dict[tuple[str, bool, bool], WriteFn] = primitive_codecs(Writer)
 
 
 def _array_writer(element: WriteFn, nullable: bool, compact: bool) -> WriteFn:
@@ -105,18 +88,6 @@ def _write_tagged(w: Writer, fields: list[tuple[int, WriteFn, Any]],
         w.raw(data)
 
 
-_struct_writers: dict[tuple[int, int, bool], tuple[Struct, StructWriteFn]] = {}
-
-
-def struct_writer(s: Struct, version: int, flexible: bool) -> StructWriteFn:
-    """The compiled writer of `s` at `version`; fields absent at that version are ignored."""
-    key = (id(s), version, flexible)
-    cached = _struct_writers.get(key)
-    if cached is None:
-        cached = _struct_writers[key] = (s, _compile_writer(s, version, flexible))
-    return cached[1]
-
-
 def _compile_writer(s: Struct, version: int, flexible: bool) -> StructWriteFn:
     inline: list[tuple[str, Any, WriteFn]] = []
     tagged: list[tuple[int, str, Any, WriteFn]] = []
@@ -149,6 +120,10 @@ def _compile_writer(s: Struct, version: int, flexible: bool) -> StructWriteFn:
         except (TypeError, AttributeError, ValueError, OverflowError, _struct.error) as e:
             raise EncodeError(f"{s.name}.{name}: cannot write {data.get(name)!r}: {e}") from None
     return write
+
+
+# The compiled writer of a struct at a version; fields absent at that version are ignored.
+struct_writer: PerStruct[StructWriteFn] = PerStruct(_compile_writer)
 
 
 def write_message(m: Message, version: int, data: Mapping[str, Any], w: Writer) -> None:

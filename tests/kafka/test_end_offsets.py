@@ -25,6 +25,7 @@ from pipeline.spark.tables.contract import event_schema
 from schemas.lag import SAMPLE_KEY
 from tests.jobs.jobs import load_job
 from tests.kafka.clients import OUT_TOPIC, PARTITIONS, PER_PARTITION, TOPIC, Scenarios, admin, until
+from tests.said import Said
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 ORDERS = {(TOPIC, p) for p in range(PARTITIONS)}
@@ -76,7 +77,7 @@ def sampled(spark: SparkSession, broker: Broker, ingested: Ingested,
     sampler = EndOffsetSampler(spark, broker.bootstrap_servers, {}, str(target),
                                events=ingested.events)
     sampler.add_topics(["no-such-topic"])
-    handler = _Capture()
+    handler = Said()
     logging.getLogger("sampler").addHandler(handler)
     try:
         result = sampler.sample_once()
@@ -85,16 +86,6 @@ def sampled(spark: SparkSession, broker: Broker, ingested: Ingested,
         sampler.close()
     return result, target, "\n".join(handler.lines)
 
-
-class _Capture(logging.Handler):
-    """A module fixture's log lines (caplog is per test)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 def test_the_consumed_topics_are_named_by_commits_and_every_kind_of_subscription(

@@ -26,6 +26,7 @@ from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables.options import interval_ms
 from pipeline.times import ms_text
 from schemas.lag import LAG_KEYS, LAG_TABLES
+from tests.said import Said
 from tests.spark.backends import (
     assert_oracle_agrees,
     assert_same_tables,
@@ -71,7 +72,7 @@ def lagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lag
     for chunk in rounds:
         write_samples(spark, chunk, samples_path)
     cut = last_event_ms(events) - interval_ms(DELAY)
-    said, logger = _Said(), logging.getLogger("backfill")
+    said, logger = Said(), logging.getLogger("backfill")
     level = logger.level
     logger.addHandler(said)
     logger.setLevel(logging.INFO)
@@ -83,16 +84,6 @@ def lagged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lag
         logger.setLevel(level)
     return Lagged(commits, rounds, log, samples_path, cut, backfilled, root, said.lines)
 
-
-class _Said(logging.Handler):
-    """The messages logged to the logger it is added to, at INFO and above."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 def test_the_backfill_writes_what_the_rules_say_for_every_sample_before_the_watermark(
