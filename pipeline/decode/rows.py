@@ -97,24 +97,26 @@ def _consumer_member(m: Body, protocol: str | None, out: Row) -> None:
     out.update(decode_user_data(protocol, s["user_data"]))
 
 
-def consumer_group_metadata(body: Body, row: Row) -> None:
-    row["group_epoch"] = body["epoch"]
-    row["metadata_hash"] = body["metadata_hash"]
+def copied(**columns: str) -> Callable[[Body, Row], None]:
+    """The projection of a record type whose columns are body fields as they are
+    (`column="field"`)."""
+    pairs = tuple(columns.items())
+
+    def fill(body: Body, row: Row) -> None:
+        for column, name in pairs:
+            row[column] = body[name]
+    return fill
 
 
-def consumer_group_partition_metadata(body: Body, row: Row) -> None:
-    row["topics_metadata"] = body["topics"]
+_member_metadata = copied(
+    group_instance_id="instance_id", rack_id="rack_id", client_id="client_id",
+    client_host="client_host", subscribed_topic_names="subscribed_topic_names",
+    subscribed_topic_regex="subscribed_topic_regex", server_assignor="server_assignor")
 
 
 def consumer_group_member_metadata(body: Body, row: Row) -> None:
-    row["group_instance_id"] = body["instance_id"]
-    row["rack_id"] = body["rack_id"]
-    row["client_id"] = body["client_id"]
-    row["client_host"] = body["client_host"]
-    row["subscribed_topic_names"] = body["subscribed_topic_names"]
-    row["subscribed_topic_regex"] = body["subscribed_topic_regex"]
+    _member_metadata(body, row)
     row["rebalance_timeout_ms"] = _opt(body["rebalance_timeout_ms"])
-    row["server_assignor"] = body["server_assignor"]
     classic = body["classic_member_metadata"]
     if classic is None:
         row["session_timeout_ms"] = row["classic_protocols"] = row["protocols"] = None
@@ -132,39 +134,28 @@ def consumer_group_member_metadata(body: Body, row: Row) -> None:
     row["protocols"] = protocols
 
 
-def consumer_group_target_assignment_metadata(body: Body, row: Row) -> None:
-    row["assignment_epoch"] = body["assignment_epoch"]
-
-
-def consumer_group_target_assignment_member(body: Body, row: Row) -> None:
-    row["assigned_partitions"] = body["topic_partitions"]
+_current_assignment = copied(
+    member_epoch="member_epoch", previous_member_epoch="previous_member_epoch",
+    member_state="state", assigned_partitions="assigned_partitions",
+    partitions_pending_revocation="partitions_pending_revocation")
 
 
 def consumer_group_current_member_assignment(body: Body, row: Row) -> None:
-    row["member_epoch"] = body["member_epoch"]
-    row["previous_member_epoch"] = body["previous_member_epoch"]
-    row["member_state"] = body["state"]
+    _current_assignment(body, row)
     row["member_state_name"] = MEMBER_STATES.get(body["state"])
-    row["assigned_partitions"] = body["assigned_partitions"]
-    row["partitions_pending_revocation"] = body["partitions_pending_revocation"]
-
-
-def consumer_group_regular_expression(body: Body, row: Row) -> None:
-    row["regex_topics"] = body["topics"]
-    row["regex_version"] = body["version"]
-    row["regex_timestamp_ms"] = body["timestamp"]
 
 
 VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
     "OFFSET_COMMIT": offset_commit,
     "GROUP_METADATA": group_metadata,
-    "CONSUMER_GROUP_METADATA": consumer_group_metadata,
-    "CONSUMER_GROUP_PARTITION_METADATA": consumer_group_partition_metadata,
+    "CONSUMER_GROUP_METADATA": copied(group_epoch="epoch", metadata_hash="metadata_hash"),
+    "CONSUMER_GROUP_PARTITION_METADATA": copied(topics_metadata="topics"),
     "CONSUMER_GROUP_MEMBER_METADATA": consumer_group_member_metadata,
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": consumer_group_target_assignment_metadata,
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": consumer_group_target_assignment_member,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": copied(assignment_epoch="assignment_epoch"),
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": copied(assigned_partitions="topic_partitions"),
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": consumer_group_current_member_assignment,
-    "CONSUMER_GROUP_REGULAR_EXPRESSION": consumer_group_regular_expression,
+    "CONSUMER_GROUP_REGULAR_EXPRESSION": copied(
+        regex_topics="topics", regex_version="version", regex_timestamp_ms="timestamp"),
 }
 
 

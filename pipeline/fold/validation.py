@@ -52,10 +52,7 @@ def placement_problem(group_id: str | None, log_partition: int | None, log_offse
 
 
 def _missing(e: Event, *names: str) -> str | None:
-    for name in names:
-        if getattr(e, name) is None:
-            return _required(name, e.event_type)
-    return None
+    return _absent(e.event_type, *((name, getattr(e, name)) for name in names))
 
 
 def _negative(e: Event, *names: str) -> str | None:
@@ -85,10 +82,8 @@ def _member_request(e: Event) -> str | None:
 def member_request_problem(event_type: str | None, member_id: str | None,
                            generation_id: int | None) -> str | None:
     """A SYNC or HEARTBEAT names its member and the generation it believes in."""
-    if member_id is None:
-        return _required("member_id", event_type)
-    if generation_id is None:
-        return _required("generation_id", event_type)
+    if member_id is None or generation_id is None:
+        return _absent(event_type, ("member_id", member_id), ("generation_id", generation_id))
     return None
 
 
@@ -105,12 +100,9 @@ def _commit(e: Event) -> str | None:
 def commit_problem(topic: str | None, partition: int | None,
                    committed_offset: int | None) -> str | None:
     """An OFFSET_COMMIT names its partition and the offset (the record's key and value)."""
-    if topic is None:
-        return _required("topic", "OFFSET_COMMIT")
-    if partition is None:
-        return _required("partition", "OFFSET_COMMIT")
-    if committed_offset is None:
-        return _required("committed_offset", "OFFSET_COMMIT")
+    if topic is None or partition is None or committed_offset is None:
+        return _absent("OFFSET_COMMIT", ("topic", topic), ("partition", partition),
+                       ("committed_offset", committed_offset))
     if partition < 0:
         return f"partition must not be negative, got {partition}"
     return None
@@ -122,10 +114,8 @@ def _marker(e: Event) -> str | None:
 
 def marker_problem(producer_id: int | None, txn_result: str | None) -> str | None:
     """A TXN_MARKER names its producer and ends the transaction one way or the other."""
-    if producer_id is None:
-        return _required("producer_id", "TXN_MARKER")
-    if txn_result is None:
-        return _required("txn_result", "TXN_MARKER")
+    if producer_id is None or txn_result is None:
+        return _absent("TXN_MARKER", ("producer_id", producer_id), ("txn_result", txn_result))
     if txn_result not in ("COMMIT", "ABORT"):
         return f"txn_result must be COMMIT or ABORT, got {txn_result!r}"
     return None
@@ -133,6 +123,12 @@ def marker_problem(producer_id: int | None, txn_result: str | None) -> str | Non
 
 def _required(name: str, event_type: str | None) -> str:
     return f"{name} is required for {event_type}"
+
+
+def _absent(event_type: str | None, *fields: tuple[str, object]) -> str | None:
+    """The first of the (name, value) fields without a value, as the reason; checked only
+    once one is known to be missing, so a whole row costs nothing more."""
+    return next((_required(name, event_type) for name, value in fields if value is None), None)
 
 
 def _tombstone(e: Event) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import lru_cache
 
@@ -20,6 +21,14 @@ SEEDS = st.integers(min_value=0, max_value=10_000)
 def log_of(seed: int, kind: str = "journal", bad: float = 0.0) -> dict[str | None, list[Event]]:
     return by_group(generate(LogSpec(groups=4, events=600, seed=seed, log_kind=kind,
                                      bad_rows=bad)), unkeyed=True)
+
+
+def steps_of(seed: int, kind: str = "journal", bad: float = 0.0,
+             ) -> Iterator[tuple[Group, Event, Group, bool]]:
+    """`step_through` over every group of the generated log (not the rows without a group)."""
+    for group_id, events in log_of(seed, kind, bad).items():
+        if group_id is not None:
+            yield from step_through(events)
 
 
 def step_through(events: list[Event]) -> list[tuple[Group, Event, Group, bool]]:
@@ -42,55 +51,43 @@ BOOKKEEPING = dict(position=None, recent=(), seq=0, clock=None, last_event_time=
 @settings(max_examples=12, deadline=None)
 @given(SEEDS)
 def test_generation_never_decreases_within_a_groups_life(seed: int) -> None:
-    for group_id, events in log_of(seed).items():
-        if group_id is None:
-            continue
-        for before, _, after, _ in step_through(events):
-            if before.exists and after.exists:
-                assert after.generation_id >= before.generation_id
+    for before, _, after, _ in steps_of(seed):
+        if before.exists and after.exists:
+            assert after.generation_id >= before.generation_id
 
 
 @settings(max_examples=12, deadline=None)
 @given(SEEDS)
 def test_leader_is_a_member_and_assignments_are_disjoint_and_name_only_members(seed: int) -> None:
-    for group_id, events in log_of(seed).items():
-        if group_id is None:
-            continue
-        for _, _, g, _ in step_through(events):
-            ids = {m.member_id for m in g.members}
-            if ids:
-                assert g.leader_id in ids
-            owners: dict[tuple[str, int], str] = {}
-            for m in g.members:
-                for tp in m.assignment:
-                    assert tp not in owners, f"{tp} assigned twice in {g.group_id}"
-                    owners[tp] = m.member_id
+    for _, _, g, _ in steps_of(seed):
+        ids = {m.member_id for m in g.members}
+        if ids:
+            assert g.leader_id in ids
+        owners: dict[tuple[str, int], str] = {}
+        for m in g.members:
+            for tp in m.assignment:
+                assert tp not in owners, f"{tp} assigned twice in {g.group_id}"
+                owners[tp] = m.member_id
 
 
 @settings(max_examples=12, deadline=None)
 @given(SEEDS)
 def test_stable_only_after_the_leaders_sync(seed: int) -> None:
-    for group_id, events in log_of(seed).items():
-        if group_id is None:
-            continue
-        for before, e, after, _ in step_through(events):
-            if after.state == "Stable" and before.state != "Stable":
-                assert e.event_type in ("SYNC", "GROUP_METADATA")
-                if e.event_type == "SYNC":
-                    assert e.member_id == after.leader_id
+    for before, e, after, _ in steps_of(seed):
+        if after.state == "Stable" and before.state != "Stable":
+            assert e.event_type in ("SYNC", "GROUP_METADATA")
+            if e.event_type == "SYNC":
+                assert e.member_id == after.leader_id
 
 
 @settings(max_examples=12, deadline=None)
 @given(SEEDS, st.sampled_from(["journal", "offsets-topic"]))
 def test_a_refused_event_leaves_the_state_unchanged(seed: int, kind: str) -> None:
-    for group_id, events in log_of(seed, kind, 0.05).items():
-        if group_id is None:
+    for before, e, after, refused in steps_of(seed, kind, 0.05):
+        if not refused or e.event_time is None:
             continue
-        for before, e, after, refused in step_through(events):
-            if not refused or e.event_time is None:
-                continue
-            timed = advance(before, e.event_time, CONFIG).group if e.position else before
-            assert replace(after, **BOOKKEEPING) == replace(timed, **BOOKKEEPING)
+        timed = advance(before, e.event_time, CONFIG).group if e.position else before
+        assert replace(after, **BOOKKEEPING) == replace(timed, **BOOKKEEPING)
 
 
 @settings(max_examples=25, deadline=None)
