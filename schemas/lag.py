@@ -41,12 +41,28 @@ LOG_END_OFFSETS: tuple[Column, ...] = (
 SAMPLE_KEY: tuple[str, ...] = ("topic", "partition", "sampled_at")
 SAMPLE_REQUIRED: tuple[str, ...] = ("topic", "partition", "log_end_offset", "sampled_at")
 
-# Why a partition_lag row has, or lacks, a committed offset.
-OFFSET_STATUSES = ("COMMITTED", "NO_COMMIT", "DELETED", "EXPIRED")
-# Burrow's partition statuses, best first; its group form shows STOP, STALL and REWIND as ERR.
-PARTITION_STATUSES = ("OK", "WARN", "STOP", "STALL", "REWIND")
-GROUP_STATUSES = ("NOTFOUND", "OK", "WARN", "ERR")
-CAUSES = ("DEAD", "EMPTY", "REBALANCE", "OFFSETS_EXPIRED", "OFFSETS_DELETED", "NONE")
+# Why a partition_lag row has, or lacks, a committed offset (offset_status).
+COMMITTED, NO_COMMIT, DELETED, EXPIRED = "COMMITTED", "NO_COMMIT", "DELETED", "EXPIRED"
+OFFSET_STATUSES = (COMMITTED, NO_COMMIT, DELETED, EXPIRED)
+# Burrow's statuses, in the order of their codes (core/protocol/evaluator.go); a group takes
+# its worst partition's, and its group form shows STOP, STALL and REWIND as ERR.
+NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND = "NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"
+STATUS_CODES = {s: code for code, s in enumerate((NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND))}
+PARTITION_STATUSES = (OK, WARN, STOP, STALL, REWIND)
+GROUP_STATUSES = (NOTFOUND, OK, WARN, ERR)
+
+
+class LagCause:
+    """What the coordinator was doing while a group's lag built up (group_lag's `cause`):
+    the group Dead or Empty (its state's name in capitals), rebalancing, its offsets expired
+    or deleted, or none of these."""
+
+    DEAD, EMPTY, REBALANCE = "DEAD", "EMPTY", "REBALANCE"
+    OFFSETS_EXPIRED, OFFSETS_DELETED, NONE = "OFFSETS_EXPIRED", "OFFSETS_DELETED", "NONE"
+
+
+CAUSES = (LagCause.DEAD, LagCause.EMPTY, LagCause.REBALANCE, LagCause.OFFSETS_EXPIRED,
+          LagCause.OFFSETS_DELETED, LagCause.NONE)
 
 PARTITION_LAG: tuple[Column, ...] = (
     Column("sampled_at", "timestamp", False, "the sample's time: everything is as of this moment"),

@@ -25,15 +25,24 @@ from pipeline.fold.states import (
     RECONCILING,
 )
 from pipeline.lag.config import LagConfig
+from schemas.lag import (
+    DELETED,
+    ERR,
+    EXPIRED,
+    NOTFOUND,
+    OK,
+    REWIND,
+    STALL,
+    STATUS_CODES,
+    STOP,
+    WARN,
+    LagCause,
+)
 
 CAUGHT_UP = "CAUGHT_UP"
 INTERPOLATED = "INTERPOLATED"
 LOWER_BOUND = "LOWER_BOUND"
 
-# Burrow's statuses, in the order of their codes (core/protocol/evaluator.go): a group takes
-# its worst partition's.
-NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND = "NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"
-STATUS_CODES = {s: code for code, s in enumerate((NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND))}
 NO_COMMITS = "NO_COMMITS"  # the rule of a partition without a commit in its window
 
 
@@ -189,17 +198,17 @@ def cause(m: Moment, offsets: Sequence[tuple[str, int | None]], window_start: in
                      covered(m.state_since_ms, now_ms))
     if m.state in REBALANCING:
         since, why = m.rebalance_started or (None, None)
-        return Cause("REBALANCE", m.generation_id, why, since, covered(since, now_ms))
+        return Cause(LagCause.REBALANCE, m.generation_id, why, since, covered(since, now_ms))
     if m.last_rebalance is not None and m.last_rebalance[3] >= window_start:
         generation, why, started, completed = m.last_rebalance
-        return Cause("REBALANCE", generation, why, started,
+        return Cause(LagCause.REBALANCE, generation, why, started,
                      covered(completed if started is None else started, completed))
     if (m.empty_left_ms is not None and m.empty_left_ms >= window_start
             and m.empty_entered_ms is not None):
-        return Cause("EMPTY", None, None, m.empty_entered_ms,
+        return Cause(LagCause.EMPTY, None, None, m.empty_entered_ms,
                      covered(m.empty_entered_ms, m.empty_left_ms))
-    for status, name in (("EXPIRED", "OFFSETS_EXPIRED"), ("DELETED", "OFFSETS_DELETED")):
+    for status, name in ((EXPIRED, LagCause.OFFSETS_EXPIRED), (DELETED, LagCause.OFFSETS_DELETED)):
         times = [at for s, at in offsets if s == status and at is not None]
         if times:
             return Cause(name, None, f"{len(times)} partitions", min(times), None)
-    return Cause("NONE")
+    return Cause(LagCause.NONE)

@@ -19,9 +19,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
 from pipeline.fold.states import EMPTY
-from pipeline.lag.rules import ERR, WARN
 from pipeline.report.membership import history_rows
 from pipeline.report.style import STATE_COLORS, cause_color, plain, short
+from schemas.lag import ERR, WARN
 
 # Panel name -> height in inches; drawn after the assignment panel, in this order.
 HEIGHTS = {"lag": 2.0, "lag_time": 1.3}

@@ -12,7 +12,6 @@ from typing import Any
 from pipeline.lag import LagConfig
 from pipeline.lag.rules import (
     REBALANCING,
-    STATUS_CODES,
     Commit,
     Moment,
     Sample,
@@ -24,6 +23,7 @@ from pipeline.lag.rules import (
     time_lag,
     window,
 )
+from schemas.lag import STATUS_CODES
 
 Row = dict[str, Any]
 

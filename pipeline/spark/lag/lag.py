@@ -34,17 +34,25 @@ from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag import LagConfig
 from pipeline.lag.rules import (
     CAUGHT_UP,
-    ERR,
     INTERPOLATED,
     LOWER_BOUND,
     NO_COMMITS,
-    NOTFOUND,
     REBALANCING,
-    STATUS_CODES,
 )
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
-from schemas.lag import GROUP_LAG, PARTITION_LAG
+from schemas.lag import (
+    COMMITTED,
+    DELETED,
+    ERR,
+    EXPIRED,
+    GROUP_LAG,
+    NO_COMMIT,
+    NOTFOUND,
+    PARTITION_LAG,
+    STATUS_CODES,
+    LagCause,
+)
 
 TP = ("topic", "partition")
 PAIR = ("group_id", "topic", "partition")
@@ -336,9 +344,9 @@ def with_committed(rows: DataFrame, cfg: LagConfig) -> DataFrame:
     """From the last offset change: `committed`, `offset_status`, `committed_at`, `lag`, and
     `w`, Burrow's window (the last commit's ring, without commits older than expire-group)."""
     change = F.col("last_change.change")
-    status = (F.when(F.col("last_change").isNull(), F.lit("NO_COMMIT"))
-              .when(change == "COMMIT", F.lit("COMMITTED"))
-              .when(change == "TOMBSTONE", F.lit("DELETED")).otherwise(change))
+    status = (F.when(F.col("last_change").isNull(), F.lit(NO_COMMIT))
+              .when(change == "COMMIT", F.lit(COMMITTED))
+              .when(change == "TOMBSTONE", F.lit(DELETED)).otherwise(change))  # EXPIRED
     committed = F.when(change == "COMMIT", F.col("last_change.committed_offset"))
     # Empty without a committed offset: a deleted offset keeps no window.
     recent = F.filter(F.coalesce(F.col("ring"), F.array()),
@@ -359,9 +367,9 @@ def emitted(rows: DataFrame) -> DataFrame:
                ("member_id", "client_id", "client_host", "state", "generation_id")])
     status, state = F.col("offset_status"), F.col("state")
     alive = state.isNotNull() & (state != DEAD)
-    return shaped.where((status == "COMMITTED")
-                        | (status.isin("DELETED", "EXPIRED") & alive)
-                        | ((status == "NO_COMMIT") & F.col("member_id").isNotNull()))
+    return shaped.where((status == COMMITTED)
+                        | (status.isin(DELETED, EXPIRED) & alive)
+                        | ((status == NO_COMMIT) & F.col("member_id").isNotNull()))
 
 
 @dataclass(frozen=True)
@@ -431,10 +439,10 @@ def group_lag(rows: DataFrame, history: History, cfg: LagConfig) -> DataFrame:
         F.count_if(F.col("window_commits") >= cfg.intervals).alias("full"),
         F.count_if(F.col("status").isNotNull()).alias("evaluated"), worst,
         F.max("prev_t").alias("prev_t"),
-        F.min(F.when(F.col("offset_status") == "EXPIRED", F.col("committed_at"))).alias("expired_at"),
-        F.count_if(F.col("offset_status") == "EXPIRED").alias("expired"),
-        F.min(F.when(F.col("offset_status") == "DELETED", F.col("committed_at"))).alias("deleted_at"),
-        F.count_if(F.col("offset_status") == "DELETED").alias("deleted"),
+        F.min(F.when(F.col("offset_status") == EXPIRED, F.col("committed_at"))).alias("expired_at"),
+        F.count_if(F.col("offset_status") == EXPIRED).alias("expired"),
+        F.min(F.when(F.col("offset_status") == DELETED, F.col("committed_at"))).alias("deleted_at"),
+        F.count_if(F.col("offset_status") == DELETED).alias("deleted"),
         F.max("state").alias("state"), F.max("generation_id").alias("generation_id"))
     summed = summed.join(group_as_of(summed.select("group_id", "t"), history.shapes,
                                      history.transitions, history.rebalances),
@@ -477,16 +485,16 @@ def cause() -> Column:
     return F.expr(f"""CASE
         WHEN state IN ('{DEAD}', '{EMPTY}') THEN {found("upper(state)", "generation_id",
             "last_cause", "since", covered("since", "t"))}
-        WHEN state IN ({rebalancing}) THEN {found("'REBALANCE'", "generation_id",
+        WHEN state IN ({rebalancing}) THEN {found(f"'{LagCause.REBALANCE}'", "generation_id",
             "rebalance_started.cause", "rebalance_started.at", covered("rebalance_started.at", "t"))}
-        WHEN {lr}.completed >= window_start THEN {found("'REBALANCE'", f"{lr}.generation_id",
+        WHEN {lr}.completed >= window_start THEN {found(f"'{LagCause.REBALANCE}'", f"{lr}.generation_id",
             f"{lr}.cause", f"{lr}.started", covered(f"coalesce({lr}.started, {lr}.completed)",
                                                      f"{lr}.completed"))}
-        WHEN empty_left >= window_start AND empty_entered IS NOT NULL THEN {found("'EMPTY'",
+        WHEN empty_left >= window_start AND empty_entered IS NOT NULL THEN {found(f"'{LagCause.EMPTY}'",
             since="empty_entered", covered=covered("empty_entered", "empty_left"))}
-        WHEN expired > 0 THEN {found("'OFFSETS_EXPIRED'",
+        WHEN expired > 0 THEN {found(f"'{LagCause.OFFSETS_EXPIRED}'",
             detail="concat(CAST(expired AS STRING), ' partitions')", since="expired_at")}
-        WHEN deleted > 0 THEN {found("'OFFSETS_DELETED'",
+        WHEN deleted > 0 THEN {found(f"'{LagCause.OFFSETS_DELETED}'",
             detail="concat(CAST(deleted AS STRING), ' partitions')", since="deleted_at")}
-        ELSE {found("'NONE'")}
+        ELSE {found(f"'{LagCause.NONE}'")}
     END""")

@@ -30,13 +30,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold.states import DEAD
-from pipeline.lag.rules import ERR, OK, STATUS_CODES, WARN
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
 from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES
-from schemas.lag import LAG_TABLES
+from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
 
 
 def timestamp_sql(ms: int) -> str:
@@ -286,7 +285,7 @@ LAG_FUNCTIONS: dict[str, str] = {
                       map_from_entries(collect_list(CASE WHEN s = 1 THEN struct(status, ns) END)),
                       map_from_entries(collect_list(CASE WHEN c = 1 AND cause IS NOT NULL
                                                     THEN struct(cause, nc) END)),
-                      max_by(cause, struct(CASE WHEN cause IS NULL OR cause = 'NONE' THEN 0
+                      max_by(cause, struct(CASE WHEN cause IS NULL OR cause = '{LagCause.NONE}' THEN 0
                                                 ELSE nc END, cause))
         FROM (SELECT *, count(*) OVER (PARTITION BY group_id, status) AS ns,
                      row_number() OVER (PARTITION BY group_id, status ORDER BY sampled_at) AS s,
