@@ -1,8 +1,8 @@
-"""The JVM's projection (`pipeline/spark/fold/projection.py`) restated in plain Python: the rows
-the fold leaves to its caller (`replay_group(..., left=Left())`) as offset_history and
-committed_offsets rows, built from the input rows alone: the oracle
-tests/fold/test_projection.py holds the fold to; and the logs meant to end or split a run
-of such rows (`edge_rows`)."""
+"""The rows of the records the fold leaves to its caller (`replay_group(..., leave=True)`),
+built in plain Python from the records alone, by the fold's own `offsets.from_request` and
+row functions: what tests/fold/test_left.py holds the fold to, and tests/spark/test_left.py
+the JVM's `left_rows`; and the logs meant to end or split a run of such records
+(`edge_rows`)."""
 
 from __future__ import annotations
 
@@ -10,33 +10,32 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from pipeline.fold import Event
+from pipeline.fold import Event, Offset
+from pipeline.fold.context import offset_columns, offset_history_row
+from pipeline.fold.offsets import from_request
 from pipeline.fold.partitioning import partition_for
 
 T0 = 1_700_000_000_000
 
 
-def projected(events: list[Event], rows: list[int], table: str = "offset_history"
+def left_rows(events: list[Event], left: list[int], table: str = "offset_history"
               ) -> list[dict[str, Any]]:
-    """`table`'s rows (offset_history or committed_offsets) of `events` at `rows` (the
-    indices the fold named), each stored as the fold stores a commit (metadata "" for none,
-    its own time for no commit timestamp, no member for an empty member id) at its own
-    time."""
-    built = [{"group_id": e.group_id, "topic": e.topic, "partition": e.partition,
-              "committed_offset": e.committed_offset, "leader_epoch": e.leader_epoch,
-              "commit_metadata": "" if e.commit_metadata is None else e.commit_metadata,
-              "commit_timestamp": e.event_time if e.commit_timestamp is None
-              else e.commit_timestamp,
-              "expire_timestamp": e.expire_timestamp, "member_id": e.member_id or None,
-              "generation_id": None, "log_partition": e.log_partition,
-              "log_offset": e.log_offset, "event_time": e.event_time, "change": "COMMIT",
-              "producer_id": None}
-             for e in (events[i] for i in rows)]
-    if table == "committed_offsets":
-        for row in built:
-            for name in ("event_time", "change", "producer_id"):
-                del row[name]
-    return built
+    """`table`'s rows (offset_history or committed_offsets) of the records of `events` at
+    `left` (the indices the fold named), each stored as the fold stores a commit
+    (`from_request`) at its own time."""
+    rows = []
+    for e in (events[i] for i in left):
+        assert e.group_id is not None and e.topic is not None and e.partition is not None
+        assert e.committed_offset is not None and e.event_time is not None
+        assert e.log_partition is not None and e.log_offset is not None
+        tp = (e.topic, e.partition)
+        values = from_request(e.committed_offset, e.leader_epoch, e.commit_metadata,
+                              e.commit_timestamp, e.expire_timestamp, e.member_id,
+                              e.generation_id, e.log_partition, e.log_offset, e.event_time)
+        rows.append(offset_columns(e.group_id, tp, Offset(*values))
+                    if table == "committed_offsets"
+                    else offset_history_row(e.group_id, tp, values, e.event_time, "COMMIT", None))
+    return rows
 
 
 def edge_rows(group: str, rng: random.Random) -> list[Event]:

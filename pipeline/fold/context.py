@@ -18,6 +18,38 @@ Row = dict[str, Any]
 
 
 @dataclass
+class Left:
+    """The plain commit records the fold left to its caller: applied like any other, but
+    their rows not written, since each row is the record's own values stored as
+    `offsets.from_request` stores a commit at the record's own time, and the caller can build
+    it from the record (the Spark jobs do, in the JVM: `pipeline/spark/fold/left.py`). Only
+    records a records-only run takes whose time does not run back are left
+    (`runs.QuietRun.take_records`). By index among the fold's input rows: `history`, each
+    one, for its offset_history row; `current`, those whose partition's committed_offsets
+    row is theirs too (the partition's last left record, its offset still the group's at
+    the end); `last`, per partition, the last left record's log position and index."""
+
+    history: list[int] = field(default_factory=list)
+    current: list[int] = field(default_factory=list)
+    last: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)
+
+    def extend(self, other: Left) -> None:
+        self.history += other.history
+        self.current += other.current
+        self.last.update(other.last)
+
+    def shifted(self, by: int) -> Left:
+        """The same records, their indices `by` further on (a group's rows within a batch)."""
+        return Left([i + by for i in self.history], [i + by for i in self.current],
+                    {tp: (lp, lo, i + by) for tp, (lp, lo, i) in self.last.items()})
+
+    def history_only(self) -> list[int]:
+        """`history` less `current`, in order."""
+        current = set(self.current)
+        return [i for i in self.history if i not in current]
+
+
+@dataclass
 class Outputs:
     transitions: list[Row] = field(default_factory=list)
     rebalances: list[Row] = field(default_factory=list)
@@ -27,15 +59,8 @@ class Outputs:
     # What the coordinator writes to its log: kept only when the fold is asked to (records=True).
     records: list[Event] = field(default_factory=list)
     history: list[Row] = field(default_factory=list)  # the group's shape after each change
-    # With `project` (the Spark jobs ask for it): a plain commit record a records-only run
-    # takes whose offset_history row is a projection of the row itself (`runs.QuietRun.
-    # take_records` says which) writes no row here; the caller builds it from the input row
-    # (`pipeline/spark/fold/projection.py`). Here, the index of each such row among the fold's
-    # input rows, and per partition they moved, the last one's position and index.
-    project: bool = False
-    projected: list[int] = field(default_factory=list)
-    projected_partitions: dict[tuple[str, int], tuple[int, int, int]] = field(
-        default_factory=dict)
+    # What the fold left to its caller, when asked to leave (`fold(..., leave=True)`).
+    left: Left | None = None
 
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
@@ -45,8 +70,10 @@ class Outputs:
         self.answered += other.answered
         self.records += other.records
         self.history += other.history
-        self.projected += other.projected
-        self.projected_partitions.update(other.projected_partitions)
+        if other.left is not None:
+            if self.left is None:
+                self.left = Left()
+            self.left.extend(other.left)
 
 
 @dataclass

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from pipeline.fold import consumer_groups, errors
 from pipeline.fold.config import CoordinatorConfig
-from pipeline.fold.context import Outputs, Row, Step
+from pipeline.fold.context import Left, Outputs, Row, Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event, EventColumns
 from pipeline.fold.history import record_shape
 from pipeline.fold.membership import on_heartbeat, on_join, on_leave, on_sync
-from pipeline.fold.model import Group
+from pipeline.fold.model import Group, tick
 from pipeline.fold.offsets import on_commit, on_offset_tombstone, on_txn_marker
 from pipeline.fold.partitioning import partition_for
 from pipeline.fold.runs import NOT_QUIET, STALE, TAKEN, Batch, QuietRow, QuietRun
@@ -63,21 +63,26 @@ class FoldResult:
     group: Group
     outputs: Outputs = field(default_factory=Outputs)
 
+    @property
+    def left(self) -> Left | None:
+        """What the fold left to the caller (`fold(..., leave=True)`), else None."""
+        return self.outputs.left
+
 
 def fold(group: Group | str, events: Iterable[Event] | EventColumns,
          config: CoordinatorConfig = DEFAULT_CONFIG, watermark: int | None = None,
-         records: bool = False, project: bool = False) -> FoldResult:
+         records: bool = False, leave: bool = False) -> FoldResult:
     """Apply `events` of one group, in log-position order, to `group` (or a new group id).
 
     `events`: `Event`s, or the same rows as `EventColumns` (plain commits are then never
     built into Events). `watermark`: the stream's event-time watermark when these rows
     arrived; rows behind it are applied all the same (log order is the truth) and counted as
     late on the group. `records`: also return the coordinator's own records
-    (`Outputs.records`), which only the generator reads. `project`: leave the offset_history
-    rows that are projections of their input rows to the caller (`Outputs.project`).
+    (`Outputs.records`), which only the generator reads. `leave`: leave the rows of plain
+    commit records that are the records' own values to the caller (`Left`, in the result).
     """
     g = Group(group_id=group) if isinstance(group, str) else group
-    out = Outputs(project=project)
+    out = Outputs(left=Left() if leave else None)
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     batch = Batch(events)
     if g.gone and batch.size:  # a removed group's next record starts a new one, as in Kafka
@@ -162,12 +167,11 @@ def _apply(g: Group, e: Event, cfg: CoordinatorConfig, out: Outputs, home: int,
     g = advance_timers(g, e.event_time, cfg, steps, records)
     for s in steps:
         out.extend(s.out)
-    now = max(e.event_time, g.clock if g.clock is not None else e.event_time)
+    now = tick(g.clock, e.event_time)
     reason = _reason_not_applied(e, g)
     # A request, even a refused one, is protocol traffic: from now on timers apply.
     journal = g.journal or reason is None and is_request(e.event_type, e.generation_id)
-    g = g.evolve(position=e.position, recent=(*g.recent, e.position)[-cfg.recent_positions:],
-                 seq=0, clock=now, last_event_time=e.event_time, journal=journal)
+    g = g.moved((e.position,), now, e.event_time, cfg.recent_positions, journal=journal)
     if reason is None:
         step = Step(cfg, now, e.position, keep_records=records)
         try:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pipeline.fold.config import CoordinatorConfig
-from pipeline.fold.context import Outputs, Row, offset_columns
+from pipeline.fold.context import Left, Outputs, Row, offset_columns
 from pipeline.fold.events import Event, EventColumns, events_of
 from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
 from pipeline.fold.model import Group
@@ -32,22 +32,19 @@ DELETED = "_deleted"  # a committed_offsets row that deletes its key
 STATE = "_state"
 
 
-@dataclass
-class Left:
-    """Input rows whose output rows the caller builds from the rows themselves
-    (`Outputs.project`), by index among the fold's input: `history`, each row's offset_history
-    row; `current`, of those, the rows whose partition's committed_offsets row is the row's
-    own (its partition's last commit in the call, still its offset at the end)."""
+class Replay(NamedTuple):
+    """What `replay_group` returns: the state to keep, the rows written per table, and what
+    the fold left to the caller (`Left`; empty unless asked to leave)."""
 
-    history: list[int] = field(default_factory=list)
-    current: list[int] = field(default_factory=list)
+    state: Group | None
+    tables: Tables
+    left: Left
 
 
 def replay_group(group_id: str | None, start: bytes | Group | None,
                  events: Iterable[Event] | EventColumns,
                  until: int | None, cfg: CoordinatorConfig, watermark: int | None = None,
-                 seed: bool = False, left: Left | None = None
-                 ) -> tuple[Group | None, Tables]:
+                 seed: bool = False, leave: bool = False) -> Replay:
     """Fold `events` of `group_id` onto `start`, then fire every timer due before `until`.
 
     `start`: the group's stored state or seed (`dumps` bytes), a Group, or None for a group
@@ -55,12 +52,12 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
     counted late). `seed`: also return the final state as a SEED_TABLE row. A `group_id` of
     None is no group: every event is rejected and there is no state. The returned state is
     the one to store; after a failure it is `start`'s (None if there was none). `events` is
-    read again after a failure, so pass a list, not an iterator. `left`: takes the rows
-    whose output rows the caller builds from the rows themselves (`Left`): those output rows
-    are not in the tables (`left` stays empty if the fold raises: every row is rejected).
+    read again after a failure, so pass a list, not an iterator. `leave`: leave the rows of
+    plain commit records that are the records' own values to the caller (`Left`): those
+    rows are not in the tables (nothing is left if the fold raises: every row is rejected).
     """
     if group_id is None:
-        return None, {"rejected_events": reject_unkeyed(as_events(events))}
+        return Replay(None, {"rejected_events": reject_unkeyed(as_events(events))}, Left())
     before: Group | None = None
     try:
         loaded = loads(start) if isinstance(start, bytes) else start
@@ -68,29 +65,24 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
             raise ValueError(f"start is group {loaded.group_id!r}'s state, not {group_id!r}'s")
         before = loaded
         result = fold(group_id if before is None else before, events, cfg, watermark,
-                      project=left is not None)
+                      leave=leave)
         g, out = result.group, result.outputs
         if until is not None:
             timed = advance(g, until, cfg)
             g = timed.group
             out.extend(timed.outputs)
-        current: list[int] = []
-        tables = result_tables(g, out, cfg, current)
+        tables = result_tables(g, out, cfg)
         if seed and not g.gone:  # a removed group's next record starts it from nothing
             tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
-        if left is not None:
-            left.history += out.projected
-            left.current += current
-        return g, tables
+        return Replay(g, tables, out.left or Left())
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
-        return before, failed_tables(group_id, events, before, exc)
+        return Replay(before, failed_tables(group_id, events, before, exc), Left())
 
 
-def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
-                  current: list[int] | None = None) -> Tables:
+def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
     """The rows `out` holds, and group `g`'s current rows they changed; only tables with rows.
-    `current`: takes the index of each input row left to the caller (`out.projected`) whose
-    committed_offsets row is the row's own, in place of that row."""
+    A partition whose committed_offsets row is a left record's own (`out.left`) has none
+    here: that record's index goes to `Left.current` instead."""
     tables: Tables = {
         "group_transitions": out.transitions,
         "rebalances": out.rebalances,
@@ -102,8 +94,9 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
     if g.exists or g.state_since is not None:
         # A group that never existed (every row refused) has no row: Kafka has no such group.
         tables["group_state"] = [group_state_row(g, cfg)]
-    left = out.projected_partitions
-    touched = {(h["topic"], h["partition"]) for h in out.offset_history} | left.keys()
+    left = out.left
+    last = {} if left is None else left.last
+    touched = {(h["topic"], h["partition"]) for h in out.offset_history} | last.keys()
     rows: list[Row] = []
     for tp in sorted(touched):
         o = g.offsets.get(tp)
@@ -111,10 +104,9 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
             rows.append({"group_id": g.group_id, "topic": tp[0], "partition": tp[1],
                          DELETED: True})
             continue
-        last = left.get(tp)
-        if current is not None and last is not None \
-                and (o.log_partition, o.log_offset) == last[:2]:
-            current.append(last[2])  # the offset is the one that row stored
+        mine = last.get(tp)
+        if left is not None and mine is not None and (o.log_partition, o.log_offset) == mine[:2]:
+            left.current.append(mine[2])  # the offset is the one that record stored
         else:
             rows.append(offset_columns(g.group_id, tp, o))
     tables["committed_offsets"] = rows

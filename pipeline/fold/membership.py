@@ -216,7 +216,7 @@ def _join_existing_member(g: Group, e: Event, step: Step, member_id: str) -> Gro
         cause = Cause.LEADER_REJOINED if g.leader_id == member_id else Cause.METADATA_CHANGED
         return prepare_rebalance(g.with_member(updated), step, cause, member_id)
     # Unchanged follower (or unchanged member while completing): the current generation.
-    return g.with_member(m.evolve(last_heartbeat=step.now))
+    return g.with_member(m.heard(step.now))
 
 
 def on_sync(g: Group, e: Event, step: Step) -> Group:
@@ -247,7 +247,7 @@ def _synced(g: Group, m: Member, now: int) -> Group:
     pending = g.pending_sync - {m.member_id}
     g = g.evolve(pending_sync=pending, sync_deadline=g.sync_deadline if pending else None)
     current = g.member(m.member_id) or m
-    return g.with_member(current.evolve(last_heartbeat=now))
+    return g.with_member(current.heard(now))
 
 
 def _validate_generation(g: Group, e: Event) -> Member:
@@ -265,7 +265,7 @@ def on_heartbeat(g: Group, e: Event, step: Step) -> Group:
     if g.state == PREPARING_REBALANCE:
         # The answer is REBALANCE_IN_PROGRESS, yet the session is kept alive.
         step.answer(errors.REBALANCE_IN_PROGRESS)
-    return g.with_member(m.evolve(last_heartbeat=step.now))
+    return g.with_member(m.heard(step.now))
 
 
 def on_leave(g: Group, e: Event, step: Step) -> Group:

@@ -10,7 +10,7 @@ before anything is built, leaves the group exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -20,6 +20,12 @@ from pipeline.fold.states import DEAD, MEMBER_STABLE
 
 CLASSIC, CONSUMER = "classic", "consumer"  # Kafka's group types
 _INT32 = 2**32
+
+
+def tick(clock: int | None, t: int) -> int:
+    """The coordinator's clock after a row at event time `t`: it never runs back (a row
+    whose time runs back is applied at the clock)."""
+    return t if clock is None or t > clock else clock
 
 
 def next_generation(generation: int) -> int:
@@ -56,6 +62,12 @@ class Member:
         new.__dict__.update(self.__dict__)
         new.__dict__.update(changes)
         return new
+
+    def heard(self, now: int) -> Member:
+        """The member after a heartbeat at `now`, or what Kafka counts as one (a commit
+        request from the member in its generation, a JoinGroup or SyncGroup answered at
+        once): its session starts again."""
+        return self.evolve(last_heartbeat=now)
 
     def topics_for(self, protocol: str | None) -> tuple[str, ...]:
         for p in self.protocols:
@@ -237,6 +249,16 @@ class Group:
         values.update(self.__dict__)
         values.update(changes)
         return new
+
+    def moved(self, positions: Sequence[tuple[int, int]], clock: int, last_event_time: int,
+              keep: int, **changes: Any) -> Group:
+        """The group after rows applied at `positions`, in log order: the last is its
+        position, the ring of recent positions (what tells a DUPLICATE from an OUT_OF_ORDER
+        row) keeps the last `keep`, the clock stands at `clock` (`tick`) and a new position
+        restarts the row counter; with `changes`."""
+        return self.evolve(position=positions[-1],
+                           recent=(*self.recent, *positions[-keep:])[-keep:], seq=0,
+                           clock=clock, last_event_time=last_event_time, **changes)
 
     @property
     def gone(self) -> bool:

@@ -72,7 +72,7 @@ def _accept_request(g: Group, e: Event, step: Step, transactional: bool) -> Grou
         if isinstance(member, str):
             raise Refused(member)
         if member is not None:  # the old coordinator counts a commit as a heartbeat
-            g = g.with_member(member.evolve(last_heartbeat=step.now))
+            g = g.with_member(member.heard(step.now))
     _check_metadata_size(e, step.config)
     return g
 

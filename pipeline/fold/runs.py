@@ -42,7 +42,7 @@ from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, offset_history_row
 from pipeline.fold.events import NESTED_COLUMNS, Event, EventColumns, TopicPartition
 from pipeline.fold.membership import Lookup, validated_generation
-from pipeline.fold.model import Group, Member, Offset, OffsetValues
+from pipeline.fold.model import Group, Member, Offset, OffsetValues, tick
 from pipeline.fold.offsets import (
     LogPosition,
     expiration_base,
@@ -210,15 +210,13 @@ class QuietRun:
         (no request, no producer) at `order[start:]`, as many as come in a row, to a group
         whose log carries no requests (`records_only`). Returns how many it took.
 
-        With `out.project`, a row taken here whose time does not run back writes no row: its
+        With `out.left`, a row taken here whose time does not run back writes no row: its
         offset_history row is the row's own values, stored as `from_request` stores them, at
-        its own time, and the caller builds it from the row (`out.projected` gets the row's
-        index, `out.projected_partitions` its position and index as its partition's last)."""
+        its own time, and the caller builds it from the row (`Left` names it)."""
         if not self.records_only:
             return 0
-        position, clock, group_id = self.position, self.clock, self.group_id
-        latest, positions, history = self.latest, self.positions, out.offset_history.append
-        project, projected, moved = out.project, out.projected.append, out.projected_partitions
+        position, clock, positions = self.position, self.clock, self.positions
+        commit, leave = self._commit, out.left is not None
         before, last_time = len(positions), self.last_time
         # Whether a commit is a request depends on its generation alone: `is_request` is asked
         # again only when the generation changes (a records-only log's are all null).
@@ -227,8 +225,7 @@ class QuietRun:
             row = rows[i]
             if row is None:
                 break
-            (lp, lo, t, kind, member_id, _, generation, topic, partition, value, epoch, metadata,
-             stamp, expire, producer, _) = row
+            lp, lo, t, kind, _, _, generation, _, _, _, _, _, _, _, producer, _ = row
             if kind != "OFFSET_COMMIT" or producer is not None:
                 break
             if generation is not seen:
@@ -240,17 +237,9 @@ class QuietRun:
                 break  # DUPLICATE or OUT_OF_ORDER: the general path says which
             position = at
             positions.append(at)
-            own_time = clock is None or t >= clock
-            if clock is None or t > clock:
-                clock = t
-            tp = (topic, partition)
-            values = latest[tp] = from_request(value, epoch, metadata, stamp, expire, member_id,
-                                               generation, lp, lo, clock)
-            if project and own_time:
-                projected(i)
-                moved[tp] = (lp, lo, i)
-            else:
-                history(offset_history_row(group_id, tp, values, clock, "COMMIT", None))
+            clock = tick(clock, t)
+            # Left to the caller unless its time runs back (then its row is not its own values).
+            commit(row, clock, out, i if leave and clock == t else None)
             last_time = t
         self.position, self.clock, self.last_time = position, clock, last_time
         return len(positions) - before
@@ -284,8 +273,7 @@ class QuietRun:
             self._bound()
         if self.due is not None and t > self.due:
             return NOT_QUIET if not self.positions else STALE  # see `_bound`
-        clock = self.clock
-        now = self.clock = t if clock is None or t > clock else clock
+        now = self.clock = tick(self.clock, t)
         position = self.position = (lp, lo)
         self.positions.append(position)
         self.last_time = t
@@ -304,7 +292,11 @@ class QuietRun:
         timer = next_timer(self.group, self.cfg)
         self.due, self.timed = None if timer is None else timer[0], True
 
-    def _commit(self, row: QuietRow, now: int, out: Outputs) -> None:
+    def _commit(self, row: QuietRow, now: int, out: Outputs, left: int | None = None) -> None:
+        """Apply the commit `row` at `now`, as `offsets.on_commit` does: what it stores
+        (`from_request`) becomes its partition's offset, or waits for its producer's marker;
+        its offset_history row is written, or, given `left` (its index), left to the caller
+        (`out.left`)."""
         (lp, lo, _, _, member_id, _, generation, topic, partition, value, epoch, metadata, stamp,
          expire, producer, _) = row
         values = from_request(value, epoch, metadata, stamp, expire, member_id, generation, lp,
@@ -317,8 +309,12 @@ class QuietRun:
             return
         # Only the last commit of a partition in the run becomes an Offset (at `close`).
         self.latest[tp] = values
-        out.offset_history.append(offset_history_row(self.group_id, tp, values, now, "COMMIT",
-                                                     None))
+        if left is not None and out.left is not None:
+            out.left.history.append(left)
+            out.left.last[tp] = (lp, lo, left)
+        else:
+            out.offset_history.append(offset_history_row(self.group_id, tp, values, now,
+                                                         "COMMIT", None))
         if self.expiry_base is not None:  # the new offset's earliest sweep, subscribed or not
             sweep = sweep_time(expires_at(Offset(*values), self.expiry_base, self.cfg), self.cfg)
             if self.due is None or sweep < self.due:
@@ -363,11 +359,11 @@ class QuietRun:
         if self.beats:
             beats = self.beats
             changes["members"] = tuple(
-                m.evolve(last_heartbeat=beats[m.member_id]) if m.member_id in beats else m
+                m.heard(beats[m.member_id]) if m.member_id in beats else m
                 for m in g.members)
-        keep = self.cfg.recent_positions
-        return g.evolve(position=self.position, recent=(*g.recent, *self.positions[-keep:])[-keep:],
-                        seq=0, clock=self.clock, last_event_time=self.last_time, **changes)
+        assert self.clock is not None and self.last_time is not None
+        return g.moved(self.positions, self.clock, self.last_time, self.cfg.recent_positions,
+                       **changes)
 
 
 __all__ = ["NOT_QUIET", "QUIET_COLUMNS", "STALE", "TAKEN", "Batch", "EventColumns", "QuietRow",

@@ -61,10 +61,10 @@ class BackfillOptions:
     replace: bool = False  # replace tables that already hold rows
     config: CoordinatorConfig | None = None
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
-    # The offset_history rows of plain commit records built in the JVM from their input rows
-    # (`projection.py`); False: every row comes back from the fold as JSON (the benchmark's
+    # The rows of plain commit records built in the JVM from the records the fold leaves
+    # (`fold/left.py`); False: every row comes back from the fold as JSON (the benchmark's
     # baseline).
-    project: bool = True
+    leave: bool = True
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
@@ -99,7 +99,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     try:
         with arrow_batches(spark), folded(folded_history(
                 packed_events(events), cfg, cut, seed=opts.until_ms is None,
-                project=opts.project), "backfill") as (wire, counts):
+                leave=opts.leave), "backfill") as (wire, counts):
             log.info("folded %s groups from version %d of %s: %s",
                      counts.get("group_state", 0), version, opts.events, counts)
             manifest = _write(spark, opts, wire, counts,
@@ -166,14 +166,14 @@ def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
 
 
 def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
-                   seed: bool, project: bool = True) -> DataFrame:
+                   seed: bool, leave: bool = True) -> DataFrame:
     """Every group's whole history folded, its timers run up to `cut`: the wire rows. The
     rows cross into Python packed (`packing.packed_events`), shuffled by group and sorted so
     that each group's rows come together, many groups an Arrow batch (`folding.batch_fold`);
-    with `project`, the rows whose offset_history rows the JVM builds come back as they came
-    in (`projection.py`). Run it under `arrow_batches`."""
+    with `leave`, the records whose rows the JVM builds come back as they came in
+    (`fold/left.py`). Run it under `arrow_batches`."""
     return (packed.repartition("group_id").sortWithinPartitions("group_id")
-            .mapInArrow(batch_fold(cfg, cut, seed=seed, project=project),
+            .mapInArrow(batch_fold(cfg, cut, seed=seed, leave=leave),
                         wire_schema(typed=True)))
 
 

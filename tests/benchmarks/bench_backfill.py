@@ -15,9 +15,9 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   trivial     applyInPandasWithState counting rows per group, the log's columns, noop sink
   trivial-packed  the same over the replay's own packed input (its stateful operator alone)
   pure        the fold in this one Python process (one core)
-With --projected-vs-rows, only the backfill, with its offset_history projected in the JVM
-(`projection.py`, the default) and with every row written by the fold, paired A B A B, with
-each one's CPU split and the share of rows projected.
+With --left-vs-rows, only the backfill, with the rows of the plain commits the fold leaves
+built in the JVM (`fold/left.py`, the default) and with every row written by the fold, paired
+A B A B, with each one's CPU split and the share of rows left.
 Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
 group, the peak resident memory of the whole process tree (driver, JVM, workers), each run's
 CPU seconds in each of them, and from those the least time a backfill could take on this
@@ -55,7 +55,7 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, arrow_batches, folded_history, run_backfill
 from pipeline.spark.events.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.events.packing import columns_from_arrow, packed_events
-from pipeline.spark.fold.projection import PROJECTED
+from pipeline.spark.fold.left import LEFT, LEFT_CURRENT
 from pipeline.spark.fold.wire import TABLE
 from pipeline.spark.runtime.session import build_session
 from pipeline.spark.stream.replay import (
@@ -339,31 +339,32 @@ def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.N
     print(f"peak memory (PSS) of the backfill: {memory.report()}")
 
 
-def projected_vs_rows(spark: SparkSession, root: Path, log_path: Path,
+def left_vs_rows(spark: SparkSession, root: Path, log_path: Path,
                       args: argparse.Namespace, cfg: CoordinatorConfig) -> None:
-    """The backfill with its offset_history projected and with every row from the fold,
-    paired A B A B on one log."""
+    """The backfill with the rows of the records the fold leaves built in the JVM and with
+    every row from the fold, paired A B A B on one log."""
     make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
     log = str(log_path)
     master = spark.sparkContext.master
     events = select_events(spark.read.format("delta").load(log))
     n = events.count()
     floor(spark, log)  # warm-up: JVM, Delta log, the Python workers' first imports
-    # ... and the fold's own rows, with the projection on (how many it leaves to the JVM).
+    # ... and the fold's own rows, leaving (how many records it leaves to the JVM).
     with arrow_batches(spark):
-        left = {r[0]: r[1] for r in folded_history(packed_events(events), cfg, None, seed=True)
-                .groupBy(TABLE).count().collect()}.get(PROJECTED, 0)
+        counts = {r[0]: r[1] for r in folded_history(packed_events(events), cfg, None, seed=True)
+                  .groupBy(TABLE).count().collect()}
+    left = counts.get(LEFT, 0) + counts.get(LEFT_CURRENT, 0)
     times: dict[str, list[float]] = defaultdict(list)
     cpu: dict[str, list[dict[str, float]]] = defaultdict(list)
     for _ in range(args.repeat):
-        for name, project in (("projected", True), ("rows", False)):
-            times[name] += timed(1, lambda: fresh(root, "wh-projected"),
-                                 lambda w, p=project: run_backfill(spark, BackfillOptions(
+        for name, leave in (("left", True), ("rows", False)):
+            times[name] += timed(1, lambda: fresh(root, "wh-left"),
+                                 lambda w, p=leave: run_backfill(spark, BackfillOptions(
                                      events=log, warehouse=str(w), database=None, config=cfg,
-                                     project=p)), cpu[name])
+                                     leave=p)), cpu[name])
     spark.stop()
     print(f"\n{n:,} events ({args.log_kind}), {args.groups:,} groups, {master}; "
-          f"{left / n:.0%} of the rows' offset_history built in the JVM")
+          f"{left / n:.0%} of the rows left to the JVM")
     med = {name: statistics.median(v) for name, v in times.items()}
     for name, runs in times.items():
         used = {part: statistics.median(run[part] for run in cpu[name]) for part in cpu[name][0]}
@@ -371,7 +372,7 @@ def projected_vs_rows(spark: SparkSession, root: Path, log_path: Path,
         print(f"  {name:<9} {med[name]:8.1f} s {n / med[name]:>9,.0f} events/s   [{listed}]   "
               "CPU s: " + ", ".join(f"{part} {value:.1f}" for part, value in used.items())
               + f"; workers {used['workers'] / n * 1e6:.1f} us/event")
-    print(f"  rows time / projected time {med['rows'] / med['projected']:.2f}")
+    print(f"  rows time / left time {med['rows'] / med['left']:.2f}")
 
 
 def main() -> None:
@@ -395,8 +396,8 @@ def main() -> None:
     p.add_argument("--master", default=None,
                    help="Spark master (default: the local profile's local[*]); local[1] against "
                         "local[2] is the scale-out figure")
-    p.add_argument("--projected-vs-rows", action="store_true",
-                   help="only the backfill, with its projection and without, paired")
+    p.add_argument("--left-vs-rows", action="store_true",
+                   help="only the backfill, leaving rows to the JVM and not, paired")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -416,8 +417,8 @@ def main() -> None:
     if args.backfill_only:
         memory_run(spark, root, log_path, args, cfg)
         return
-    if args.projected_vs_rows:
-        projected_vs_rows(spark, root, log_path, args, cfg)
+    if args.left_vs_rows:
+        left_vs_rows(spark, root, log_path, args, cfg)
         return
     events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)

@@ -22,6 +22,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -111,8 +112,9 @@ def touch(batches: Batches, _: CoordinatorConfig) -> None:
                 pass  # reading is the whole floor
 
 
-def fold_all(batches: Batches, config: CoordinatorConfig) -> list[Group]:
-    return [fold(group_id, columns(table), config).group for group_id, table in batches]
+def fold_all(batches: Batches, config: CoordinatorConfig, leave: bool = False) -> list[Group]:
+    return [fold(group_id, columns(table), config, leave=leave).group
+            for group_id, table in batches]
 
 
 def cpu_seconds(run: Callable[[Batches, CoordinatorConfig], Any], batches: Batches,
@@ -167,6 +169,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", help="folder to keep the generated log in (Arrow IPC)")
     parser.add_argument("--profile", action="store_true", help="profile one fold run")
+    parser.add_argument("--leave", action="store_true",
+                        help="the fold as the Spark jobs run it: plain commits' rows left to them")
     args = parser.parse_args()
     config = CoordinatorConfig()
     t = time.perf_counter()
@@ -177,7 +181,7 @@ def main() -> None:
           f"Arrow tables in {time.perf_counter() - t:.0f} s")
     touch(batches, config)  # warm: the first read of a mapped file pays its page faults
     floor = cpu_seconds(touch, batches, config, args.repeat)
-    folded = cpu_seconds(fold_all, batches, config, args.repeat)
+    folded = cpu_seconds(partial(fold_all, leave=args.leave), batches, config, args.repeat)
     ratio_target, rate_target = TARGETS.get(args.log_kind, (None, None))
     print(f"touch floor: {floor:.2f} s CPU; fold from Arrow: {folded:.2f} s CPU "
           f"(medians of {args.repeat}) -> fold/floor {folded / floor:.1f}x "

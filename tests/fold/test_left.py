@@ -1,8 +1,7 @@
-"""The fold that leaves the offset_history rows of plain commit records to the caller
-(`Outputs.project`, what the Spark jobs ask for) names rows whose projections, built from
-the input rows alone (`tests/projection.py`, the JVM's rules in plain Python), are exactly
-the offset_history and committed_offsets rows the fold over every row writes; every other
-table and the final state are the same. On many
+"""The fold that leaves the rows of plain commit records to the caller (`leave=True`, what
+the Spark jobs ask for) names records whose rows, built from the records alone
+(`tests/left.py`), are exactly the offset_history and committed_offsets rows the fold over
+every row writes; every other table and the final state are the same. On many
 random logs of both kinds: refused requests, bad and out-of-order rows, duplicates,
 transactions, expiry and timers in journal groups, and the rows meant to end or split a run."""
 
@@ -16,10 +15,10 @@ from typing import Any
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event
-from pipeline.fold.group_replay import Left, replay_group
+from pipeline.fold.group_replay import replay_group
 from pipeline.generator import LogSpec, generate
 from tests.grouping import by_group
-from tests.projection import edge_rows, projected
+from tests.left import edge_rows, left_rows
 
 CFG = CoordinatorConfig()
 DELAY_MS = 600_000
@@ -41,23 +40,24 @@ def canonical(rows: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_projected_runs_stand_for_the_rows_the_fold_leaves_out(seed: int) -> None:
+def test_the_left_records_rows_are_the_rows_the_fold_leaves_out(seed: int) -> None:
     log = random_log(seed)
     until = max(e.event_time for e in log if e.event_time is not None) - DELAY_MS
     left_out = 0
     for group_id, events in by_group(log).items():
-        whole_state, whole = replay_group(group_id, None, events, until, CFG, seed=True)
-        left = Left()
-        state, tables = replay_group(group_id, None, events, until, CFG, seed=True, left=left)
+        whole_state, whole, nothing = replay_group(group_id, None, events, until, CFG, seed=True)
+        assert not nothing.history, group_id  # asked for nothing, it leaves nothing
+        state, tables, left = replay_group(group_id, None, events, until, CFG, seed=True,
+                                           leave=True)
         assert state == whole_state, group_id
         assert len(set(left.history)) == len(left.history), group_id  # no row named twice
         assert set(left.current) <= set(left.history), group_id
-        rows = projected(events, left.history)
+        rows = left_rows(events, left.history)
         if not group_id.startswith("g-edge"):
             left_out += len(rows)
         for table, built in (("offset_history", rows),
                              ("committed_offsets",
-                              projected(events, left.current, "committed_offsets"))):
+                              left_rows(events, left.current, "committed_offsets"))):
             if built:
                 tables.setdefault(table, []).extend(built)
         assert sorted(tables) == sorted(whole), group_id

@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.fold import CoordinatorConfig, Event, Group, next_deadline
 from pipeline.fold.context import Row
-from pipeline.fold.group_replay import DELETED, FAILED, Tables, replay_group
+from pipeline.fold.group_replay import DELETED, FAILED, Replay, replay_group
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
 from tests.grouping import by_group
 
@@ -52,7 +52,7 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
         if latest is not None:
             watermark = max(watermark, latest - delay_ms)
     for group_id in sorted(out.groups):
-        _keep(out, current, *replay_group(group_id, out.groups[group_id], [], watermark, cfg))
+        _keep(out, current, replay_group(group_id, out.groups[group_id], [], watermark, cfg))
     for table, rows in current.items():
         out.tables[table] = [r for r in rows.values() if not r.get(DELETED)]
     return out
@@ -64,15 +64,16 @@ def _batch(out: Replayed, current: Current, chunk: Sequence[Event], watermark: i
     until = watermark if watermark > 0 else None
     for group_id, rows in groups.items():
         stored = None if group_id is None else out.groups.get(group_id)
-        _keep(out, current, *replay_group(group_id, stored, rows, until, cfg, until))
+        _keep(out, current, replay_group(group_id, stored, rows, until, cfg, until))
     for group_id, g in sorted(out.groups.items()):
         deadline = next_deadline(g, cfg)
         if group_id not in groups and deadline is not None and deadline < watermark:
-            _keep(out, current, *replay_group(group_id, g, [], watermark, cfg))
+            _keep(out, current, replay_group(group_id, g, [], watermark, cfg))
 
 
-def _keep(out: Replayed, current: Current, g: Group | None, tables: Tables) -> None:
+def _keep(out: Replayed, current: Current, replayed: Replay) -> None:
     """A replay_group call's rows into the tables, as the sinks write them."""
+    g, tables, _ = replayed
     if FAILED in tables:
         raise AssertionError(f"the fold raised: {tables[FAILED][0]['reason']}")
     if g is not None:

@@ -37,7 +37,7 @@ def pure_frames(events: list[Event], config: CoordinatorConfig = CONFIG) -> dict
     rows: dict[str, list[dict[str, Any]]] = {t: [] for t in OUTPUT_TABLES}
     for group_id, group_events in by_group(events).items():
         for table, written in replay_group(group_id, None, group_events, watermark,
-                                           config)[1].items():
+                                           config).tables.items():
             rows[table] += [r for r in written if not r.get(DELETED)]
     frames = {}
     for table, columns in OUTPUT_TABLES.items():

@@ -48,7 +48,7 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
         watermark = max(e.event_time for e in events if e.event_time is not None) - interval_ms(DELAY)
     tables: Tables = defaultdict(list)
     for group_id, group_events in by_group(events, unkeyed=True).items():
-        for table, rows in replay_group(group_id, None, group_events, watermark, config)[1].items():
+        for table, rows in replay_group(group_id, None, group_events, watermark, config).tables.items():
             tables[table] += [r for r in rows if not r.get(DELETED)]
     wire = spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())
     return {table: table_rows(wire, table) for table in OUTPUT_TABLES}

@@ -20,7 +20,7 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.events.eventlog import select_events, write_event_log
 from pipeline.spark.events.packing import packed_events
 from pipeline.spark.fold.folding import batch_fold
-from pipeline.spark.fold.projection import CURRENT, PROJECTED
+from pipeline.spark.fold.left import LEFT, LEFT_CURRENT
 from pipeline.times import PANDAS_MS_RANGE
 from tests.spark.backends import CONFIG
 
@@ -61,8 +61,8 @@ def test_groups_fold_alike_in_any_batches_and_a_bad_one_alone(
                        if row["_table"] == "rejected_events"
                        and json.loads(row["_row"])["reason"].startswith("INTERNAL"))
     assert internal == {edge: sum(e.group_id == edge for e in events)}
-    left = [row for row in out if row["_table"] in (PROJECTED, CURRENT)]
-    assert {row["_table"] for row in left} == {PROJECTED, CURRENT}
+    left = [row for row in out if row["_table"] in (LEFT, LEFT_CURRENT)]
+    assert {row["_table"] for row in left} == {LEFT, LEFT_CURRENT}
     at: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for e in events:  # a bad row may share a position with a good one
         at.setdefault((e.group_id, e.log_partition, e.log_offset), []).append(

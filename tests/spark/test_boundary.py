@@ -118,7 +118,7 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
     # The fold: nothing raises; every row is applied or rejected with a reason.
     for group_id, group_events in by_group(events, unkeyed=True).items():
         assert group_id is not None
-        tables = replay_group(group_id, None, group_events, PANDAS_MS_RANGE[1], CONFIG)[1]
+        tables = replay_group(group_id, None, group_events, PANDAS_MS_RANGE[1], CONFIG).tables
         assert FAILED not in tables
         rejected = tables.get("rejected_events", [])
         assert all(r["reason"] for r in rejected)

@@ -35,7 +35,7 @@ def calls() -> list[Tables]:
     case = read_case("classic-by-hand", OUTPUT_TABLES)
     groups = by_group(case.events, unkeyed=True)
     # No timers: the groups end with members (their sessions would have expired since).
-    return [replay_group(g, None, events, None, CONFIG, seed=True)[1]
+    return [replay_group(g, None, events, None, CONFIG, seed=True).tables
             for g, events in groups.items()]
 
 

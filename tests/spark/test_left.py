@@ -1,7 +1,7 @@
-"""The backfill that projects the offset_history rows of plain commit records in the JVM
-(`pipeline/spark/fold/projection.py`, the default) writes every table exactly as the backfill
-whose fold writes every row, on random logs of both kinds with rows delivered twice and the
-rows meant to end or split a run (`tests/projection.py`)."""
+"""The backfill that builds the rows of the plain commit records the fold leaves in the JVM
+(`pipeline/spark/fold/left.py`, the default) writes every table exactly as the backfill whose
+fold writes every row, on random logs of both kinds with rows delivered twice and the rows
+meant to end or split a run (`tests/left.py`)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,17 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.fold import Event
-from pipeline.fold.group_replay import Left, replay_group
+from pipeline.fold.group_replay import replay_group
 from pipeline.fold.partitioning import partition_for
 from pipeline.spark.events.eventlog import write_event_log
-from tests.fold.test_projection import random_log
+from tests.fold.test_left import random_log
 from tests.grouping import by_group
-from tests.projection import projected
 from tests.spark.backends import CONFIG, assert_same_tables, backfill_tables
 
 pytestmark = pytest.mark.spark
 
 
-def test_projected_and_row_by_row_backfills_write_the_same_tables(
+def test_leaving_and_row_by_row_backfills_write_the_same_tables(
         spark: SparkSession, tmp_path: Path) -> None:
     events: list[Event] = []
     for seed in (3, 4, 5):  # two offsets-topic logs and a journal
@@ -36,11 +35,9 @@ def test_projected_and_row_by_row_backfills_write_the_same_tables(
     write_event_log(spark, events, path, commits=2)
     left_out = 0
     for group_id, rows in by_group(events).items():
-        left = Left()
-        replay_group(group_id, None, rows, None, CONFIG, left=left)
-        left_out += len(projected(rows, left.history))
+        left_out += len(replay_group(group_id, None, rows, None, CONFIG, leave=True).left.history)
     assert left_out > len(events) // 3  # most rows' offset_history never leaves the JVM
-    with_projection = backfill_tables(spark, path, tmp_path / "projected")
-    row_by_row = backfill_tables(spark, path, tmp_path / "rows", project=False)
-    assert with_projection["offset_history"].count() > left_out
-    assert_same_tables(with_projection, row_by_row)
+    leaving = backfill_tables(spark, path, tmp_path / "left")
+    row_by_row = backfill_tables(spark, path, tmp_path / "rows", leave=False)
+    assert leaving["offset_history"].count() > left_out
+    assert_same_tables(leaving, row_by_row)

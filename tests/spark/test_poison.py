@@ -158,8 +158,8 @@ def test_a_group_whose_fold_raises_is_rejected_as_internal_and_the_rest_go_on(
     run_replay(spark, ReplayOptions(
         events=log, warehouse=str(tmp_path / "stream"), checkpoint=str(tmp_path / "ckpt"),
         database=None, watermark_delay=DELAY, max_files_per_trigger=1, config=config))
-    # The victim's plain commits would be projected in the JVM (projection.py): a fold that
-    # raises names no run, so all its rows are still rejected, none projected.
+    # The victim's plain commits would be left to the JVM (fold/left.py): a fold that
+    # raises leaves none, so all its rows are still rejected, none built there.
     run_backfill(spark, BackfillOptions(events=log, warehouse=str(tmp_path / "backfill"),
                                         database=None, watermark_delay=DELAY, config=config))
     streamed = read_tables(spark, tmp_path / "stream")

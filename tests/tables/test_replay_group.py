@@ -46,12 +46,12 @@ def test_two_calls_from_bytes_or_from_a_group_give_what_one_call_gives(name: str
         if group_id is None:
             continue
         half, until = len(events) // 2, _end(events)
-        whole, whole_rows = replay_group(group_id, None, events, until, CONFIG)
-        first, first_rows = replay_group(group_id, None, events[:half], None, CONFIG)
+        whole, whole_rows, _ = replay_group(group_id, None, events, until, CONFIG)
+        first, first_rows, _ = replay_group(group_id, None, events[:half], None, CONFIG)
         assert first is not None and whole is not None
         kept = dumps(first)
         for start in (kept, first):
-            last, last_rows = replay_group(group_id, start, events[half:], until, CONFIG)
+            last, last_rows, _ = replay_group(group_id, start, events[half:], until, CONFIG)
             assert last is not None and dumps(last) == dumps(whole), group_id
             assert _appended(first_rows, last_rows) == _appended(whole_rows), group_id
         assert dumps(first) == kept, f"{group_id}: the caller's Group changed"
@@ -59,7 +59,7 @@ def test_two_calls_from_bytes_or_from_a_group_give_what_one_call_gives(name: str
 
 def test_every_offset_the_call_touched_has_a_current_row_deleted_or_not() -> None:
     for group_id, events in _groups("classic-by-hand").items():
-        state, tables = replay_group(group_id, None, events, _end(events), CONFIG)
+        state, tables, _ = replay_group(group_id, None, events, _end(events), CONFIG)
         assert state is not None
         touched = {(r["topic"], r["partition"]) for r in tables.get("offset_history", [])}
         current = {(r["topic"], r["partition"]): r for r in tables.get("committed_offsets", [])}
@@ -71,7 +71,7 @@ def test_every_offset_the_call_touched_has_a_current_row_deleted_or_not() -> Non
 def test_rows_of_no_group_are_rejected_and_leave_no_state() -> None:
     events = _groups("offsets-topic-bad-rows")[None]
     assert events
-    state, tables = replay_group(None, None, events, None, CONFIG)
+    state, tables, _ = replay_group(None, None, events, None, CONFIG)
     assert state is None and list(tables) == ["rejected_events"]
     assert len(tables["rejected_events"]) == len(events)
     assert all(r["reason"].startswith("MALFORMED") for r in tables["rejected_events"])
@@ -79,7 +79,7 @@ def test_rows_of_no_group_are_rejected_and_leave_no_state() -> None:
 
 def test_seed_is_the_final_state_as_stored() -> None:
     group_id, events = next((g, e) for g, e in _groups("classic-by-hand").items() if g)
-    state, tables = replay_group(group_id, None, events, _end(events), CONFIG, seed=True)
+    state, tables, _ = replay_group(group_id, None, events, _end(events), CONFIG, seed=True)
     assert state is not None and tables[SEED_TABLE] == [{"group_id": group_id,
                                                          "_state": dumps(state)}]
     assert dumps(loads(tables[SEED_TABLE][0]["_state"])) == dumps(state)
@@ -87,7 +87,7 @@ def test_seed_is_the_final_state_as_stored() -> None:
 
 def test_a_state_that_cannot_be_read_keeps_nothing_and_rejects_every_row_as_internal() -> None:
     group_id, events = next((g, e) for g, e in _groups("classic-by-hand").items() if g)
-    state, tables = replay_group(group_id, b"{not json", events, None, CONFIG)
+    state, tables, _ = replay_group(group_id, b"{not json", events, None, CONFIG)
     assert state is None
     assert [r["reason"].split(":")[0] for r in tables["rejected_events"]] == [INTERNAL] * len(events)
     assert tables[FAILED][0]["group_id"] == group_id
@@ -96,8 +96,8 @@ def test_a_state_that_cannot_be_read_keeps_nothing_and_rejects_every_row_as_inte
 
 def test_another_groups_state_is_refused_and_not_kept() -> None:
     (a, a_events), (b, b_events) = [(g, e) for g, e in _groups("classic-by-hand").items() if g][:2]
-    other, _ = replay_group(a, None, a_events, None, CONFIG)
-    state, tables = replay_group(b, other, b_events, None, CONFIG)
+    other, _, _ = replay_group(a, None, a_events, None, CONFIG)
+    state, tables, _ = replay_group(b, other, b_events, None, CONFIG)
     assert state is None
     assert f"not {b!r}'s" in tables[FAILED][0]["reason"]
     assert len(tables["rejected_events"]) == len(b_events)

@@ -9,7 +9,7 @@ out, times as epoch ms), null for a row that holds none, as ~90 % of a real log'
 plain commits) do. Spark hands a JSON string to Python at a fifth of the cost of the many
 Arrow columns it stands for, and a typed column costs no JSON on either side: the fold
 reads a plain commit's values straight from Arrow, and hands a row it leaves to the JVM
-(`projection.py`) back without one Python value per cell. The backfill reads them from Arrow
+(`fold/left.py`) back without one Python value per cell. The backfill reads them from Arrow
 (`columns_from_packed`), the stream from pandas frames (`columns_from_packed_frames`), where
 a null timestamp is NaT and an array a numpy array. Integers never pass through float: a
 float64 holds integers exactly only up to 2^53, and pandas turns an int64 column with a null

@@ -10,8 +10,8 @@ group with no deadline carries no timeout, so the store holds live groups only. 
 call for `mapInArrow`, over whole histories sorted by group; it can also emit each group's final
 state (a `SEED_TABLE` row) for a stream to continue from. A stream's first rows for a group
 may include such a seed row (`SEED` set, every event column null): the group starts from
-the seeded state instead of from nothing. Both leave the offset_history rows of plain commit
-records to the JVM: those input rows go back as they came (`projection.py`).
+the seeded state instead of from nothing. Both leave the rows of plain commit
+records to the JVM: those input rows go back as they came (`left.py`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ import pandas as pd
 import pyarrow as pa
 
 from pipeline.fold import CoordinatorConfig, Group, dumps, loads, next_deadline
+from pipeline.fold.context import Left
 from pipeline.fold.events import EventColumns
-from pipeline.fold.group_replay import Left, Tables, failed_tables, replay_group
+from pipeline.fold.group_replay import Tables, failed_tables, replay_group
 from pipeline.spark.events.packing import (
     PACKED,
     columns_from_packed,
     columns_from_packed_frames,
     unpacked_schema,
 )
-from pipeline.spark.fold.projection import PASSED
+from pipeline.spark.fold.left import LEFT_COLUMNS, wire_order
 from pipeline.spark.fold.wire import Checks, packed_tables, wire_checks, wire_frame, wire_table_of
 from pipeline.spark.runtime.logs import quiet_padded_concat
 from pipeline.spark.tables.contract import SEED
@@ -54,7 +55,6 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
         start: bytes | None = None
         events: EventColumns = {}
         event_frames: list[pd.DataFrame] = []
-        left = Left()
         try:
             if state.hasTimedOut:
                 start = state.get[0]
@@ -62,10 +62,9 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 seed, event_frames = split_seed(frames)
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
-            after, tables = replay_group(group_id, start, events, now, cfg, now, left=left)
-            passed = [*left.current, *_history_only(left)]  # the wire's order
-            wire = wire_frame(tables, checks, group_id, _packed_texts(event_frames, passed),
-                              len(left.current))
+            after, tables, left = replay_group(group_id, start, events, now, cfg, now, leave=True)
+            wire = wire_frame(tables, checks, group_id,
+                              _packed_texts(event_frames, wire_order(left)), len(left.current))
             stored = None if after is None or after.gone else (dumps(after),
                                                                 next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
@@ -106,13 +105,6 @@ def _packed_texts(frames: list[pd.DataFrame], rows: list[int]) -> list[str]:
     return [texts[i] for i in rows]
 
 
-def _history_only(left: Left) -> list[int]:
-    """The rows `left` names whose committed_offsets rows are not their own: the wire's
-    PROJECTED rows, after the CURRENT ones."""
-    current = set(left.current)
-    return [i for i in left.history if i not in current]
-
-
 def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.DataFrame]]:
     """The seeded state among a group's rows, if any, and the frames of real events."""
     seed: bytes | None = None
@@ -128,13 +120,13 @@ def split_seed(frames: Iterable[pd.DataFrame]) -> tuple[bytes | None, list[pd.Da
 
 
 def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False,
-               project: bool = True
+               leave: bool = True
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow over a partition's rows sorted by group (`backfill.folded_history`): each
     group's whole history in one `replay_group` call, then its timers up to `until_ms`;
-    with `seed`, also the group's final state as a `SEED_TABLE` row; with `project`, the
-    input rows whose offset_history rows the JVM builds go back as they came
-    (`projection.py`; without it, the fold writes every row: the benchmark's baseline).
+    with `seed`, also the group's final state as a `SEED_TABLE` row; with `leave`, the
+    input rows whose rows the JVM builds go back as they came (`left.py`; without it, the
+    fold writes every row: the benchmark's baseline).
 
     Many groups a batch, not one Arrow stream a group: Spark's and pyarrow's cost per call
     was most of a small group's. A batch's columns become Python values once, each complete
@@ -151,18 +143,18 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False,
                 continue
             if pending and ids[0] != pending[0].column("group_id")[0].as_py():
                 yield from _folded(pa.Table.from_batches(pending), checks, until_ms, cfg, seed,
-                                   project)
+                                   leave)
                 pending = []
             last = _last_group_start(ids)
             if last == 0:
                 pending.append(batch)  # one group throughout: it may go on
                 continue
             yield from _folded(pa.Table.from_batches([*pending, batch.slice(0, last)]), checks,
-                               until_ms, cfg, seed, project)
+                               until_ms, cfg, seed, leave)
             pending = [batch.slice(last)]
         if pending:
             yield from _folded(pa.Table.from_batches(pending), checks, until_ms, cfg, seed,
-                               project)
+                               leave)
 
     return fold_partition
 
@@ -177,7 +169,7 @@ def _last_group_start(ids: list[Any]) -> int:
 
 
 def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: CoordinatorConfig,
-            seed: bool, project: bool) -> Iterator[pa.RecordBatch]:
+            seed: bool, leave: bool) -> Iterator[pa.RecordBatch]:
     """The wire of `table`'s groups (whole, sorted by group), as record batches: every
     group's rows checked together (`wire.packed_tables`), and a group whose rows do not all
     fit their columns rejected as INTERNAL alone."""
@@ -188,20 +180,19 @@ def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: Coordina
     for a, b in zip(starts, [*starts[1:], len(ids)], strict=True):
         group_id = None if ids[a] is None else str(ids[a])
         events = {name: column[a:b] for name, column in columns.items()}
-        left = Left() if project else None
-        tables = replay_group(group_id, None, events, until_ms, cfg, seed=seed, left=left)[1]
-        if left is not None:
-            left = Left([a + i for i in left.history], [a + i for i in left.current])
-        results.append((group_id, events, tables, left or Left()))
+        _, tables, left = replay_group(group_id, None, events, until_ms, cfg, seed=seed,
+                                      leave=leave)
+        results.append((group_id, events, tables, left.shifted(a)))
     try:
         names_texts = packed_tables(_merged(r[2] for r in results), checks)
     except ValueError:
         results = [_checked(r, checks) for r in results]
         names_texts = packed_tables(_merged(r[2] for r in results), checks)
-    current = [k for r in results for k in r[3].current]
-    rows = current + [k for r in results for k in _history_only(r[3])]
-    passed = table.select(list(PASSED)).take(pa.array(rows, pa.int64()))
-    yield from wire_table_of(*names_texts, passed, len(current)).to_batches()
+    left = Left()
+    for r in results:
+        left.extend(r[3])
+    records = table.select(list(LEFT_COLUMNS)).take(pa.array(wire_order(left), pa.int64()))
+    yield from wire_table_of(*names_texts, records, len(left.current)).to_batches()
 
 
 def _merged(each: Iterable[Tables]) -> Tables:

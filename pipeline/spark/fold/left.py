@@ -1,17 +1,18 @@
-"""The bulk of offset_history built in the JVM from the input rows: most rows of a real
-`__consumer_offsets` log never come back from Python as JSON.
+"""The rows the fold leaves to the JVM: most rows of a real `__consumer_offsets` log never come
+back from Python as JSON.
 
 A plain commit record (no generation, no producer) of a group whose log carries no requests
-is applied as it stands, and its offset_history row is, column for column, a projection of
-the record. The fold still reads every row and stays the only judge of what is applied:
-asked to (`replay_group(..., left=Left())`), it writes no row for such a record whose time
-does not run back and names the row instead, and names it again if its partition's
-committed_offsets row is the row's own. The Spark side hands those rows back as they came in
-(`PROJECTED` wire rows, `CURRENT` for the latter): the backfill's as the `PASSED` columns,
-typed, taken from the fold's input Arrow without a Python value per cell; the stream's as
-the packed JSON each came in as, which `wire.table_rows` parses into the same columns.
-`projected` stores each the way `offsets.from_request` stores a commit, in the columns of
-either table, for backfill and stream.
+is applied as it stands, and its offset_history row is, column for column, the record's own
+values stored at its time. The fold still reads every row and stays the only judge of what
+is applied: asked to leave (`replay_group(..., leave=True)`), it writes no row for such a
+record whose time does not run back and names the record in its result's `Left` instead
+(`Left.current` again if its partition's committed_offsets row is the record's own). This
+module owns how those records travel and become rows: their wire tags (`LEFT`, and
+`LEFT_CURRENT` for the current ones, which go first: `wire_order`), the columns the JVM
+reads of them (`LEFT_COLUMNS`: the backfill hands them back typed, from the fold's input
+Arrow without a Python value per cell; the stream as the packed JSON each came in as, which
+`wire.table_rows` parses into the same columns), and `left_rows`, which stores each as
+`offsets.from_request` stores a commit, in the columns of either table.
 """
 
 from __future__ import annotations
@@ -20,19 +21,34 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from pipeline.fold.context import Left
 from pipeline.spark.tables.contract import event_schema, table_schema
 
-__all__ = ["CURRENT", "PASSED", "PROJECTED", "passed_schema", "projected"]
+__all__ = ["LEFT", "LEFT_COLUMNS", "LEFT_CURRENT", "LEFT_TAGS", "left_rows", "left_schema",
+           "left_tags", "wire_order"]
 
-# The wire's rows of input rows whose offset_history rows are projected here; CURRENT: whose
-# committed_offsets rows are too.
-PROJECTED = "_projected"
-CURRENT = "_projected_current"
-# What a projected row reads of its input row: the wire carries these columns, typed, null
-# on every other wire row.
-PASSED = ("group_id", "topic", "partition", "committed_offset", "leader_epoch",
-          "commit_metadata", "commit_timestamp", "expire_timestamp", "member_id",
-          "log_partition", "log_offset", "event_time")
+# The wire's tags of the left records: every one's offset_history row is built here;
+# LEFT_CURRENT's committed_offsets row too.
+LEFT = "_left"
+LEFT_CURRENT = "_left_current"
+# The tags of the left records whose rows are rows of each table.
+LEFT_TAGS = {"offset_history": (LEFT, LEFT_CURRENT), "committed_offsets": (LEFT_CURRENT,)}
+# What a left record's rows read of it: the wire carries these columns, typed, null on every
+# other wire row.
+LEFT_COLUMNS = ("group_id", "topic", "partition", "committed_offset", "leader_epoch",
+                "commit_metadata", "commit_timestamp", "expire_timestamp", "member_id",
+                "log_partition", "log_offset", "event_time")
+
+
+def wire_order(left: Left) -> list[int]:
+    """The left records' indices in the wire's order: the current ones, then the others."""
+    return [*left.current, *left.history_only()]
+
+
+def left_tags(current: int, count: int) -> list[str]:
+    """The tags of `count` left records in `wire_order`, of which the first `current` are
+    current."""
+    return [LEFT_CURRENT] * current + [LEFT] * (count - current)
 
 
 def _ms(c: Column) -> Column:
@@ -40,12 +56,12 @@ def _ms(c: Column) -> Column:
     return F.timestamp_millis(F.unix_millis(c))
 
 
-def projected(rows: DataFrame, table: str) -> DataFrame:
-    """`table`'s rows (offset_history or committed_offsets, in its schema) of `rows` (rows
-    holding the `PASSED` columns of commit records, typed), each stored as
+def left_rows(records: DataFrame, table: str) -> DataFrame:
+    """`table`'s rows (offset_history or committed_offsets, in its schema) of left `records`
+    (rows holding the `LEFT_COLUMNS` of commit records, typed), each stored as
     `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
-    timestamp, no member for an empty member id) at its own time: the fold names only rows
-    whose time is the group's clock."""
+    timestamp, no member for an empty member id) at its own time: the fold leaves only
+    records whose time is the group's clock."""
     at = _ms(F.col("event_time"))
     values: dict[str, Column] = {
         "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
@@ -54,12 +70,12 @@ def projected(rows: DataFrame, table: str) -> DataFrame:
         "member_id": F.when(F.col("member_id") != "", F.col("member_id")),
         "event_time": at, "change": F.lit("COMMIT"),
     }
-    return rows.select(*[values.get(f.name, F.col(f.name) if f.name in PASSED else F.lit(None))
-                         .cast(f.dataType).alias(f.name)
-                         for f in table_schema(table).fields])
+    return records.select(*[values.get(f.name, F.col(f.name) if f.name in LEFT_COLUMNS
+                                       else F.lit(None)).cast(f.dataType).alias(f.name)
+                            for f in table_schema(table).fields])
 
 
-def passed_schema() -> StructType:
-    """The `PASSED` columns as the event log types them."""
+def left_schema() -> StructType:
+    """The `LEFT_COLUMNS` as the event log types them."""
     log = {f.name: f for f in event_schema().fields}
-    return StructType([log[name] for name in PASSED])
+    return StructType([log[name] for name in LEFT_COLUMNS])

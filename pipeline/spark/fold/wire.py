@@ -10,9 +10,9 @@ table's rows back into its own schema (`table_rows`). Besides the tables of `sch
 wire carries a backfill's seed rows (`SEED_TABLE`: group_id and `_state`, the state a stream
 continues from), a failed group's row (`FAILED`: group_id and the traceback) and, in a stream
 with lag, the end-offset samples (`SAMPLE`), unioned after the fold. One kind of row is no
-JSON: an input row whose offset_history row the JVM builds (`PROJECTED`, `projection.py`)
-comes back in the wire's typed `PASSED` columns, as the fold's input carried them, and
-`table_rows(wire, "offset_history")` holds its projection too.
+JSON: an input row the fold left to the JVM (`left.py`) comes back tagged `LEFT` in the
+wire's typed `LEFT_COLUMNS`, as the fold's input carried them, and
+`table_rows(wire, "offset_history")` holds the row built from it too.
 
 Integers never pass through float: JSON carries Python ints as they are.
 """
@@ -46,7 +46,7 @@ from pyspark.sql.types import (
 )
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
-from pipeline.spark.fold.projection import CURRENT, PASSED, PROJECTED, passed_schema, projected
+from pipeline.spark.fold.left import LEFT_COLUMNS, LEFT_TAGS, left_rows, left_schema, left_tags
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
@@ -68,13 +68,13 @@ ROWS_PER_FILE = 1_000_000
 
 @cache
 def wire_schema(typed: bool = False) -> StructType:
-    """`TABLE` and `ROW` (JSON); `typed` (the backfill's): also the `PASSED` columns of the
+    """`TABLE` and `ROW` (JSON); `typed` (the backfill's): also the `LEFT_COLUMNS` of the
     rows left to the JVM, typed as the event log types them."""
     logged = {f.name: f.dataType for f in event_schema().fields}
     return StructType([StructField(TABLE, StringType(), False),
                        StructField(ROW, StringType(), True),
                        *[StructField(name, logged[name], True)
-                         for name in (PASSED if typed else ())]])
+                         for name in (LEFT_COLUMNS if typed else ())]])
 
 
 @cache
@@ -156,19 +156,19 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
     return names, texts
 
 
-def wire_table_of(names: list[str], texts: list[str], passed: pa.Table | None,
+def wire_table_of(names: list[str], texts: list[str], left: pa.Table | None,
                   current: int = 0) -> pa.Table:
-    """The backfill's Arrow wire: the rows `packed_tables` made, as JSON; given `passed`
-    (the fold's input `PASSED` columns of the rows it left to the JVM, as Arrow carried
-    them in; the first `current` of them CURRENT, the rest PROJECTED), those after them,
-    typed (`wire_schema(typed=True)`)."""
-    n, m = len(names), 0 if passed is None else passed.num_rows
-    columns = [pa.array(names + [CURRENT] * current + [PROJECTED] * (m - current), pa.string()),
+    """The backfill's Arrow wire: the rows `packed_tables` made, as JSON; given `left` (the
+    fold's input `LEFT_COLUMNS` of the records it left to the JVM, as Arrow carried them
+    in, in `wire_order`: the first `current` of them current), those after them, typed
+    (`wire_schema(typed=True)`)."""
+    n, m = len(names), 0 if left is None else left.num_rows
+    columns = [pa.array(names + left_tags(current, m), pa.string()),
                pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]
     fields = [pa.field(TABLE, pa.string(), nullable=False), pa.field(ROW, pa.string())]
-    if passed is not None:
-        for name in PASSED:
-            column = passed.column(name)
+    if left is not None:
+        for name in LEFT_COLUMNS:
+            column = left.column(name)
             columns.append(pa.concat_arrays([pa.nulls(n, column.type), *column.chunks]))
             fields.append(pa.field(name, column.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
@@ -178,16 +178,15 @@ def wire_frame(rows: Tables, checks: Checks, group_id: str | None = None,
                packed: list[str] | None = None, current: int = 0) -> pd.DataFrame:
     """The stream's applyInPandasWithState output (`wire_schema()`): `rows` as JSON, then
     the rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
-    (`packed`; `packing.packed_events`) with its group_id added, the first `current` of them
-    CURRENT, the rest PROJECTED: the stream's input carries no typed columns to hand back,
+    (`packed`, in `wire_order`; `packing.packed_events`) with its group_id added, the first
+    `current` of them current: the stream's input carries no typed columns to hand back,
     and a typed column would cost pandas a column a group."""
     names, texts = packed_tables(rows, checks)
     packed = packed or []
     m = len(packed)
     head = '{"group_id":' + json.dumps(group_id, ensure_ascii=False) + ","
     return pd.DataFrame({
-        TABLE: pd.Series([*names, *[CURRENT] * current, *[PROJECTED] * (m - current)],
-                         dtype=object),
+        TABLE: pd.Series([*names, *left_tags(current, m)], dtype=object),
         ROW: pd.Series([*texts, *(head + text[1:] for text in packed)], dtype=object)})
 
 
@@ -253,8 +252,8 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
                count: int | None = None) -> DataFrame:
     """`table`'s rows of the wire, parsed into the table's own schema (with `extra`, also
     the columns its rows carry beyond it, as committed_offsets' `_deleted`); offset_history's
-    and committed_offsets' with the projections of the rows left to the JVM (PROJECTED and
-    CURRENT, `projection.projected`). Given their `count` (`table_count`), in as few
+    and committed_offsets' with the rows built from the records left to the JVM
+    (`left.left_rows`). Given their `count` (`table_count`), in as few
     partitions as hold them at `ROWS_PER_FILE` each."""
     parts = max(1, -(-count // ROWS_PER_FILE)) if count is not None else None
     schema = row_schema(table)
@@ -263,7 +262,7 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
         rows = rows.coalesce(parts)
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
     found = rows.select(*from_wire_json(F.col(ROW), schema, StructType(keep), failfast=True))
-    tags = _LEFT.get(table)
+    tags = LEFT_TAGS.get(table)
     if tags is None:
         return found
     left = wire.filter(F.col(TABLE).isin(*tags))
@@ -271,22 +270,18 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
         left = left.coalesce(parts)
     # The backfill's wire carries the left rows' values typed, the stream's as the JSON they
     # were packed in (`packing.packed_events`).
-    if PASSED[-1] not in wire.columns:
-        left = left.select(*from_wire_json(F.col(ROW), passed_schema()))
-    built = projected(left, table)
+    if LEFT_COLUMNS[-1] not in wire.columns:
+        left = left.select(*from_wire_json(F.col(ROW), left_schema()))
+    built = left_rows(left, table)
     if extra:
         built = built.select("*", *[F.lit(False).alias(name)
                                     for name in EXTRA_COLUMNS.get(table, ())])
     return found.unionByName(built)
 
 
-# The tags of the rows left to the JVM whose projections are rows of each table.
-_LEFT = {"offset_history": (PROJECTED, CURRENT), "committed_offsets": (CURRENT,)}
-
-
 def table_count(counts: dict[str, int], table: str) -> int:
     """How many rows `table_rows(wire, table)` holds, from `counted(wire)`."""
-    return counts.get(table, 0) + sum(counts.get(tag, 0) for tag in _LEFT.get(table, ()))
+    return counts.get(table, 0) + sum(counts.get(tag, 0) for tag in LEFT_TAGS.get(table, ()))
 
 
 def wire_json(schema: StructType) -> Column:
