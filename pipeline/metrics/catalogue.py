@@ -38,7 +38,7 @@ class Metric:
     help: str
     table: str
     column: str
-    scale: float = 1.0  # milliseconds to seconds: 0.001
+    ms: bool = False  # a milliseconds column, served in seconds
     label: str | None = None  # the column's value goes to this label
     value: str = "column"  # "column", "code" or "one"
     timestamp: bool = False  # a datetime column, served as epoch seconds
@@ -53,13 +53,12 @@ class Metric:
         return keys + ((self.label,) if self.label else ())
 
 
-_S = 0.001
 PARTITION_METRICS: tuple[Metric, ...] = (
     Metric("kafka_consumergroup_group_lag", "gauge",
            "Newest sample's lag in messages of a group's partition", "partition_lag", "lag"),
     Metric("kafka_consumergroup_group_lag_seconds", "gauge",
            "Newest sample's time lag of a group's partition, seconds", "partition_lag", "lag_ms",
-           scale=_S),
+           ms=True),
     Metric("kafka_consumergroup_group_offset", "gauge",
            "A group's committed offset of the partition at the newest sample", "partition_lag",
            "committed_offset"),
@@ -73,7 +72,7 @@ GROUP_METRICS: tuple[Metric, ...] = (
            "Newest sample's greatest partition lag of a group, messages", "group_lag", "max_lag"),
     Metric("kafka_consumergroup_group_max_lag_seconds", "gauge",
            "Newest sample's greatest partition time lag of a group, seconds", "group_lag",
-           "max_lag_ms", scale=_S),
+           "max_lag_ms", ms=True),
     Metric("kafka_consumergroup_group_sum_lag", "gauge",
            "Newest sample's total lag of a group, messages", "group_lag", "total_lag"),
     Metric(PREFIX + "group_status", "gauge",
@@ -98,7 +97,7 @@ PROGRESS_METRICS: tuple[Metric, ...] = (
     Metric(PREFIX + "replay_batch_id", "gauge", "The last micro-batch's id", PROGRESS,
            "batch_id"),
     Metric(PREFIX + "replay_last_batch_duration_seconds", "gauge",
-           "How long the last micro-batch took", PROGRESS, "duration_ms", scale=_S),
+           "How long the last micro-batch took", PROGRESS, "duration_ms", ms=True),
     Metric(PREFIX + "replay_last_batch_input_rows", "gauge", "Event-log rows the last batch read",
            PROGRESS, "input_rows"),
     Metric(PREFIX + "replay_last_batch_output_rows", "gauge",
@@ -123,6 +122,6 @@ PROGRESS_METRICS: tuple[Metric, ...] = (
            timestamp=True),
     Metric(PREFIX + "replay_watermark_delay_seconds", "gauge",
            "How far the watermark trails the newest event read", PROGRESS, "watermark_delay_ms",
-           scale=_S),
+           ms=True),
 )
 METRICS: tuple[Metric, ...] = PARTITION_METRICS + GROUP_METRICS + PROGRESS_METRICS

@@ -77,7 +77,9 @@ def family(metric: catalogue.Metric, rows: Iterable[Any]) -> Metric:
             v = STATUS_CODES[v] if metric.value == "code" else 1
         elif metric.timestamp:
             v = epoch_seconds(v)
-        out.add_metric(labels, float(v) * metric.scale)
+        elif metric.ms:
+            v = v / 1000  # a division: 95500 * 0.001 is not 95.5 in binary floating point
+        out.add_metric(labels, float(v))
     return out
 
 

@@ -23,7 +23,7 @@ def row(table: str, **values: Any) -> dict[str, Any]:
 
 GROUP_LAG = [
     row("group_lag", sampled_at=AT, group_id="orders", state=STABLE, generation_id=4,
-        total_lag=1500, max_lag=1200, max_lag_ms=95_500, status=ERR, cause="NONE",
+        total_lag=1500, max_lag=1200, max_lag_ms=95_064, status=ERR, cause="NONE",
         partitions=2, partitions_unknown=0, complete=1.0),
     row("group_lag", sampled_at=AT, group_id="audit", state=EMPTY, generation_id=9,
         total_lag=0, max_lag=0, max_lag_ms=0, status=OK, partitions=1, partitions_unknown=0,
@@ -31,10 +31,10 @@ GROUP_LAG = [
 ]
 PARTITION_LAG = [
     row("partition_lag", sampled_at=AT, group_id="orders", topic="orders", partition=0,
-        log_end_offset=5200, committed_offset=4000, lag=1200, lag_ms=95_500, status=STALL,
+        log_end_offset=5200, committed_offset=4000, lag=1200, lag_ms=95_064, status=STALL,
         offset_status="COMMITTED"),
     row("partition_lag", sampled_at=AT, group_id="orders", topic="orders", partition=1,
-        log_end_offset=700, committed_offset=400, lag=300, lag_ms=12_250, status=OK,
+        log_end_offset=700, committed_offset=400, lag=300, lag_ms=12_011, status=OK,
         offset_status="COMMITTED"),
     row("partition_lag", sampled_at=AT, group_id="audit", topic="orders", partition=0,
         log_end_offset=5200, committed_offset=5200, lag=0, lag_ms=0, status=OK,

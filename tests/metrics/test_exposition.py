@@ -84,11 +84,11 @@ def test_group_series_equal_the_group_lag_and_group_state_rows() -> None:
 def test_partition_series_equal_the_partition_lag_rows_when_switched_on() -> None:
     found = published(per_partition=True)
 
-    def per_row(column: str, scale: float = 1.0) -> dict[frozenset[tuple[str, str]], float]:
+    def per_row(column: str, per: int = 1) -> dict[frozenset[tuple[str, str]], float]:
         return {L(group=r["group_id"], topic=r["topic"], partition=r["partition"]):
-                r[column] * scale for r in PARTITION_LAG}
+                r[column] / per for r in PARTITION_LAG}
     assert of(found, "kafka_consumergroup_group_lag") == per_row("lag")
-    assert of(found, "kafka_consumergroup_group_lag_seconds") == per_row("lag_ms", 0.001)
+    assert of(found, "kafka_consumergroup_group_lag_seconds") == per_row("lag_ms", 1000)
     assert of(found, "kafka_consumergroup_group_offset") == per_row("committed_offset")
     assert of(found, "cgr_partition_status") == {
         L(group=r["group_id"], topic=r["topic"], partition=r["partition"], status=r["status"]):
