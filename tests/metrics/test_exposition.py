@@ -5,6 +5,7 @@ snapshot. No Spark, no Prometheus server (tests/metrics/test_prometheus.py has t
 
 from __future__ import annotations
 
+import threading
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -192,3 +193,45 @@ def test_the_endpoint_on_port_zero_says_its_port_and_serves_the_swapped_snapshot
 def test_the_metrics_package_imports_no_spark() -> None:
     allowed = ("pipeline.metrics", "prometheus_client", "schemas", "pipeline.lag.rules")
     assert foreign_imports(ROOT / "pipeline" / "metrics", allowed) == []
+
+
+def test_spark_rows_give_what_their_dicts_give() -> None:
+    from pyspark.sql import Row  # a plain Python class: no JVM starts
+
+    as_dicts, as_rows = RowsCollector(True), RowsCollector(True)
+    as_dicts.publish(group_lag=GROUP_LAG, partition_lag=PARTITION_LAG, group_state=GROUP_STATE)
+    as_rows.publish(group_lag=[Row(**r) for r in GROUP_LAG],
+                    partition_lag=[Row(**r) for r in PARTITION_LAG],
+                    group_state=[Row(**r) for r in GROUP_STATE])
+    assert samples(scrape_text(as_rows)) == samples(scrape_text(as_dicts))
+
+
+def test_a_scrape_during_publishes_sees_one_snapshot_whole() -> None:
+    """Two snapshots swapped in turn by another thread: every scrape shows one of them in
+    every table, never a mix."""
+    def snapshot(n: int) -> dict[str, list[dict[str, object]]]:
+        return {"group_lag": [{**r, "max_lag": n} for r in GROUP_LAG],
+                "group_state": [{**r, "member_count": n} for r in GROUP_STATE]}
+    c = RowsCollector()
+    c.publish(**snapshot(0))
+    stop = threading.Event()
+
+    def swap() -> None:
+        n = 0
+        while not stop.is_set():
+            n = 1 - n
+            c.publish(**snapshot(n))
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        seen = set()
+        for _ in range(300):
+            found = samples(scrape_text(c))
+            values = {v for (name, _), v in found.items()
+                      if name in ("kafka_consumergroup_group_max_lag", "cgr_group_members")}
+            assert len(values) == 1, values
+            seen |= values
+    finally:
+        stop.set()
+        swapper.join()
+    assert seen == {0, 1}  # the swaps did interleave with the scrapes
