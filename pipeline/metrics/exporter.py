@@ -107,7 +107,10 @@ class RowsCollector(Collector):
                 partition_lag: Iterable[Any] | None = None,
                 group_state: Iterable[Any] | None = None,
                 progress: ReplayProgress | None = None) -> None:
-        """Swap in new rows and/or progress; what is not given stays as it was."""
+        """Swap in new rows and/or progress; what is not given stays as it was. With the
+        partition switch off, partition rows are not even kept."""
+        if not self.per_partition:
+            partition_lag = None
         changes: dict[str, Any] = {
             t: newest(rows, t) for t, rows in (("group_lag", group_lag),
                                                ("partition_lag", partition_lag),

@@ -101,6 +101,9 @@ def test_the_switch_off_serves_no_partition_series_and_the_same_group_series() -
     assert not [k for k in off if "partition" in dict(k[1])]
     assert not {m.name for m in PARTITION_METRICS} & {name for name, _ in off}
     assert {k: v for k, v in on.items() if "partition" not in dict(k[1])} == off
+    c = RowsCollector(per_partition=False)
+    c.publish(partition_lag=PARTITION_LAG)
+    assert c.snapshot().partition_lag == ()  # not even kept
 
 
 def test_the_newest_row_of_a_key_wins_and_a_null_gives_no_sample() -> None:
