@@ -56,6 +56,18 @@ def newest(rows: Iterable[Any], table: str) -> tuple[Row, ...]:
     return tuple(kept.values())
 
 
+def checked(rows: tuple[Row, ...], table: str) -> tuple[Row, ...]:
+    """`rows`, once every status among them is one of Burrow's: refused at `publish`, where
+    the caller learns of it, rather than failing every scrape after."""
+    for m in PARTITION_METRICS + GROUP_METRICS:
+        if m.table == table and m.value == "code":
+            bad = {r[m.column] for r in rows} - set(STATUS_CODES) - {None}
+            if bad:
+                raise ValueError(f"{table}.{m.column}: {sorted(bad)} are not Burrow's statuses "
+                                 f"{sorted(STATUS_CODES, key=STATUS_CODES.__getitem__)}")
+    return rows
+
+
 def epoch_seconds(moment: datetime) -> float:
     """A timestamp as epoch seconds; a naive one is UTC, as everywhere in the project."""
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
@@ -112,7 +124,7 @@ class RowsCollector(Collector):
         if not self.per_partition:
             partition_lag = None
         changes: dict[str, Any] = {
-            t: newest(rows, t) for t, rows in (("group_lag", group_lag),
+            t: checked(newest(rows, t), t) for t, rows in (("group_lag", group_lag),
                                                ("partition_lag", partition_lag),
                                                ("group_state", group_state)) if rows is not None}
         if progress is not None:

@@ -120,6 +120,14 @@ def test_the_newest_row_of_a_key_wins_and_a_null_gives_no_sample() -> None:
         L(group="new", status="NOTFOUND"): STATUS_CODES["NOTFOUND"]}
 
 
+def test_a_status_burrow_lacks_is_refused_at_publish_and_the_old_snapshot_stays() -> None:
+    c = RowsCollector(per_partition=True)
+    c.publish(group_lag=GROUP_LAG)
+    with pytest.raises(ValueError, match=r"partition_lag.status: \['BAD'\] are not Burrow's"):
+        c.publish(partition_lag=[{**PARTITION_LAG[0], "status": "BAD"}])
+    assert c.snapshot().group_lag and c.snapshot().partition_lag == ()
+
+
 def test_publish_swaps_only_what_it_is_given_and_a_gone_group_is_gone() -> None:
     c = RowsCollector()
     c.publish(group_lag=GROUP_LAG, group_state=GROUP_STATE)
