@@ -1,7 +1,7 @@
 """A real Prometheus server (Debian's package, installed by jobs/prometheus.sh) on loopback
 scrapes the exporter: what its HTTP query API returns equals the rows and the progress
 snapshot published, and the shipped alerting rules load, pass `promtool check rules`, and
-fire for a group in ERR.
+fire for a group in ERR and for a group that stopped consuming (its lag growing).
 
 The firing test loads a copy of conf/prometheus/alerts.yml whose `for:` periods are 0s,
 every expression unchanged: the shipped periods are minutes, which a test cannot wait out
@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pipeline.lag.rules import ERR, STATUS_CODES
+from pipeline.lag.rules import ERR, OK, STATUS_CODES
 from pipeline.metrics import MetricsServer, advance, serve
-from tests.metrics.rows import AT, GROUP_LAG, GROUP_STATE, PARTITION_LAG
+from tests.metrics.rows import AT, GROUP_LAG, GROUP_STATE, PARTITION_LAG, row
 from tests.metrics.test_exposition import samples, scrape_text
 
 pytestmark = pytest.mark.prometheus
@@ -160,6 +160,10 @@ def test_prometheus_reads_back_the_rows_and_the_progress(
         prometheus: Prometheus, exporter: MetricsServer) -> None:
     expected = samples(scrape_text(exporter.collector))
     found = prometheus.until("scrape of the exporter", lambda: prometheus.query(OURS))
+    end = time.monotonic() + DEADLINE_S
+    while found != expected and time.monotonic() < end:  # a test before may have left
+        time.sleep(0.25)                                # series a scrape has yet to drop
+        found = prometheus.query(OURS)
     assert found == expected  # every series, every label, every value
     # ... and those are the rows': a few read straight from them
     orders = GROUP_LAG[0]
@@ -186,6 +190,31 @@ def test_the_err_rule_fires_for_the_group_in_err_only(prometheus: Prometheus) ->
     series = prometheus.until("ALERTS series", lambda: prometheus.query(
         'ALERTS{alertname="ConsumerGroupStatusErr",alertstate="firing"}'))
     assert {dict(labels)["group"] for _, labels in series} == {"orders"}
+
+
+def test_the_growing_lag_rule_fires_for_a_group_that_stops_consuming(
+        prometheus: Prometheus, exporter: MetricsServer) -> None:
+    """A group whose consumers stopped: each newest sample has more lag than the last (its
+    Burrow status still OK: the rule needs no verdict). Published anew at each poll, until
+    ConsumerGroupLagGrowing fires for it, and for it alone."""
+    samples_sent = 0
+
+    def grown_and_firing() -> list[dict[str, Any]]:
+        nonlocal samples_sent
+        samples_sent += 1
+        stopped = row("group_lag", sampled_at=AT + timedelta(seconds=30 * samples_sent),
+                      group_id="stopped", total_lag=1000 + 250 * samples_sent,
+                      max_lag=1000 + 250 * samples_sent, status=OK, partitions=1,
+                      partitions_unknown=0, complete=1.0)
+        exporter.collector.publish(group_lag=[*GROUP_LAG, stopped])
+        return [a for a in prometheus.get("/api/v1/alerts")["alerts"]
+                if a["labels"]["alertname"] == "ConsumerGroupLagGrowing" and a["state"] == "firing"]
+    try:
+        alerts = prometheus.until("firing ConsumerGroupLagGrowing", grown_and_firing)
+    finally:
+        exporter.collector.publish(group_lag=GROUP_LAG)
+    assert [a["labels"]["group"] for a in alerts] == ["stopped"]
+    assert samples_sent >= 2  # deriv needs two scraped samples: this was no stale leftover
 
 
 def test_promtool_checks_the_shipped_rules_and_the_quick_copy(tmp_path: Path) -> None:
