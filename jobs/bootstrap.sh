@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes the project's own environment on a fresh machine: a venv in .venv with the pinned
-# packages, and the JVM artifacts (Delta, Kafka) cached under .cache/. Idempotent: a second
+# packages, the JVM artifacts (Delta, Kafka) cached under .cache/, and a Prometheus server for
+# the metrics tests (jobs/prometheus.sh, into .cache/prometheus/). Idempotent: a second
 # run with an unchanged pyproject.toml does nothing but check.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,3 +26,4 @@ fi
 if [ -f pipeline/spark/runtime/jars.py ]; then
   .venv/bin/python -m pipeline.spark.runtime.jars --quiet
 fi
+bash jobs/prometheus.sh

@@ -6,7 +6,8 @@
 # JAVA_HOME names a folder that does not exist (Spark's launcher, Maven and the test broker
 # take $JAVA_HOME/bin/java when it is set), so an unmarked test that starts a JVM fails
 # there instead of slowing the loop (tests/conftest.py stops the collection sooner for
-# one that uses the spark or broker fixture).
+# one that uses the spark or broker fixture). Tests marked `prometheus` start a real Prometheus
+# server (Go, no JVM; jobs/bootstrap.sh installs it) and run in both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
