@@ -244,3 +244,101 @@ def test_batches_at_random_cuts_give_the_oracles_rows(seed: int, kind: str, n: i
     bases = Counter(r["lag_ms_basis"] for r in want_parts)
     assert bases["INTERPOLATED"]
     assert pruned.size() < full.size()
+
+
+STATES = ("Empty", "Stable", "PreparingRebalance", "CompletingRebalance", "Dead")
+TPS: tuple[TP, ...] = (("a", 0), ("a", 1), ("b", 0))
+
+
+def synthetic(seed: int, span_ms: int = 120_000) -> History:
+    """A small made-up history that has what a replayed log rarely has: offsets deleted and
+    expired, aborted commits, long rewinds, groups Dead and Empty, samples whose end goes
+    back or comes twice, and ties in time broken by log position."""
+    rng = random.Random(seed)
+    samples: list[Row] = []
+    ends: dict[TP, list[tuple[int, int]]] = {}
+    for tp in TPS:
+        t, end, points = rng.randrange(0, 4) * 500, rng.randrange(0, 500), []
+        while t < span_ms:
+            end += rng.choice((0, 5, 20, 60))
+            shown = end - rng.randrange(1, 50) if rng.random() < 0.05 else end
+            samples.append({"topic": tp[0], "partition": tp[1], "t": t, "log_end_offset": shown,
+                            "log_start_offset": rng.choice((None, 0, 3))})
+            if rng.random() < 0.05:  # delivered twice, another end
+                samples.append({**samples[-1], "log_end_offset": shown + rng.randrange(-5, 5)})
+            points.append((t, end))
+            t += rng.choice((1000, 1500, 2000, 3000))
+        ends[tp] = points
+    groups = ("g1", "g2", "g3")
+    position = iter(range(10**6))
+
+    def where() -> Row:
+        return {"log_partition": rng.randrange(3), "log_offset": next(position)}
+
+    changes, shapes, transitions, rebalances = [], [], [], []
+    for group in groups:
+        for tp in TPS:
+            if rng.random() < 0.2:
+                continue
+            t = rng.randrange(0, span_ms // 4, 500)
+            while t < span_ms:
+                end = max((e for s, e in ends[tp] if s <= t), default=0)
+                kind = rng.choices(("COMMIT", "TOMBSTONE", "EXPIRED", "TXN_ABORTED"),
+                                   (90, 3, 3, 4))[0]
+                offset = (None if kind in ("TOMBSTONE", "EXPIRED") else
+                          rng.randrange(0, end + 1) if rng.random() < 0.05 else
+                          max(0, end - rng.randrange(0, 80)))
+                changes.append({"group_id": group, "topic": tp[0], "partition": tp[1], "t": t,
+                                "change": kind, "committed_offset": offset, **where()})
+                t += rng.choice((500, 1000, 2000, 4000))
+        t, seq, generation = rng.randrange(0, span_ms // 3, 500), 0, 0
+        state = None
+        while t < span_ms:
+            new = rng.choice(STATES)
+            generation += rng.random() < 0.5
+            members = [{"member_id": f"{group}-m{m}", "client_id": f"c{m}",
+                        "client_host": f"/10.0.0.{m}",
+                        "assignment": [{"topic": tp[0], "partition": tp[1]} for tp in TPS
+                                       if rng.random() < 0.5]}
+                       for m in range(rng.randrange(0, 3))]
+            pos = where()
+            seq += 1
+            shapes.append({"group_id": group, "t": t, **pos, "seq": seq, "state": new,
+                           "generation_id": generation, "state_since": t, "members": members})
+            transitions.append({"group_id": group, "t": t, **pos, "seq": seq - 1,
+                                "from_state": state, "to_state": new,
+                                "cause": rng.choice(("JOIN", "LEAVE", "SNAPSHOT"))})
+            if rng.random() < 0.4:
+                rebalances.append({"group_id": group, "generation_id": generation,
+                                   "started_at": rng.choice((None, t - 700)),
+                                   "completed_at": rng.choice((t, t + 500, None)),
+                                   "cause": "JOIN", **where()})
+            state = new
+            t += rng.choice((500, 3000, 9000, 20000))
+    return History(samples, changes, shapes, transitions, rebalances)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_deleted_expired_dead_and_bad_samples_too(seed: int) -> None:
+    h, cfg = synthetic(seed), LagConfig(intervals=3, expire_group_ms=15_000, allowed_lag=5)
+    batches = Batches.cut(h, random.Random(seed).randrange(2, 25), random.Random(seed), early=3)
+    want_parts, want_groups = h.oracle(cfg)
+    by_batch: dict[int, list[Row]] = defaultdict(list)
+    for r in want_parts:
+        by_batch[batches.index(r["t"])].append(r)
+    full, pruned = Engine(cfg, prune=False), Engine(cfg)
+    parts: list[Row] = []
+    groups: list[Row] = []
+    for i in range(len(batches.cuts)):
+        exact, none, _ = full.stage1(batches, i)
+        assert not none
+        full.stage2(batches, i, exact)
+        candidates, reasons, before = pruned.stage1(batches, i)
+        assert set(reasons) == pruned_away(by_batch[i], before), (i, reasons)
+        for tp in reasons:
+            candidates[tp] = exact[tp]
+        p, g = pruned.stage2(batches, i, candidates)
+        parts += p
+        groups += g
+    assert_same(parts, want_parts, "partition_lag")
+    assert_same(groups, want_groups, "group_lag")
