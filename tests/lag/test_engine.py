@@ -7,6 +7,7 @@ cannot answer, exactly then."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -178,6 +179,17 @@ class Engine:
     def size(self) -> int:
         return sum(map(len, self.partitions.values())) + sum(map(len, self.groups.values()))
 
+    def entries(self) -> int:
+        """What the states hold, counted: plateaus, samples, ring commits, rows ahead."""
+        n = 0
+        for text in self.partitions.values():
+            st = PartitionState.from_json(text)
+            n += len(st.steps) + len(st.recent) + sum(
+                len(p.ring) + len(p.pending) + len(p.assigned_pending) for p in st.pairs.values())
+        for text in self.groups.values():
+            n += sum(map(len, GroupState.from_json(text).pending.values()))
+        return n
+
 
 def table(rows: Sequence[Row]) -> Counter[tuple[tuple[str, Any], ...]]:
     return Counter(tuple(sorted((k, v) for k, v in r.items() if k not in INTERNAL))
@@ -342,3 +354,151 @@ def test_deleted_expired_dead_and_bad_samples_too(seed: int) -> None:
         groups += g
     assert_same(parts, want_parts, "partition_lag")
     assert_same(groups, want_groups, "group_lag")
+
+
+CFG = LagConfig()
+
+
+def sample(t_s: float, end: int) -> Row:
+    return {"topic": "t", "partition": 0, "t": int(t_s * 1000), "log_end_offset": end,
+            "log_start_offset": 0}
+
+
+def commit(t_s: float, offset: int, group: str = "g", position: int = 0) -> Row:
+    return {"group_id": group, "topic": "t", "partition": 0, "t": int(t_s * 1000),
+            "change": "COMMIT", "committed_offset": offset, "log_partition": 0,
+            "log_offset": position or int(t_s * 1000)}
+
+
+def ten_seconds() -> PartitionState:
+    """Samples every second, the log end up 100 each; the group's offset at 950, so only
+    the plateaus from 900 on are kept."""
+    r = partition_step(None, "t", 0, [sample(i, 100 * (i + 1)) for i in range(10)],
+                       [commit(8.5, 950)], [], CFG)
+    assert r.exact and r.state.pruned
+    assert [s[2] for s in r.state.steps] == [900, 1000]
+    assert r.state.first == (0, 100)
+    return PartitionState.from_json(r.state.to_json())
+
+
+@pytest.mark.parametrize(("offset", "end", "exact", "basis"), [
+    (450, 1100, False, None),  # the log end passed 450 at 4.5 s: that plateau is gone
+    (50, 1100, True, "LOWER_BOUND"),  # below the first sample: the first is kept for this
+    (905, 1100, True, "INTERPOLATED"),  # bracketed by kept plateaus
+    (899, 1100, False, None),  # just below the oldest kept plateau
+    (900, 1100, True, "INTERPOLATED"),  # at it
+    (450, 400, True, "CAUGHT_UP"),  # a sample whose end went back: caught up, no bracket
+])
+def test_the_flag_is_raised_exactly_when_a_bracket_was_pruned(
+        offset: int, end: int, exact: bool, basis: str | None) -> None:
+    history = [sample(i, 100 * (i + 1)) for i in range(10)] + [sample(11, end)]
+    changes = [commit(8.5, 950), commit(10.5, offset)]
+    r = partition_step(ten_seconds(), "t", 0, [sample(11, end)], [commit(10.5, offset)], [], CFG)
+    assert r.exact == exact, r.reasons
+    want = lag_tables(history, changes, [], [], [], CFG)[0][-1]
+    assert want["t"] == 11_000
+    if exact:
+        got = r.candidates[-1]
+        assert got["lag_ms_basis"] == basis == want["lag_ms_basis"]
+        assert {k: got[k] for k in ("lag", "lag_ms", "status", "rule")} == \
+            {k: want[k] for k in ("lag", "lag_ms", "status", "rule")}
+    else:
+        assert want["lag_ms_basis"] == "INTERPOLATED" and 11_000 - want["lag_ms"] < 9_000
+        assert "bracketed before the samples kept" in r.reasons[0]
+
+
+def test_input_outside_the_streams_contract_is_flagged_not_answered() -> None:
+    late_sample = partition_step(ten_seconds(), "t", 0, [sample(9, 5000)], [], [], CFG)
+    late_change = partition_step(ten_seconds(), "t", 0, [sample(11, 1100)], [commit(9, 990)],
+                                 [], CFG)
+    assert not late_sample.exact and not late_sample.candidates
+    assert not late_change.exact and "offset change" in late_change.reasons[0]
+    g = group_step(None, "g", [], [], [], [], CFG).state
+    g.newest_ms = 10_000
+    late_shape = group_step(g, "g", [], [{"group_id": "g", "t": 9_000, "log_partition": 0,
+                                          "log_offset": 1, "seq": 1, "state": "Stable",
+                                          "generation_id": 1, "state_since": 9_000,
+                                          "members": []}], [], [], CFG)
+    assert not late_shape.exact and "shapes" in late_shape.reasons[0]
+
+
+def test_changes_ahead_of_the_samples_wait_in_the_state() -> None:
+    """A commit after the batch's last sample is not applied to it; the next batch's sample
+    after it sees it, with its lag against the sample before it."""
+    r = partition_step(ten_seconds(), "t", 0, [sample(10, 1100)], [commit(10.5, 1050)], [], CFG)
+    assert r.candidates[-1]["committed_offset"] == 950
+    state = PartitionState.from_json(r.state.to_json())
+    assert [c["committed_offset"] for c in state.pairs["g"].pending] == [1050]
+    nxt = partition_step(state, "t", 0, [sample(11, 1200)], [], [], CFG)
+    assert nxt.candidates[-1]["committed_offset"] == 1050
+    assert nxt.state.pairs["g"].ring[-1].lag == 1100 - 1050
+
+
+def steady(seconds: int) -> History:
+    """Four partitions written at a steady rate, sampled every 2 s; three groups, each
+    assigned them all once, commit every second a little behind the log end."""
+    samples = [{"topic": "s", "partition": p, "t": t * 1000, "log_end_offset": 50 * t + p,
+                "log_start_offset": 0} for t in range(0, seconds, 2) for p in range(4)]
+    changes, shapes = [], []
+    for n, group in enumerate(("x", "y", "z")):
+        members = [{"member_id": f"{group}-1", "client_id": "c", "client_host": "/h",
+                    "assignment": [{"topic": "s", "partition": p} for p in range(4)]}]
+        shapes.append({"group_id": group, "t": 500, "log_partition": 0, "log_offset": n,
+                       "seq": 1, "state": "Stable", "generation_id": 1, "state_since": 500,
+                       "members": members})
+        for t in range(1, seconds):
+            for p in range(4):
+                changes.append({"group_id": group, "topic": "s", "partition": p,
+                                "t": t * 1000 + 100 * n, "change": "COMMIT",
+                                "committed_offset": max(0, 50 * t - 30 * (n + 1) - (t % 3) * 7),
+                                "log_partition": n, "log_offset": t * 4 + p})
+    return History(samples, changes, shapes, [], [])
+
+
+def test_the_state_stays_bounded_on_a_steady_log() -> None:
+    """What it holds after 300 batches is what it held after 100 (its bytes too, but for the
+    digits of bigger numbers); unpruned it grows with them."""
+    h = steady(600)
+    cuts = list(range(2_000, 600_001, 2_000))
+    batches = Batches(cuts)
+    batches.samples = [[] for _ in cuts]
+    for s in h.samples:
+        batches.samples[batches.index(s["t"])].append(s)
+    batches.rows = {kind: [[] for _ in cuts] for kind in
+                    ("changes", "shapes", "transitions", "rebalances")}
+    for kind in ("changes", "shapes"):
+        for r in getattr(h, kind):
+            batches.rows[kind][batches.index(r["t"])].append(r)
+    pruned, full = Engine(CFG), Engine(CFG, prune=False)
+    sizes, full_sizes, held = [], [], []
+    parts: dict[bool, list[Row]] = {True: [], False: []}
+    for i in range(len(cuts)):
+        for engine, kept in ((pruned, sizes), (full, full_sizes)):
+            candidates, reasons, _ = engine.stage1(batches, i)
+            assert not reasons
+            p, _ = engine.stage2(batches, i, candidates)
+            kept.append(engine.size())
+            parts[engine is pruned] += p
+            if engine is pruned:
+                held.append(engine.entries())
+    assert max(held[200:]) <= max(held[50:100])
+    assert max(sizes[200:]) <= 1.1 * max(sizes[50:100])
+    assert full_sizes[-1] > 2 * full_sizes[100]
+    assert all(len(PartitionState.from_json(t).steps) <= 3 for t in pruned.partitions.values())
+    # the unpruned engine is held to the oracle above; the oracle is slow on 300 batches
+    assert_same(parts[True], parts[False], "partition_lag")
+    assert len(parts[True]) == (300 - 1) * 4 * 3  # from the second sample on
+
+
+def test_the_states_are_versioned_json_with_times_as_integers() -> None:
+    st = ten_seconds()
+    doc = json.loads(st.to_json())
+    assert doc["v"] == 1 and doc["first"] == [0, 100]
+    assert all(isinstance(x, int) for s in doc["steps"] for x in s)
+    with pytest.raises(ValueError, match="format"):
+        PartitionState.from_json('{"v": 99}')
+    g = group_step(None, "g", [], [{"group_id": "g", "t": 5, "log_partition": 0,
+                                   "log_offset": 1, "seq": 1, "state": "Stable",
+                                   "generation_id": 1, "state_since": 5, "members": []}],
+                   [], [], CFG).state
+    assert GroupState.from_json(g.to_json()) == g and json.loads(g.to_json())["v"] == 1
