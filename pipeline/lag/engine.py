@@ -24,7 +24,10 @@ its time has been passed, in that batch or an earlier one. So every history row 
 brings is after every sample of earlier batches; it may be before or after this batch's
 samples (a row after them waits in the state, `pending`, until a sample reaches it), and
 rows may come in any order (a late commit inside the watermark delay). Each partition's
-samples in a batch are after its samples of earlier batches. Input that breaks this (a
+samples in a batch are after its samples of earlier batches. With the batch's watermark
+(`until_ms`: samples before it are the ready ones, so every later sample is at or after
+it) the rows before it are folded into the state at once and only the rows after it wait;
+a row before an earlier batch's watermark is then late too. Input that breaks this (a
 sample at or before one already evaluated, a history row at or before an evaluated sample)
 cannot be answered from the state: the step says so (`exact` False, `reasons`) and the
 caller recomputes from the whole history, as does a step whose pruned state lacks a fact:
@@ -44,6 +47,7 @@ State kept, and why it stays small (per key, not per batch):
   into and out of Empty, last completed rebalance; and its rows after its newest sample.
 
 Both serialize to JSON text (`to_json`, `from_json`; times as epoch ms ints), never pickle.
+A step updates the state it is given in place and returns it.
 """
 
 from __future__ import annotations
@@ -123,10 +127,12 @@ class PartitionState:
     pruned: bool = False  # plateaus before steps[0] were dropped
     recent: list[tuple[int, int]] = field(default_factory=list)  # last `intervals` samples
     pairs: dict[str, Pair] = field(default_factory=dict)
+    settled_ms: int | None = None  # the watermark rows before which are folded in
 
     def to_json(self) -> str:
         return json.dumps({
             "v": FORMAT, "topic": self.topic, "partition": self.partition,
+            "settled_ms": self.settled_ms,
             "first": self.first, "steps": self.steps, "pruned": self.pruned,
             "recent": self.recent,
             "pairs": {g: {"last": p.last, "exists": p.exists, "pending": p.pending,
@@ -144,7 +150,8 @@ class PartitionState:
             d["topic"], d["partition"], None if d["first"] is None else tuple(d["first"]),
             d["steps"], d["pruned"], [(t, e) for t, e in d["recent"]],
             {g: Pair(p["last"], [Commit(*c) for c in p["ring"]], p["pending"], p["exists"],
-                     p["assigned_pending"]) for g, p in d["pairs"].items()})
+                     p["assigned_pending"]) for g, p in d["pairs"].items()},
+            d["settled_ms"])
 
     @property
     def newest_ms(self) -> int | None:
@@ -182,13 +189,16 @@ def _merge_samples(samples: Iterable[Mapping[str, Any]]) -> dict[int, tuple[int,
 def partition_step(state: PartitionState | None, topic: str, partition: int,
                    samples: Iterable[Mapping[str, Any]], changes: Iterable[Mapping[str, Any]],
                    assignments: Iterable[Mapping[str, Any]], cfg: LagConfig,
-                   prune: bool = True) -> PartitionResult:
+                   until_ms: int | None = None, prune: bool = True) -> PartitionResult:
     """Stage 1 for one topic partition and one batch (see the module's docstring).
 
     `samples`: its ready samples (`t`, `log_end_offset`, `log_start_offset`); `changes`:
     its new offset_history rows, any group (`group_id`, `t`, `log_partition`, `log_offset`,
     `change`, `committed_offset`); `assignments`: `{"group_id", "t"}` for each new
-    group_history row that assigns it (`assigned_partitions`). `prune`: drop what can no
+    group_history row that assigns it (`assigned_partitions`). `until_ms`: the batch's
+    watermark, when the caller has one: every sample still to come is at or after it, so
+    the rows before it are folded into the state now and only later ones wait (without
+    it, a partition never sampled keeps every row it is sent). `prune`: drop what can no
     longer matter (off only to test that pruning changes nothing)."""
     st = state if state is not None else PartitionState(topic, partition)
     reasons: list[str] = []
@@ -196,14 +206,14 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
     for c in changes:
         if c["change"] == ABORTED or c["t"] is None:
             continue
-        if newest is not None and c["t"] <= newest:
+        if _late(c["t"], newest, st.settled_ms):
             reasons.append(f"an offset change at {c['t']} at or before the evaluated sample "
-                           f"at {newest}")
+                           f"at {newest} or the watermark at {st.settled_ms}")
         st.pairs.setdefault(c["group_id"], Pair()).pending.append(dict(c))
     for a in assignments:
-        if newest is not None and a["t"] <= newest:
+        if _late(a["t"], newest, st.settled_ms):
             reasons.append(f"an assignment at {a['t']} at or before the evaluated sample "
-                           f"at {newest}")
+                           f"at {newest} or the watermark at {st.settled_ms}")
         st.pairs.setdefault(a["group_id"], Pair()).assigned_pending.append(a["t"])
     for p in st.pairs.values():
         p.pending.sort(key=lambda r: _row_key(r, CHANGE_ORDER))
@@ -211,43 +221,52 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
     points = _merge_samples(samples)
     out: list[Row] = []
     for t in sorted(points):
-        if newest is not None and t <= newest:
-            reasons.append(f"a sample at {t} at or before the evaluated sample at {newest}")
+        if _late(t, newest, st.settled_ms):
+            reasons.append(f"a sample at {t} at or before the evaluated sample at {newest} "
+                           f"or the watermark at {st.settled_ms}")
             continue
         end, start = points[t]
         prev = st.recent[-1] if st.recent else None
-        _apply_changes(st, t, end, prev, cfg)
+        _apply_changes(st, t - 1, cfg)  # against the sample before
         _add_sample(st, t, end, cfg)
+        _apply_changes(st, t, cfg)  # those at its time: against it
         for group in sorted(st.pairs):
             row = _candidate(st, group, t, end, start, prev, cfg, reasons)
             if row is not None:
                 out.append(row)
         newest = t
+    if until_ms is not None:
+        _apply_changes(st, until_ms - 1, cfg)
+        st.settled_ms = max(until_ms, st.settled_ms or until_ms)
     if prune:
         _prune(st, cfg)
     return PartitionResult(st, out, not reasons, reasons)
 
 
-def _apply_changes(st: PartitionState, t: int, end: int, prev: tuple[int, int] | None,
-                   cfg: LagConfig) -> None:
-    """Every pending change and assignment at or before the sample at `t`, in log order;
-    a commit's lag then is against the end offset sampled at or before it."""
+def _late(t: int, newest: int | None, settled: int | None) -> bool:
+    """Whether a row at `t` comes after the step evaluated a sample at or after it, or
+    folded in the rows before a watermark past it."""
+    return (newest is not None and t <= newest) or (settled is not None and t < settled)
+
+
+def _apply_changes(st: PartitionState, upto: int, cfg: LagConfig) -> None:
+    """Every pending change and assignment at or before `upto`, in log order; a commit's lag
+    then is against the newest sample (the caller makes it the one at or before it)."""
+    then = st.recent[-1][1] if st.recent else None
     for p in st.pairs.values():
-        while p.assigned_pending and p.assigned_pending[0] <= t:
+        while p.assigned_pending and p.assigned_pending[0] <= upto:
             p.assigned_pending.pop(0)
             p.exists = True
-        due = [c for c in p.pending if c["t"] <= t]
+        due = [c for c in p.pending if c["t"] <= upto]
         if not due:
             continue
-        p.pending = [c for c in p.pending if c["t"] > t]
+        p.pending = [c for c in p.pending if c["t"] > upto]
         p.exists = True
         for c in due:
             if p.last is None or _row_key(c, CHANGE_ORDER) >= _row_key(p.last, CHANGE_ORDER):
                 p.last = c
-            if c["change"] != "COMMIT":
-                continue
-            then = end if c["t"] == t else prev[1] if prev is not None else None
-            if then is not None:  # a commit no sample precedes is never in a window
+            if c["change"] == "COMMIT" and then is not None:
+                # a commit no sample precedes is never in a window
                 p.ring.append(Commit(c["committed_offset"], c["t"],
                                      lag(then, c["committed_offset"])))
         del p.ring[:-cfg.intervals]
@@ -361,6 +380,7 @@ class GroupState:
     done: Row | None = None  # last completed rebalance
     newest_ms: int | None = None  # the newest sample evaluated
     pending: dict[str, list[Row]] = field(default_factory=dict)  # kind -> rows after it
+    settled_ms: int | None = None  # the watermark rows before which are folded in
 
     def to_json(self) -> str:
         return json.dumps({"v": FORMAT, **{k: getattr(self, k) for k in _GROUP_FIELDS}},
@@ -397,7 +417,7 @@ class GroupState:
 
 
 _GROUP_FIELDS = ("group_id", "shape", "last", "entered", "into_empty", "out_of_empty", "done",
-                 "newest_ms", "pending")
+                 "newest_ms", "pending", "settled_ms")
 SHAPES, TRANSITIONS, REBALANCES = "shapes", "transitions", "rebalances"
 
 
@@ -460,10 +480,12 @@ def _apply_group_rows(st: GroupState, t: int) -> None:
 
 def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Mapping[str, Any]],
                shapes: Iterable[Mapping[str, Any]], transitions: Iterable[Mapping[str, Any]],
-               rebalances: Iterable[Mapping[str, Any]], cfg: LagConfig) -> GroupResult:
+               rebalances: Iterable[Mapping[str, Any]], cfg: LagConfig,
+               until_ms: int | None = None) -> GroupResult:
     """Stage 2 for one group and one batch (see the module's docstring): `candidates`, its
     rows from `partition_step`; its new group_history, group_transitions and rebalances rows
-    (a rebalance without `completed_at` is not one yet and is ignored)."""
+    (a rebalance without `completed_at` is not one yet and is ignored). `until_ms`: the
+    batch's watermark, as for `partition_step`: rows before it are folded in now."""
     st = state if state is not None else GroupState(group_id)
     reasons: list[str] = []
     new = ((SHAPES, (_shape_fact(r) for r in shapes if r["t"] is not None), "t"),
@@ -472,9 +494,9 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
                          if r["completed_at"] is not None), "completed_at"))
     for kind, facts, time in new:
         for f in facts:
-            if st.newest_ms is not None and f[time] <= st.newest_ms:
+            if _late(f[time], st.newest_ms, st.settled_ms):
                 reasons.append(f"a {kind} row at {f[time]} at or before the evaluated sample "
-                               f"at {st.newest_ms}")
+                               f"at {st.newest_ms} or the watermark at {st.settled_ms}")
             st.pending.setdefault(kind, []).append(f)
     by_t: dict[int, list[Mapping[str, Any]]] = {}
     for c in candidates:
@@ -482,9 +504,10 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
     parts_out: list[Row] = []
     groups_out: list[Row] = []
     for t in sorted(by_t):
-        if st.newest_ms is not None and t < st.newest_ms:
+        if (st.newest_ms is not None and t < st.newest_ms) or (
+                st.settled_ms is not None and t < st.settled_ms):
             reasons.append(f"a sample at {t} before the group's evaluated sample at "
-                           f"{st.newest_ms}")
+                           f"{st.newest_ms} or the watermark at {st.settled_ms}")
         _apply_group_rows(st, t)
         st.newest_ms = t if st.newest_ms is None else max(st.newest_ms, t)
         moment = st.moment()
@@ -505,6 +528,9 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
         if parts:
             groups_out.append(_group_row(group_id, t, parts, moment, cfg))
             parts_out += [{k: v for k, v in r.items() if k != PREV_T} for r in parts]
+    if until_ms is not None:
+        _apply_group_rows(st, until_ms - 1)
+        st.settled_ms = max(until_ms, st.settled_ms or until_ms)
     return GroupResult(st, parts_out, groups_out, not reasons, reasons)
 
 

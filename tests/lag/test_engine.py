@@ -20,7 +20,7 @@ import pytest
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import replay_group
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
-from pipeline.lag import LagConfig
+from pipeline.lag import Commit, LagConfig
 from pipeline.lag.engine import (
     GroupState,
     PartitionState,
@@ -114,12 +114,17 @@ class Batches:
 
 @dataclass
 class Engine:
-    """The two stages as a caller runs them: states kept as JSON text between batches."""
+    """The two stages as Spark would run them: each key with input in a batch, its state
+    kept as JSON text between batches."""
 
     cfg: LagConfig
     prune: bool = True
+    watermark: bool = True  # pass each batch's watermark (its cut), as the stream has one
     partitions: dict[TP, str] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)
+
+    def until(self, batches: Batches, i: int) -> int | None:
+        return batches.cuts[i] if self.watermark else None
 
     def stage1(self, batches: Batches, i: int) -> tuple[
             dict[TP, list[Row]], dict[TP, list[str]], dict[TP, PartitionState | None]]:
@@ -142,7 +147,7 @@ class Engine:
             state = None if text is None else PartitionState.from_json(text)
             before[tp] = None if text is None else PartitionState.from_json(text)
             r = partition_step(state, *tp, samples[tp], changes[tp], assigned[tp], self.cfg,
-                               prune=self.prune)
+                               self.until(batches, i), prune=self.prune)
             self.partitions[tp] = r.state.to_json()
             assert PartitionState.from_json(self.partitions[tp]) == r.state
             assert r.exact == (not r.reasons)
@@ -168,7 +173,8 @@ class Engine:
             state = None if text is None else GroupState.from_json(text)
             mine = rows[group]
             r = group_step(state, group, candidates.get(group, []), mine["shapes"],
-                           mine["transitions"], mine["rebalances"], self.cfg)
+                           mine["transitions"], mine["rebalances"], self.cfg,
+                           self.until(batches, i))
             assert r.exact, r.reasons
             self.groups[group] = r.state.to_json()
             assert GroupState.from_json(self.groups[group]) == r.state
@@ -232,7 +238,7 @@ def test_batches_at_random_cuts_give_the_oracles_rows(seed: int, kind: str, n: i
     by_batch: dict[int, list[Row]] = defaultdict(list)
     for r in want_parts:
         by_batch[batches.index(r["t"])].append(r)
-    full, pruned = Engine(cfg, prune=False), Engine(cfg)
+    full, pruned = Engine(cfg, prune=False, watermark=False), Engine(cfg)
     got: dict[str, list[Row]] = {"full": [], "full_groups": [], "pruned": [],
                                  "pruned_groups": []}
     for i in range(len(batches.cuts)):
@@ -338,7 +344,7 @@ def test_deleted_expired_dead_and_bad_samples_too(seed: int) -> None:
     by_batch: dict[int, list[Row]] = defaultdict(list)
     for r in want_parts:
         by_batch[batches.index(r["t"])].append(r)
-    full, pruned = Engine(cfg, prune=False), Engine(cfg)
+    full, pruned = Engine(cfg, prune=False, watermark=False), Engine(cfg)
     parts: list[Row] = []
     groups: list[Row] = []
     for i in range(len(batches.cuts)):
@@ -435,8 +441,9 @@ def test_changes_ahead_of_the_samples_wait_in_the_state() -> None:
 
 
 def steady(seconds: int) -> History:
-    """Four partitions written at a steady rate, sampled every 2 s; three groups, each
-    assigned them all once, commit every second a little behind the log end."""
+    """Four partitions written at a steady rate, sampled every 2 s, and a fifth nobody
+    samples; three groups, each assigned the four once, commit every second a little
+    behind the log end (and to the fifth)."""
     samples = [{"topic": "s", "partition": p, "t": t * 1000, "log_end_offset": 50 * t + p,
                 "log_start_offset": 0} for t in range(0, seconds, 2) for p in range(4)]
     changes, shapes = [], []
@@ -447,7 +454,7 @@ def steady(seconds: int) -> History:
                        "seq": 1, "state": "Stable", "generation_id": 1, "state_since": 500,
                        "members": members})
         for t in range(1, seconds):
-            for p in range(4):
+            for p in range(5):
                 changes.append({"group_id": group, "topic": "s", "partition": p,
                                 "t": t * 1000 + 100 * n, "change": "COMMIT",
                                 "committed_offset": max(0, 50 * t - 30 * (n + 1) - (t % 3) * 7),
@@ -457,7 +464,7 @@ def steady(seconds: int) -> History:
 
 def test_the_state_stays_bounded_on_a_steady_log() -> None:
     """What it holds after 300 batches is what it held after 100 (its bytes too, but for the
-    digits of bigger numbers); unpruned it grows with them."""
+    digits of bigger numbers); unpruned, or without the watermark, it grows with them."""
     h = steady(600)
     cuts = list(range(2_000, 600_001, 2_000))
     batches = Batches(cuts)
@@ -469,8 +476,8 @@ def test_the_state_stays_bounded_on_a_steady_log() -> None:
     for kind in ("changes", "shapes"):
         for r in getattr(h, kind):
             batches.rows[kind][batches.index(r["t"])].append(r)
-    pruned, full = Engine(CFG), Engine(CFG, prune=False)
-    sizes, full_sizes, held = [], [], []
+    pruned, full, blind = Engine(CFG), Engine(CFG, prune=False), Engine(CFG, watermark=False)
+    sizes, full_sizes, held, blind_held = [], [], [], []
     parts: dict[bool, list[Row]] = {True: [], False: []}
     for i in range(len(cuts)):
         for engine, kept in ((pruned, sizes), (full, full_sizes)):
@@ -481,9 +488,14 @@ def test_the_state_stays_bounded_on_a_steady_log() -> None:
             parts[engine is pruned] += p
             if engine is pruned:
                 held.append(engine.entries())
+        blind.stage2(batches, i, blind.stage1(batches, i)[0])
+        if i in (100, 299):
+            blind_held.append(blind.entries())
     assert max(held[200:]) <= max(held[50:100])
     assert max(sizes[200:]) <= 1.1 * max(sizes[50:100])
     assert full_sizes[-1] > 2 * full_sizes[100]
+    # without the watermark the unsampled partition keeps every commit it is sent
+    assert blind_held[-1] > 2 * blind_held[0]
     assert all(len(PartitionState.from_json(t).steps) <= 3 for t in pruned.partitions.values())
     # the unpruned engine is held to the oracle above; the oracle is slow on 300 batches
     assert_same(parts[True], parts[False], "partition_lag")
@@ -502,3 +514,19 @@ def test_the_states_are_versioned_json_with_times_as_integers() -> None:
                                    "generation_id": 1, "state_since": 5, "members": []}],
                    [], [], CFG).state
     assert GroupState.from_json(g.to_json()) == g and json.loads(g.to_json())["v"] == 1
+
+
+def test_the_watermark_folds_the_rows_before_it() -> None:
+    """Rows before the batch's watermark cannot wait for a sample before them: they are
+    folded in at once (the same rows as waiting gives), and one arriving after is late."""
+    r = partition_step(ten_seconds(), "t", 0, [sample(10, 1100)], [commit(10.5, 1050)], [], CFG,
+                       until_ms=10_800)
+    assert r.state.pairs["g"].pending == [] and r.state.pairs["g"].last is not None
+    assert r.state.pairs["g"].ring[-1] == Commit(1050, 10_500, 1100 - 1050)
+    nxt = partition_step(r.state, "t", 0, [sample(11, 1200)], [], [], CFG)
+    waited = partition_step(ten_seconds(), "t", 0, [sample(10, 1100)], [commit(10.5, 1050)],
+                            [], CFG)
+    assert nxt.candidates == partition_step(waited.state, "t", 0, [sample(11, 1200)], [], [],
+                                            CFG).candidates
+    late = partition_step(r.state, "t", 0, [], [commit(10.6, 1060)], [], CFG)
+    assert not late.exact and "watermark at 10800" in late.reasons[0]
