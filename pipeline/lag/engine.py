@@ -53,6 +53,7 @@ A step updates the state it is given in place and returns it.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +87,7 @@ ABORTED = "TXN_ABORTED"
 FORMAT = 1  # the version of the JSON states
 
 CHANGE_ORDER = ("log_partition", "log_offset")
+CHANGE_COLUMNS = ("t", *CHANGE_ORDER, "change", "committed_offset")  # what a change keeps
 GROUP_ORDER = ("log_partition", "log_offset", "seq")
 # The columns a candidate row carries beyond partition_lag's, for stage 2
 PREV_T = "prev_t"
@@ -209,7 +211,8 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
         if _late(c["t"], newest, st.settled_ms):
             reasons.append(f"an offset change at {c['t']} at or before the evaluated sample "
                            f"at {newest} or the watermark at {st.settled_ms}")
-        st.pairs.setdefault(c["group_id"], Pair()).pending.append(dict(c))
+        st.pairs.setdefault(c["group_id"], Pair()).pending.append(
+            {k: c[k] for k in CHANGE_COLUMNS})
     for a in assignments:
         if _late(a["t"], newest, st.settled_ms):
             reasons.append(f"an assignment at {a['t']} at or before the evaluated sample "
@@ -230,8 +233,9 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
         _apply_changes(st, t - 1, cfg)  # against the sample before
         _add_sample(st, t, end, cfg)
         _apply_changes(st, t, cfg)  # those at its time: against it
+        timed = _time_samples(st, t, end)
         for group in sorted(st.pairs):
-            row = _candidate(st, group, t, end, start, prev, cfg, reasons)
+            row = _candidate(st, group, t, end, start, prev, timed, cfg, reasons)
             if row is not None:
                 out.append(row)
         newest = t
@@ -301,7 +305,8 @@ def _time_samples(st: PartitionState, t: int, end: int) -> list[Sample]:
 
 
 def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | None,
-               prev: tuple[int, int] | None, cfg: LagConfig, reasons: list[str]) -> Row | None:
+               prev: tuple[int, int] | None, timed: Sequence[Sample], cfg: LagConfig,
+               reasons: list[str]) -> Row | None:
     p = st.pairs[group]
     if not p.exists:
         return None
@@ -322,7 +327,7 @@ def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | No
     }
     if committed is None:
         return row
-    ms, basis = time_lag(_time_samples(st, t, end), committed, t)
+    ms, basis = time_lag(timed, committed, t)
     if st.pruned and basis == INTERPOLATED and committed < st.steps[0][2]:
         reasons.append(f"group {group!r}: committed offset {committed} at {t} is bracketed "
                        f"before the samples kept (from {st.steps[0][0]})")
@@ -352,11 +357,12 @@ def _prune(st: PartitionState, cfg: LagConfig) -> None:
         if p.last is not None and p.last["change"] == "COMMIT":
             offsets.append(p.last["committed_offset"])
         offsets += [c["committed_offset"] for c in p.pending if c["change"] == "COMMIT"]
+    highs = [s[2] for s in st.steps]  # strictly rising
     keep = len(st.steps) - 1
     for c in offsets:
-        below = [i for i, s in enumerate(st.steps) if s[2] <= c]
-        if below:
-            keep = min(keep, below[-1])
+        bracket = bisect_right(highs, c) - 1  # the last plateau at or below it
+        if bracket >= 0:
+            keep = min(keep, bracket)
     if keep > 0:
         del st.steps[:keep]
         st.pruned = True
