@@ -62,6 +62,7 @@ from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag.config import LagConfig
 from pipeline.lag.rules import (
     INTERPOLATED,
+    NO_COMMITS,
     REBALANCING,
     STATUS_CODES,
     Commit,
@@ -546,7 +547,7 @@ def _group_row(group: str, t: int, parts: Sequence[Row], moment: Moment, cfg: La
     timed = [r["lag_ms"] for r in parts if r["lag_ms"] is not None]
     verdicts = [None if r["status"] is None else Verdict(r["status"], r["rule"]) for r in parts]
     known = [r for r, v in zip(parts, verdicts, strict=True)
-             if v is not None and v.rule != "NO_COMMITS"]
+             if v is not None and v.rule != NO_COMMITS]
     worst = max(known, key=lambda r: (STATUS_CODES[r["status"]], -1 if r["lag"] is None
                                       else r["lag"], r["topic"], r["partition"]), default=None)
     # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
