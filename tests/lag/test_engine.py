@@ -51,11 +51,13 @@ class History:
 
 
 @cache
-def replayed(seed: int, kind: str, groups: int = 4, events: int = 1200) -> History:
+def replayed(seed: int, kind: str, groups: int = 4, events: int = 1200,
+             messy: float = 0.0) -> History:
     """A generated log replayed group by group (`replay_group`, as every backend does), its
-    history rows timed `t`, and its producers' samples of the partitions it consumes."""
+    history rows timed `t`, and its producers' samples of the partitions it consumes;
+    `messy`: that share of bad rows and of rows delivered late in the log."""
     spec = LogSpec(groups=groups, events=events, seed=seed, log_kind=kind,
-                   sample_interval_ms=4_000)
+                   sample_interval_ms=4_000, bad_rows=messy, out_of_order=messy)
     log = generate(spec)
     end = last_event_ms(log)
     tables: dict[str, list[Row]] = defaultdict(list)
@@ -222,17 +224,19 @@ def pruned_away(parts: Sequence[Row], before: dict[TP, PartitionState | None]) -
     return out
 
 
-CASES = [(1, "offsets-topic", 6), (2, "journal", 9), (5, "offsets-topic", 17),
-         (7, "journal", 30), (11, "offsets-topic", 3)]
+CASES = [(1, "offsets-topic", 6, 0.0), (2, "journal", 9, 0.0), (5, "offsets-topic", 17, 0.0),
+         (7, "journal", 30, 0.0), (11, "offsets-topic", 3, 0.0), (13, "offsets-topic", 12, 0.03),
+         (17, "journal", 20, 0.03)]
 
 
-@pytest.mark.parametrize(("seed", "kind", "n"), CASES)
-def test_batches_at_random_cuts_give_the_oracles_rows(seed: int, kind: str, n: int) -> None:
+@pytest.mark.parametrize(("seed", "kind", "n", "messy"), CASES)
+def test_batches_at_random_cuts_give_the_oracles_rows(seed: int, kind: str, n: int,
+                                                      messy: float) -> None:
     """Unpruned, every batch answers and the union is the oracle's. Pruned, a batch answers
     exactly where no committed offset is bracketed before the kept samples (checked against
     the oracle's own rows, both ways), and the caller's fallback (here: the unpruned
     engine's candidates) keeps the union the oracle's."""
-    h, cfg = replayed(seed, kind), LagConfig(intervals=4, expire_group_ms=40_000)
+    h, cfg = replayed(seed, kind, messy=messy), LagConfig(intervals=4, expire_group_ms=40_000)
     batches = Batches.cut(h, n, random.Random(seed))
     want_parts, want_groups = h.oracle(cfg)
     by_batch: dict[int, list[Row]] = defaultdict(list)
