@@ -31,7 +31,10 @@ a row before an earlier batch's watermark is then late too. Input that breaks th
 sample at or before one already evaluated, a history row at or before an evaluated sample)
 cannot be answered from the state: the step says so (`exact` False, `reasons`) and the
 caller recomputes from the whole history, as does a step whose pruned state lacks a fact:
-a committed offset whose time lag is interpolated between samples older than those kept.
+a committed offset whose time lag is interpolated between samples older than those kept
+(a long rewind, a new group starting far back). The recompute is this same step from no
+state over everything the partition was sent (exact: a step prunes only at its end): keep
+its candidates for the batch's samples and its state, which keeps that bracket now.
 
 State kept, and why it stays small (per key, not per batch):
 
