@@ -67,7 +67,6 @@ from pipeline.lag.rules import (
     INTERPOLATED,
     NO_COMMITS,
     REBALANCING,
-    STATUS_CODES,
     Commit,
     Moment,
     Sample,
@@ -79,7 +78,7 @@ from pipeline.lag.rules import (
     time_lag,
     window,
 )
-from schemas.lag import OFFSET_STATUSES
+from schemas.lag import OFFSET_STATUSES, PARTITION_STATUSES
 
 Row = dict[str, Any]
 Key = tuple[tuple[bool, Any], ...]
@@ -551,8 +550,11 @@ def _group_row(group: str, t: int, parts: Sequence[Row], moment: Moment, cfg: La
     verdicts = [None if r["status"] is None else Verdict(r["status"], r["rule"]) for r in parts]
     known = [r for r, v in zip(parts, verdicts, strict=True)
              if v is not None and v.rule != NO_COMMITS]
-    worst = max(known, key=lambda r: (STATUS_CODES[r["status"]], -1 if r["lag"] is None
-                                      else r["lag"], r["topic"], r["partition"]), default=None)
+    # the worst partition: its status (the contract lists them best first, in Burrow's code
+    # order), then the most lag, then the greatest topic and partition
+    worst = max(known, key=lambda r: (PARTITION_STATUSES.index(r["status"]),
+                                      -1 if r["lag"] is None else r["lag"], r["topic"],
+                                      r["partition"]), default=None)
     # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
     status = group_status(verdicts, moment.state != DEAD)
     evaluated = [r for r in parts if r["status"] is not None]
