@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.events.eventlog import write_event_log
-from pipeline.spark.stream.maintain import RETAINED, Upkeep, file_count, maintain
+from pipeline.spark.stream.maintain import FILE_RETENTION, RETAINED, Upkeep, file_count, maintain
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import table_schema
@@ -127,6 +127,10 @@ def test_a_retention_deletes_only_history_older_than_it(
     assert _properties(spark, warehouse / "offset_history")["delta.appendOnly"] == "true"
     with pytest.raises(ValueError, match="168"):
         maintain(spark, str(warehouse), vacuum_hours=1)
+    # Delta 4 ignores VACUUM's RETAIN: the hours asked for become the table's file retention.
+    maintain(spark, str(warehouse), ("rebalances",), vacuum_hours=200)
+    assert _properties(spark, warehouse / "rebalances")[FILE_RETENTION] == "interval 200 hours"
+    assert FILE_RETENTION not in _properties(spark, warehouse / "group_state")  # the default
 
 
 def test_a_table_of_the_warehouses_properties_compacts_its_small_files(

@@ -5,8 +5,9 @@ Per table, in order: `OPTIMIZE` (small files compacted into few; rows unchanged,
 version that readers at older versions do not see), an optional retention (`retain_days`:
 the append-only history and lag tables lose their rows older than that many days of event
 time, in one `DELETE` with the table's append-only property lifted for it), then `VACUUM`
-(files no version younger than `vacuum_hours` reads are deleted; Delta refuses less than its
-own 168-hour default, which keeps time travel and running readers safe). Every step is a
+(files no version younger than `vacuum_hours` reads are deleted, the hours set as the table's
+`delta.deletedFileRetentionDuration`, which Delta 4's VACUUM keeps; Delta refuses less than
+its own 168-hour default, which keeps time travel and running readers safe). Every step is a
 Delta commit of its own, marked in `userMetadata` as the maintenance's, so a running
 stream's exactly-once marks (`sinks.last_batch`) pass over it.
 """
@@ -38,6 +39,7 @@ log = logging.getLogger("maintain")
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 APPEND_ONLY = "delta.appendOnly"
 MIN_VACUUM_HOURS = 168  # Delta's delta.deletedFileRetentionDuration default, its check's floor
+FILE_RETENTION = "delta.deletedFileRetentionDuration"
 # The event time of each table whose rows a retention may delete: the history and the lag.
 RETAINED: dict[str, str] = {
     **{t: "event_time" for t in APPEND_TABLES if t != "rebalances"},
@@ -126,13 +128,28 @@ def _maintain_table(spark: SparkSession, table: str, path: str, cutoff: datetime
         done.deleted_rows = _delete_before(spark, table, path, cutoff)
         if done.deleted_rows:
             done.steps.append(f"DELETE {done.deleted_rows} rows before {cutoff.isoformat()}")
-    spark.sql(f"VACUUM {name} RETAIN {vacuum_hours:g} HOURS")
+    _keep_files_for(spark, name, vacuum_hours)
+    spark.sql(f"VACUUM {name}")
     done.vacuumed = True
     done.steps.append(f"VACUUM {vacuum_hours:g} h")
     done.files_after = file_count(spark, path)
     log.info("%s: %s; %d files -> %d", table, ", ".join(done.steps), done.files_before,
              done.files_after)
     return done
+
+
+def _keep_files_for(spark: SparkSession, name: str, hours: float) -> None:
+    """Make `hours` the table's file retention, which VACUUM keeps. Delta 4 ignores VACUUM's
+    RETAIN argument unless it is 0 (`spark.databricks.delta.vacuum.retentionWindowIgnore.
+    enabled`, on by default) and keeps what `delta.deletedFileRetentionDuration` says (a week
+    when unset): a RETAIN longer than a week would delete files a reader still expects. Set
+    only when it changes (each ALTER is a commit)."""
+    row = spark.sql(f"DESCRIBE DETAIL {name}").select("properties").first()
+    current = None if row is None or row[0] is None else row[0].get(FILE_RETENTION)
+    wanted = f"interval {hours:g} hours"
+    if current == wanted or (current is None and hours == MIN_VACUUM_HOURS):
+        return
+    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{FILE_RETENTION}' = '{wanted}')")
 
 
 def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime) -> int:
