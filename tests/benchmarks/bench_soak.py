@@ -1,0 +1,160 @@
+"""Benchmark (not a test): a long-running stream, batch after batch, with lag (issue 35: a
+micro-batch on day 90 must cost what one on day 1 costs).
+
+    PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_soak.py --batches 300 --chunk 500
+
+Generates an offsets-topic log and its end-offset samples, then starts the replay with
+`--end-offsets`, a processing-time trigger and (`--maintain-every`) its own upkeep, and feeds
+it as a cluster would: `--batches` times, appends the next `--chunk` events (one Delta commit)
+and the samples taken in their stretch of event time, and waits for the stream to take them.
+The generated log's event time is dense (a few minutes for 150 k events), so the watermark
+delay (`--delay`) and the sample interval (`--sample-interval`) are scaled down with it: a
+sample round passes the watermark in nearly every batch, as on a cluster with the defaults.
+
+Prints each batch's seconds; the median of the first and the last fifth and their ratio
+(target <= 1.2x); per output table its files (active and on disk) and log commits; the state
+store's rows and bytes against the live groups (target: rows == live groups); the peak PSS of
+the process tree (driver, JVM, workers) in the first and the last fifth (target: flat); and
+freshness, the time from an append's commit to the end of the micro-batch that wrote its rows
+(median; the target, <= 30 s at 2,000 events/s with a 10 s trigger, is for `--trigger 10
+--chunk 20000`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import bench_backfill  # run as a script: this folder is on sys.path
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.fold.states import DEAD
+from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
+from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import samples_frame
+from pipeline.spark.runtime.session import build_session
+from pipeline.spark.stream.maintain import Upkeep
+from pipeline.spark.stream.replay import ReplayOptions, start_replay
+from pipeline.spark.tables.options import interval_ms
+from schemas import OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
+
+PeakMemory = bench_backfill.PeakMemory
+
+
+def table_files(spark: SparkSession, path: Path) -> tuple[int, int, int]:
+    """(active files, parquet files on disk, log commits) of the Delta table at `path`."""
+    active = DeltaTable.forPath(spark, str(path)).detail().select("numFiles").first()
+    on_disk = sum(1 for p in path.rglob("*.parquet") if "_delta_log" not in p.parts)
+    commits = sum(1 for _ in (path / "_delta_log").glob("*.json"))
+    return (0 if active is None else int(active[0])), on_disk, commits
+
+
+def fifths(values: list[float]) -> tuple[float, float]:
+    n = max(1, len(values) // 5)
+    return statistics.median(values[:n]), statistics.median(values[-n:])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--batches", type=int, default=300)
+    p.add_argument("--chunk", type=int, default=500, help="events appended a batch")
+    p.add_argument("--groups", type=int, default=200)
+    p.add_argument("--trigger", type=int, default=1, help="processing-time trigger, seconds")
+    p.add_argument("--delay", default="5 seconds", help="the watermark delay")
+    p.add_argument("--sample-interval", default="1 second")
+    p.add_argument("--maintain-every", type=int, default=50, help="0: no upkeep")
+    p.add_argument("--seed", type=int, default=5)
+    args = p.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-soak-"))
+    spec = LogSpec(groups=args.groups, events=args.chunk * args.batches, seed=args.seed,
+                   log_kind="offsets-topic", sample_interval_ms=interval_ms(args.sample_interval))
+    t = time.perf_counter()
+    events = generate(spec)
+    samples = sorted(end_offset_samples(spec, last_event_ms(events)),
+                     key=lambda s: s["sampled_at"])
+    print(f"generated {len(events):,} events, {args.groups} groups, {len(samples):,} samples "
+          f"in {time.perf_counter() - t:.0f} s; log spans "
+          f"{(last_event_ms(events) - spec.start_ms) / 60_000:.1f} min of event time")
+    spark = build_session("bench-soak", "local")
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(args.batches * 4 + 100))
+    log, ends, wh = root / "events", root / "end_offsets", root / "wh"
+    write_event_log(spark, events[:1], str(log))
+    samples_frame(spark, samples[:1]).write.format("delta").save(str(ends))
+    replay = start_replay(spark, ReplayOptions(
+        events=str(log), warehouse=str(wh), checkpoint=str(root / "ck"),
+        trigger=f"processing-time:{args.trigger}", database=None,
+        watermark_delay=args.delay, lag=LagOptions(str(ends)),
+        upkeep=Upkeep(args.maintain_every) if args.maintain_every else None))
+    replay.query.processAllAvailable()
+    seconds: list[float] = []
+    fresh: list[float] = []
+    memory: list[int] = []
+    state: list[dict[str, Any]] = []
+    taken, sampled = 1, 1
+    seen = {(b["batchId"], b["timestamp"]) for b in replay.query.recentProgress}
+    with PeakMemory() as peak:
+        for i in range(args.batches):
+            chunk = events[taken:taken + args.chunk] if i < args.batches - 1 else events[taken:]
+            taken += len(chunk)
+            until = max((e.event_time for e in chunk if e.event_time is not None), default=0)
+            rows = []
+            while sampled < len(samples) and samples[sampled]["sampled_at"] <= until:
+                rows.append(samples[sampled])
+                sampled += 1
+            if rows:
+                samples_frame(spark, rows).write.format("delta").mode("append").save(str(ends))
+            write_event_log(spark, chunk, str(log), mode="append")
+            appended = time.time()
+            replay.query.processAllAvailable()
+            for b in replay.query.recentProgress:
+                if (b["batchId"], b["timestamp"]) in seen or b["numInputRows"] == 0:
+                    continue
+                seen.add((b["batchId"], b["timestamp"]))
+                seconds.append(b["batchDuration"] / 1000)
+                started = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00"))
+                done = started.timestamp() + b["batchDuration"] / 1000
+                fresh.append(done - appended)
+                state.append({op["operatorName"]: (op["numRowsTotal"], op["memoryUsedBytes"])
+                              for op in b["stateOperators"]})
+            memory.append(peak.peak["total"])
+            peak.reset()
+            if (i + 1) % 25 == 0:
+                print(f"batch {i + 1}: last {seconds[-1]:.1f} s, median so far "
+                      f"{statistics.median(seconds):.1f} s", flush=True)
+    replay.stop()
+    first, last = fifths(seconds)
+    print(f"\n{len(seconds)} micro-batches of ~{args.chunk} events with lag, trigger "
+          f"{args.trigger} s, watermark delay {args.delay}, upkeep every "
+          f"{args.maintain_every or 'never'}")
+    print(f"  batch seconds: first fifth median {first:.2f}, last fifth {last:.2f} -> "
+          f"{last / first:.2f}x (target <= 1.2x)")
+    print(f"  freshness (append -> batch done): median {statistics.median(fresh):.1f} s, "
+          f"max {max(fresh):.1f} s")
+    m_first, m_last = fifths([float(m) for m in memory])
+    print(f"  peak PSS of the tree: first fifth {m_first / 2**30:.2f} GiB, last fifth "
+          f"{m_last / 2**30:.2f} GiB -> {m_last / m_first:.2f}x")
+    live = spark.read.format("delta").load(str(wh / "group_state")).where(
+        F.col("state") != DEAD).count()
+    for name, (rows_total, used) in (state[-1] if state else {}).items():
+        print(f"  state store {name}: {rows_total:,} rows, {used / 2**20:.1f} MiB; live groups "
+              f"{live:,}")
+    for table in (*OUTPUT_TABLES, *LAG_TABLES):
+        path = wh / table
+        if (path / "_delta_log").is_dir():
+            active, on_disk, commits = table_files(spark, path)
+            print(f"  {table}: {active} active files, {on_disk} on disk, {commits} log commits")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
