@@ -65,20 +65,17 @@ from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag.config import LagConfig
 from pipeline.lag.rules import (
     INTERPOLATED,
-    NO_COMMITS,
     REBALANCING,
     Commit,
     Moment,
     Sample,
-    Verdict,
-    cause,
-    group_status,
+    group_row,
     lag,
     partition_status,
     time_lag,
     window,
 )
-from schemas.lag import OFFSET_STATUSES, PARTITION_STATUSES
+from schemas.lag import OFFSET_STATUSES
 
 Row = dict[str, Any]
 Key = tuple[tuple[bool, Any], ...]
@@ -535,46 +532,9 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
                         "state": moment.state, "generation_id": moment.generation_id})
             parts.append(row)
         if parts:
-            groups_out.append(_group_row(group_id, t, parts, moment, cfg))
+            groups_out.append(group_row(group_id, t, parts, moment, cfg))
             parts_out += [{k: v for k, v in r.items() if k != PREV_T} for r in parts]
     if until_ms is not None:
         _apply_group_rows(st, until_ms - 1)
         st.settled_ms = max(until_ms, st.settled_ms or until_ms)
     return GroupResult(st, parts_out, groups_out, not reasons, reasons)
-
-
-def _group_row(group: str, t: int, parts: Sequence[Row], moment: Moment, cfg: LagConfig) -> Row:
-    """A group_lag row from its partition rows at one sample (schemas/lag.py GROUP_LAG)."""
-    lags = [r["lag"] for r in parts if r["lag"] is not None]
-    timed = [r["lag_ms"] for r in parts if r["lag_ms"] is not None]
-    verdicts = [None if r["status"] is None else Verdict(r["status"], r["rule"]) for r in parts]
-    known = [r for r, v in zip(parts, verdicts, strict=True)
-             if v is not None and v.rule != NO_COMMITS]
-    # the worst partition: its status (the contract lists them best first, in Burrow's code
-    # order), then the most lag, then the greatest topic and partition
-    worst = max(known, key=lambda r: (PARTITION_STATUSES.index(r["status"]),
-                                      -1 if r["lag"] is None else r["lag"], r["topic"],
-                                      r["partition"]), default=None)
-    # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
-    status = group_status(verdicts, moment.state != DEAD)
-    evaluated = [r for r in parts if r["status"] is not None]
-    max_lag_ms = max(timed, default=None)
-    prev = max((r[PREV_T] for r in parts if r[PREV_T] is not None), default=None)
-    start = t - max(max_lag_ms or 0, t - (prev if prev is not None else t))
-    has_lag = (max(lags, default=0) or 0) > 0 or len(lags) < len(parts)
-    why = cause(moment, [(r["offset_status"], r["committed_at"]) for r in parts], start, t) \
-        if has_lag else None
-    return {
-        "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
-        "total_lag": sum(lags) if lags else None, "max_lag": max(lags, default=None),
-        "max_lag_ms": max_lag_ms, "partitions": len(parts),
-        "partitions_unknown": len(parts) - len(lags),
-        "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)
-                     / len(evaluated)) if evaluated else 0.0,
-        "status": status, "worst_topic": worst and worst["topic"],
-        "worst_partition": worst and worst["partition"], "worst_status": worst and worst["status"],
-        "worst_rule": worst and worst["rule"],
-        "cause": why and why.cause, "cause_generation_id": why and why.generation_id,
-        "cause_detail": why and why.detail, "cause_since": why and why.since_ms,
-        "cause_ms": why and why.ms, "cause_window_start": start,
-    }

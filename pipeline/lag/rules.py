@@ -13,8 +13,9 @@ step equal to them on random inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pipeline.fold.states import (
     ASSIGNING,
@@ -212,3 +213,44 @@ def cause(m: Moment, offsets: Sequence[tuple[str, int | None]], window_start: in
         if times:
             return Cause(name, None, f"{len(times)} partitions", min(times), None)
     return Cause(LagCause.NONE)
+
+
+def group_row(group: str, t: int, parts: Sequence[Mapping[str, Any]], moment: Moment,
+              cfg: LagConfig) -> dict[str, Any]:
+    """The group_lag row (schemas/lag.py GROUP_LAG, times in ms) of `group` at the sample time
+    `t`, from its partition rows then (status, rule, lag, lag_ms, prev_t: the partition's
+    sample before, offset_status, committed_at, window_commits, topic, partition) and its
+    `moment`: the sums, the worst partition, Burrow's group status and the cause."""
+    lags = [r["lag"] for r in parts if r["lag"] is not None]
+    timed = [r["lag_ms"] for r in parts if r["lag_ms"] is not None]
+    verdicts = [None if r["status"] is None else Verdict(r["status"], r["rule"]) for r in parts]
+    known = [r for r, v in zip(parts, verdicts, strict=True)
+             if v is not None and v.rule != NO_COMMITS]
+    # the worst partition: its status (Burrow's code), then the most lag, then the greatest
+    # topic and partition
+    worst = max(known, key=lambda r: (STATUS_CODES[r["status"]],
+                                      -1 if r["lag"] is None else r["lag"], r["topic"],
+                                      r["partition"]), default=None)
+    # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
+    status = group_status(verdicts, moment.state != DEAD)
+    evaluated = [r for r in parts if r["status"] is not None]
+    max_lag_ms = max(timed, default=None)
+    prev = max((r["prev_t"] for r in parts if r["prev_t"] is not None), default=None)
+    start = t - max(max_lag_ms or 0, t - (prev if prev is not None else t))
+    has_lag = (max(lags, default=0) or 0) > 0 or len(lags) < len(parts)
+    why = cause(moment, [(r["offset_status"], r["committed_at"]) for r in parts], start, t) \
+        if has_lag else None
+    return {
+        "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
+        "total_lag": sum(lags) if lags else None, "max_lag": max(lags, default=None),
+        "max_lag_ms": max_lag_ms, "partitions": len(parts),
+        "partitions_unknown": len(parts) - len(lags),
+        "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)
+                     / len(evaluated)) if evaluated else 0.0,
+        "status": status, "worst_topic": worst and worst["topic"],
+        "worst_partition": worst and worst["partition"], "worst_status": worst and worst["status"],
+        "worst_rule": worst and worst["rule"],
+        "cause": why and why.cause, "cause_generation_id": why and why.generation_id,
+        "cause_detail": why and why.detail, "cause_since": why and why.since_ms,
+        "cause_ms": why and why.ms, "cause_window_start": start,
+    }

@@ -9,21 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pipeline.lag import LagConfig
-from pipeline.lag.rules import (
-    REBALANCING,
-    Commit,
-    Moment,
-    Sample,
-    Verdict,
-    cause,
-    group_status,
-    lag,
-    partition_status,
-    time_lag,
-    window,
-)
-from schemas.lag import STATUS_CODES
+from pipeline.lag import LagConfig, rules
 
 Row = dict[str, Any]
 
@@ -101,21 +87,21 @@ def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int]
         "t": t, "group_id": group, "topic": tp[0], "partition": tp[1], "log_end_offset": end,
         "log_start_offset": start, "committed_offset": committed, "offset_status": status,
         "committed_at": None if last_change is None else last_change["t"],
-        "lag": None if committed is None else lag(end, committed),
+        "lag": None if committed is None else rules.lag(end, committed),
         "member_id": owner and owner["member_id"], "client_id": owner and owner["client_id"],
         "client_host": owner and owner["client_host"], "state": moment.state,
         "generation_id": moment.generation_id, "moment": moment,
         "prev_t": times[-2] if len(times) > 1 else None,
     }
-    row.update(_timed(committed, [Sample(s, points[s][0]) for s in times], t))
+    row.update(_timed(committed, [rules.Sample(s, points[s][0]) for s in times], t))
     row.update(_verdict(committed, mine, times, points, t, row["lag"], cfg))
     return row
 
 
-def _timed(committed: int | None, samples: Sequence[Sample], t: int) -> Row:
+def _timed(committed: int | None, samples: Sequence[rules.Sample], t: int) -> Row:
     if committed is None:
         return {"lag_ms": None, "lag_ms_basis": None}
-    ms, basis = time_lag(samples, committed, t)
+    ms, basis = rules.time_lag(samples, committed, t)
     return {"lag_ms": ms, "lag_ms_basis": basis}
 
 
@@ -130,10 +116,11 @@ def _verdict(committed: int | None, mine: Sequence[Row], times: Sequence[int],
     ring = []
     for c in commits:
         before = [s for s in times if s <= c["t"]]
-        ring.append(Commit(c["committed_offset"], c["t"],
-                           lag(points[before[-1]][0], c["committed_offset"]) if before else None))
-    w = window(ring, t, cfg)
-    v = partition_status(w, [points[s][0] for s in times[-cfg.intervals:]], current, t, cfg)
+        end = points[before[-1]][0] if before else None
+        ring.append(rules.Commit(c["committed_offset"], c["t"],
+                                 None if end is None else rules.lag(end, c["committed_offset"])))
+    w = rules.window(ring, t, cfg)
+    v = rules.partition_status(w, [points[s][0] for s in times[-cfg.intervals:]], current, t, cfg)
     lags = [c.lag for c in w if c.lag is not None]
     return {"status": v.status, "rule": v.rule, "window_commits": len(w),
             "window_span_ms": w[-1].time_ms - w[0].time_ms if w else None,
@@ -143,18 +130,18 @@ def _verdict(committed: int | None, mine: Sequence[Row], times: Sequence[int],
 
 
 def _moment(group: str, t: int, shapes: Sequence[Row], transitions: Sequence[Row],
-            rebalances: Sequence[Row]) -> tuple[Moment, Sequence[Row]]:
+            rebalances: Sequence[Row]) -> tuple[rules.Moment, Sequence[Row]]:
     order = ("log_partition", "log_offset", "seq")
     shape = _last([s for s in shapes if s["group_id"] == group], t, order)
     mine = [r for r in transitions if r["group_id"] == group]
     last = _last(mine, t, order)
-    entered = _last([r for r in mine if r["to_state"] in REBALANCING
-                     and r["from_state"] not in REBALANCING], t, order)
+    entered = _last([r for r in mine if r["to_state"] in rules.REBALANCING
+                     and r["from_state"] not in rules.REBALANCING], t, order)
     into = _last([r for r in mine if r["to_state"] == "Empty"], t, order)
     out = _last([r for r in mine if r["from_state"] == "Empty"], t, order)
     done = _last([r for r in rebalances if r["group_id"] == group], t,
                  ("log_partition", "log_offset"), time="completed_at")
-    moment = Moment(
+    moment = rules.Moment(
         state=shape and shape["state"], generation_id=shape and shape["generation_id"],
         state_since_ms=shape and shape["state_since"], last_cause=last and last["cause"],
         rebalance_started=entered and (entered["t"], entered["cause"]),
@@ -172,36 +159,9 @@ def _group_rows(rows: Sequence[Row], cfg: LagConfig) -> list[Row]:
 
 
 def _group_row(group: str, t: int, parts: Sequence[Row], cfg: LagConfig) -> Row:
-    lags = [r["lag"] for r in parts if r["lag"] is not None]
-    timed = [r["lag_ms"] for r in parts if r["lag_ms"] is not None]
-    known = [r for r in parts if r["verdict"] is not None and r["rule"] != "NO_COMMITS"]
-    worst = max(known, key=lambda r: (STATUS_CODES[r["status"]], -1 if r["lag"] is None
-                                      else r["lag"], r["topic"], r["partition"]), default=None)
-    moment: Moment = parts[0]["moment"]
-    # A group with offsets and no shape yet (an offsets-topic log's first commits) lives.
-    status = group_status([r["verdict"] for r in parts], moment.state != "Dead")
-    evaluated = [r for r in parts if r["status"] is not None]
-    max_lag_ms = max(timed, default=None)
-    prev = max((r["prev_t"] for r in parts if r["prev_t"] is not None), default=None)
-    start = t - max(max_lag_ms or 0, t - (prev if prev is not None else t))
-    has_lag = (max(lags, default=0) or 0) > 0 or len(lags) < len(parts)
-    why = cause(moment, [(r["offset_status"], r["committed_at"]) for r in parts], start, t) \
-        if has_lag else None
-    return {
-        "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
-        "total_lag": sum(lags) if lags else None, "max_lag": max(lags, default=None),
-        "max_lag_ms": max_lag_ms, "partitions": len(parts),
-        "partitions_unknown": len(parts) - len(lags),
-        "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)
-                     / len(evaluated)) if evaluated else 0.0,
-        "status": status, "worst_topic": worst and worst["topic"],
-        "worst_partition": worst and worst["partition"], "worst_status": worst and worst["status"],
-        "worst_rule": worst and worst["rule"],
-        "cause": why and why.cause, "cause_generation_id": why and why.generation_id,
-        "cause_detail": why and why.detail, "cause_since": why and why.since_ms,
-        "cause_ms": why and why.ms, "cause_window_start": start,
-    }
+    moment: rules.Moment = parts[0]["moment"]
+    return rules.group_row(group, t, parts, moment, cfg)
 
 
-def verdicts_of(rows: Iterable[Row]) -> dict[str, Verdict]:
+def verdicts_of(rows: Iterable[Row]) -> dict[str, rules.Verdict]:
     return {r["group_id"]: r["verdict"] for r in rows}
