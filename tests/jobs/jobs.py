@@ -12,10 +12,15 @@ JOBS = ("generate", "replay", "backfill", "ingest", "query", "report", "export_o
         "serve", "maintain")
 
 
+def job_file(name: str) -> Path:
+    """The file spark-submit runs for job `name`."""
+    return ROOT / "jobs" / f"{name}.py"
+
+
 def load_job(name: str) -> ModuleType:
     if str(ROOT / "jobs") not in sys.path:
         sys.path.insert(0, str(ROOT / "jobs"))
-    spec = importlib.util.spec_from_file_location(f"job_{name}", ROOT / "jobs" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"job_{name}", job_file(name))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -32,7 +32,7 @@ from pipeline.spark.lag.samples import samples_schema, write_samples
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.creation import create_table, forget_uncreated, uncreated
 from pipeline.spark.tables.options import interval_ms
-from tests.jobs.jobs import load_job
+from tests.jobs.jobs import job_file, load_job
 from tests.spark.backends import (
     CONFIG,
     assert_oracle_agrees,
@@ -44,7 +44,6 @@ from tests.spark.test_job_errors import fails
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = LogSpec(groups=4, events=400, seed=34, log_kind="offsets-topic")
 DELAY = "10 seconds"
 PLANTED = "-planted"  # in the name of a temporary file this test left, not a job
@@ -204,7 +203,7 @@ def test_a_replay_killed_again_and_again_while_it_starts_ends_as_a_clean_run(
     warehouse, checkpoint = tmp_path / "warehouse", tmp_path / "checkpoint"
     for table in REPLAY_KINDS:
         left_by_kill(warehouse / table)
-    cmd = [sys.executable, str(ROOT / "jobs" / "replay.py"), "--events", events,
+    cmd = [sys.executable, str(job_file("replay")), "--events", events,
            "--warehouse", str(warehouse), "--checkpoint", str(checkpoint), "--database", "",
            "--watermark-delay", DELAY, "--profile", "test", "--end-offsets", samples]
     caught: list[str] = []

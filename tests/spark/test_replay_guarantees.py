@@ -28,6 +28,7 @@ from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables.options import interval_ms
 from pipeline.spark.tables.warehouse import ensure_tables
 from schemas import OUTPUT_TABLES
+from tests.jobs.jobs import job_file
 from tests.spark.backends import (
     CONFIG,
     assert_oracle_agrees,
@@ -38,7 +39,6 @@ from tests.spark.backends import (
 )
 
 pytestmark = pytest.mark.spark
-ROOT = Path(__file__).resolve().parents[2]
 
 
 SPEC = LogSpec(groups=10, events=3000, seed=23, bad_rows=0.02)
@@ -81,7 +81,7 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
     taken = end_offset_samples(SPEC, last_event_ms(events))
     for i in range(3):
         write_samples(spark, taken[i::3], samples)
-    cmd = [sys.executable, str(ROOT / "jobs" / "replay.py"), "--events", path,
+    cmd = [sys.executable, str(job_file("replay")), "--events", path,
            "--warehouse", str(warehouse), "--checkpoint", str(checkpoint), "--database", "",
            "--max-files-per-trigger", "1", "--watermark-delay", delay, "--profile", "test",
            "--end-offsets", samples]
