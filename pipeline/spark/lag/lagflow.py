@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,19 +36,12 @@ from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
 from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, partition_rows
-from pipeline.spark.lag.lagcarry import (
-    CARRY,
-    Carry,
-    build,
-    carry_path,
-    carry_schema,
-    history_versions,
-)
+from pipeline.spark.lag.lagstate import STATE, Tables, ensure_state, reset_state, state_path
+from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, read_delta, stream_delta
-from pipeline.times import ms_text
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
@@ -72,9 +65,9 @@ def pending_path(warehouse: str) -> str:
 
 
 def ensure_pending(spark: SparkSession, warehouse: str) -> None:
-    """The pending set and the carry, made empty unless they are there."""
+    """The pending set and the lag state, made empty unless they are there."""
     create_table(spark, pending_path(warehouse), samples_schema())
-    create_table(spark, carry_path(warehouse), carry_schema())
+    ensure_state(spark, warehouse)
 
 
 def table_id(spark: SparkSession, source: str) -> str:
@@ -134,18 +127,25 @@ class StreamLag:
     opts: LagOptions
     warehouse: str
     checkpoint: str
-    carried: bool = True  # False: every step reads the whole history (the benchmark's baseline)
+    # True: the incremental engine over the batch's rows and its state (`lagstate`);
+    # False: the SQL step over every history row, each time (the benchmark's baseline)
+    incremental: bool = True
+    after_version: int | None = None  # the samples' version a backfill read, if continued
     _id: str | None = None
     _persisted: list[DataFrame] = field(default_factory=list)
 
-    def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int
-               ) -> tuple[Writes, Writes]:
-        """(the lag tables' appends, then the pending set's rewrite) for batch `batch_id`;
-        `new`: the batch's sample rows, parsed (None when it has none)."""
+    def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int,
+               history: Mapping[str, DataFrame] | None = None) -> tuple[Writes, Writes]:
+        """(the lag tables' appends, then the pending set's and the state's rewrites) for
+        batch `batch_id`; `new`: the batch's sample rows, parsed (None when it has none);
+        `history`: the batch's rows of each history table it wrote."""
         if self._id is None:
             self._id = table_id(spark, self.opts.end_offsets)
+        history = dict(history or {})
         watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
         version = read_version(sources, self._id)
+        if version is None:
+            version = self.after_version
         pending = read_delta(spark, pending_path(self.warehouse))
         checked = select_samples(new) if new is not None else None
         candidates = pending if checked is None else pending.unionByName(
@@ -154,69 +154,40 @@ class StreamLag:
         passed = F.unix_millis(F.col("sampled_at")) < F.lit(watermark)
         ready = candidates.where(passed)
         first: Writes = {}
+        then: Writes = {}
         any_ready = bool(ready.limit(1).count())
-        if any_ready:
+        if self.incremental and (any_ready or history):
+            tables = Tables(spark, self.warehouse, self.opts.end_offsets, version, watermark,
+                            candidates.where(~passed))
+            step = lag_step(spark, self.warehouse, tables, history,
+                            ready if any_ready else None, self.opts.config)
+            if step is not None:
+                if step.rows:  # no commit for a table with no rows
+                    first["partition_lag"] = self._append(step.partition_lag, "partition_lag")
+                    first["group_lag"] = self._append(step.group_lag, "group_lag")
+                state = step.state
+                then[STATE] = lambda: (state.write.format("delta").mode("overwrite")
+                                       .save(state_path(self.warehouse)))
+        elif any_ready:
             known = candidates if version is None else read_samples(
                 spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
-            history, rows, carry = self._lag(spark, ready, known.unionByName(candidates),
-                                             batch_id)
-            if rows.limit(1).count():  # no commit for a table with no rows
+            history_all = History.read(spark, self.warehouse, known.unionByName(candidates))
+            derived = Derived.of(history_all, self.opts.config, self._keep)
+            rows = self._keep(partition_rows(ready, history_all, self.opts.config, derived))
+            if rows.limit(1).count():
                 first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
-                first["group_lag"] = self._append(group_lag(rows, history, self.opts.config),
-                                                  "group_lag")
+                first["group_lag"] = self._append(
+                    group_lag(rows, history_all, self.opts.config), "group_lag")
         arrived = False  # a good sample came in this batch
         if checked is not None:
             rejected = self._keep(checked.where(F.col(REASON).isNotNull()))
             if rejected.limit(1).count():
                 first["rejected_samples"] = self._append(rejected, "rejected_samples")
             arrived = bool(checked.where(F.col(REASON).isNull()).limit(1).count())
-        then: Writes = {}
         if any_ready or arrived:  # the pending set changed; else it is left as it is
             then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
                                      .mode("overwrite").save(pending_path(self.warehouse)))
-        if any_ready:
-            then[CARRY] = lambda: (carry.write.format("delta").mode("overwrite")
-                                   .save(carry_path(self.warehouse)))
         return first, then
-
-    def _lag(self, spark: SparkSession, ready: DataFrame, samples: DataFrame, batch_id: int
-             ) -> tuple[History, DataFrame, DataFrame]:
-        """(the history the rows were computed over, the ready samples' partition rows, the
-        next carry): over the carry and the rows after it where that is exact, else over
-        every history row (`pipeline.spark.lag.lagcarry`)."""
-        cfg = self.opts.config
-        row = ready.agg(F.min(F.unix_millis("sampled_at")), F.max(F.unix_millis("sampled_at"))
-                        ).first()
-        assert row is not None
-        first_ms, horizon_ms = int(row[0]), int(row[1])
-        versions = history_versions(spark, self.warehouse)
-        carry = Carry.read(spark, self.warehouse) if self.carried else None
-        why = ("no carry" if carry is None
-               else "a sample at or before the carry's time" if carry.horizon_ms >= first_ms
-               else "history rows at or before the carry's time were written or removed"
-               if not carry.fresh(spark, self.warehouse, versions) else None)
-        if carry is not None and why is None:
-            history = carry.history(spark, self.warehouse, versions, samples)
-            history = History(*(self._keep(df) for df in (
-                history.changes, history.shapes, history.transitions, history.rebalances,
-                history.samples)))
-            derived = Derived.of(history, cfg, self._keep)
-            rows = self._keep(partition_rows(ready, history, cfg, derived))
-            built = build(history, horizon_ms, versions, cfg, derived)
-            if not (rows.where(~F.col("bracket_exact")).limit(1).count()
-                    or built.exact.where(~F.col("bracket_exact")).limit(1).count()):
-                log.debug("batch %d: lag over the carry and the history after %s", batch_id,
-                         ms_text(carry.horizon_ms))
-                return history, rows, self._keep(built.rows)
-            why = "a committed offset bracketed before the carried samples"
-        # The first step has no carry, by design; any other fallback costs a whole-history
-        # read an operator should be able to see.
-        (log.debug if carry is None else log.info)(
-            "batch %d: lag over the whole history (%s)", batch_id, why)
-        history = History.read(spark, self.warehouse, samples, versions)
-        derived = Derived.of(history, cfg, self._keep)
-        rows = self._keep(partition_rows(ready, history, cfg, derived))
-        return history, rows, self._keep(build(history, horizon_ms, versions, cfg, derived).rows)
 
     def _keep(self, df: DataFrame) -> DataFrame:
         kept = df.persist(StorageLevel.MEMORY_AND_DISK)
@@ -296,9 +267,10 @@ class BackfillLag:
                 "rejected_samples": self.checked.where(F.col(REASON).isNotNull())}
 
     def write_pending(self, warehouse: str, cut: int | None) -> Held:
-        """The samples no row was written for yet: where a stream continues. Returns what
-        was held back."""
+        """The samples no row was written for yet: where a stream continues, building its
+        lag state afresh over the history just written. Returns what was held back."""
         held = self.good().where(~self.passed(cut))
+        reset_state(held.sparkSession, warehouse)
         held.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
             pending_path(warehouse))
         row = held.agg(F.count(F.lit(1)), F.min(F.unix_millis("sampled_at")),

@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from pipeline.spark.lag.lagcarry import CARRY
 from pipeline.spark.lag.lagflow import PENDING
+from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
@@ -82,7 +82,7 @@ class Upkeep:
 
 
 # The lag step's own working tables, overwritten at each step: their old files need VACUUM.
-WORKING_TABLES = (PENDING, CARRY)
+WORKING_TABLES = (PENDING, STATE)
 
 
 def maintained_tables() -> tuple[str, ...]:

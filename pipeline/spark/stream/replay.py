@@ -231,7 +231,9 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         wire = wire.unionByName(sample_stream(
             spark, opts.lag, None if manifest is None else manifest.samples_version),
             allowMissingColumns=True)
-        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint)
+        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint,
+                               after_version=None if manifest is None
+                               else manifest.samples_version)
     stream = (wire.writeStream
               .outputMode("append").foreachBatch(writer)
               .option("checkpointLocation", opts.checkpoint)

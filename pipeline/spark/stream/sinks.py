@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from pipeline.spark.fold.wire import FAILED, SAMPLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import StreamLag
+from pipeline.spark.lag.lagstate import HISTORY
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.stream.maintain import Upkeep
 from pipeline.spark.tables import paths
@@ -117,8 +118,10 @@ class BatchWriter:
                     for t in OUTPUT_TABLES if table_count(counts, t)}, seconds)
                 if self.lag is not None:  # over the history tables as this batch left them
                     new = table_rows(wire, SAMPLE) if counts.get(SAMPLE) else None
+                    history = {t: table_rows(wire, t, count=table_count(counts, t))
+                               for t in HISTORY if table_count(counts, t)}
                     try:
-                        for phase in self.lag.writes(spark, new, batch_id):
+                        for phase in self.lag.writes(spark, new, batch_id, history):
                             self._write_phase(spark, batch_id, phase, seconds)
                     finally:
                         self.lag.release()

@@ -1,0 +1,273 @@
+"""The stream's lag step in proportion to its batch: the incremental engine
+(`pipeline.lag.batch`) run on the driver over the batch's own history rows and ready samples,
+its state kept in one small Delta table, `_lag_state`, between batches.
+
+A micro-batch collects what it brings: the history rows it has just written (the columns the
+engine reads, times in epoch ms, as JSON text: a few hundred rows for a batch of ~500
+events) and the samples the watermark passed; it reads the state table (one row per topic
+partition and per group with lag: its JSON state), runs the engine, and writes the lag
+tables' rows and then the whole state table back in one commit (`kind`, `key`, `state`),
+with the batch's mark like every write, so a killed batch leaves the previous state whole
+and a batch run again computes the same rows. The history tables are read only where the
+engine says its state cannot answer (`batch.Everything`): one key's rows, filtered, and on
+the first batch that finds no state (a new stream, one continuing a backfill, a warehouse
+of an earlier release): every history row once (`meta` row absent).
+
+Cost: the batch's rows, plus the state table, which holds a row per live topic partition
+and group (its size is the live keys', not the history's)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+from pipeline.lag import LagConfig
+from pipeline.lag.batch import TP, Result, Rows, run
+from pipeline.spark.fold.wire import from_wire_json
+from pipeline.spark.lag.samples import REASON, read_samples
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import read_delta
+from schemas.lag import SAMPLE_KEY
+
+log = logging.getLogger(__name__)
+
+STATE = "_lag_state"
+PARTITION, GROUP, META = "partition", "group", "meta"
+FORMAT = 1  # the state table's own version (the meta row's)
+
+# The history tables the engine reads, the columns it reads of each, and the batch input
+# (`batch.Rows`) each feeds.
+HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "offset_history": ("changes", ("group_id", "topic", "partition", "event_time",
+                                   "log_partition", "log_offset", "change", "committed_offset")),
+    "group_history": ("shapes", ("group_id", "event_time", "log_partition", "log_offset", "seq",
+                                 "state", "generation_id", "state_since", "members")),
+    "group_transitions": ("transitions", ("group_id", "event_time", "log_partition",
+                                          "log_offset", "seq", "from_state", "to_state",
+                                          "cause")),
+    "rebalances": ("rebalances", ("group_id", "generation_id", "started_at", "completed_at",
+                                  "cause", "log_partition", "log_offset")),
+}
+SAMPLE_COLUMNS = ("topic", "partition", "sampled_at", "log_end_offset", "log_start_offset")
+TIME = {"offset_history": "event_time", "group_history": "event_time",
+        "group_transitions": "event_time", "samples": "sampled_at"}  # -> the engine's `t`
+
+
+def state_path(warehouse: str) -> str:
+    return paths.join(warehouse, STATE)
+
+
+def state_schema() -> StructType:
+    return StructType([StructField("kind", StringType(), False),
+                       StructField("key", StringType(), False),
+                       StructField("state", StringType(), False)])
+
+
+def ensure_state(spark: SparkSession, warehouse: str) -> None:
+    create_table(spark, state_path(warehouse), state_schema())
+
+
+def reset_state(spark: SparkSession, warehouse: str) -> None:
+    """No state: the next step builds it from every history row (after a backfill replaced
+    the history tables)."""
+    (spark.createDataFrame([], state_schema()).write.format("delta").mode("overwrite")
+     .save(state_path(warehouse)))
+
+
+def _column(name: str, schema: StructType) -> Column:
+    """`name` as the engine reads it: times as epoch ms; members cut to the fields it reads
+    (their own times never travel)."""
+    dtype = schema[name].dataType
+    if isinstance(dtype, TimestampType):
+        return F.unix_millis(F.col(name)).alias(name)
+    if name == "members":
+        return F.transform(F.col(name), lambda m: F.struct(
+            m["member_id"].alias("member_id"), m["client_id"].alias("client_id"),
+            m["client_host"].alias("client_host"),
+            m["assignment"].alias("assignment"))).alias(name)
+    return F.col(name)
+
+
+def as_json(df: DataFrame, table: str) -> DataFrame:
+    """`df`'s rows of `table` (a history table or the samples) as one JSON text column."""
+    columns = SAMPLE_COLUMNS if table == "samples" else HISTORY[table][1]
+    schema = df.schema
+    return df.select(F.to_json(F.struct(*[_column(c, schema) for c in columns]),
+                               {"ignoreNullFields": "false"}).alias("j"))
+
+
+def local_rows(texts: Iterable[str], table: str) -> list[dict[str, Any]]:
+    out = []
+    for text in texts:
+        row = json.loads(text)
+        if table in TIME:
+            row["t"] = row[TIME[table]]
+        out.append(row)
+    return out
+
+
+def collect_rows(df: DataFrame, table: str) -> list[dict[str, Any]]:
+    return local_rows((r[0] for r in as_json(df, table).collect()), table)
+
+
+def batch_rows(history: Mapping[str, DataFrame], samples: DataFrame | None) -> Rows:
+    """A batch's input: its history rows by table (the tables it wrote) and its ready
+    samples, collected in one Spark job."""
+    parts = [as_json(df, table).select(F.lit(table).alias("table"), "j")
+             for table, df in history.items()]
+    if samples is not None:
+        parts.append(as_json(samples, "samples").select(F.lit("samples").alias("table"), "j"))
+    texts: dict[str, list[str]] = {}
+    if parts:
+        union = parts[0]
+        for p in parts[1:]:
+            union = union.unionByName(p)
+        for r in union.collect():
+            texts.setdefault(r[0], []).append(r[1])
+    return _rows({t: local_rows(v, t) for t, v in texts.items()})
+
+
+def _rows(by_table: Mapping[str, list[dict[str, Any]]]) -> Rows:
+    fields = {HISTORY[t][0] if t in HISTORY else t: rows for t, rows in by_table.items()}
+    return Rows(**fields)
+
+
+@dataclass
+class Tables:
+    """All a key was sent, read from the warehouse's history tables (which hold the batch's
+    own rows by then) and the samples table at the batch's version (its good samples but
+    those still waiting for the watermark): the engine's fallback."""
+
+    spark: SparkSession
+    warehouse: str
+    end_offsets: str
+    version: int | None
+    until_ms: int
+    waiting: DataFrame  # the samples the watermark has not passed (SAMPLE_KEY columns)
+
+    def _table(self, table: str) -> DataFrame:
+        return read_delta(self.spark, paths.join(self.warehouse, table))
+
+    def samples(self) -> DataFrame:
+        if self.version is None:
+            return self.spark.createDataFrame([], "topic string, partition int")
+        good = read_samples(self.spark, self.end_offsets, self.version).where(
+            F.col(REASON).isNull())
+        return good.join(self.waiting.select(*SAMPLE_KEY), list(SAMPLE_KEY), "left_anti")
+
+    def partition(self, tp: TP) -> Rows:
+        topic, partition = tp
+        on = (F.col("topic") == topic) & (F.col("partition") == partition)
+        assigns = F.exists("members", lambda m: F.exists(
+            m["assignment"], lambda a: (a["topic"] == topic) & (a["partition"] == partition)))
+        return _rows({
+            "samples": collect_rows(self.samples().where(on), "samples"),
+            "offset_history": collect_rows(self._table("offset_history").where(on),
+                                           "offset_history"),
+            "group_history": collect_rows(self._table("group_history").where(assigns),
+                                          "group_history")})
+
+    def group(self, group_id: str) -> Rows:
+        mine = F.col("group_id") == group_id
+        return _rows({t: collect_rows(self._table(t).where(mine), t)
+                      for t in ("group_history", "group_transitions", "rebalances")})
+
+    def everything(self) -> Rows:
+        rows = {t: collect_rows(self._table(t), t) for t in HISTORY}
+        rows["samples"] = collect_rows(self.samples(), "samples")
+        return _rows(rows)
+
+
+@dataclass
+class States:
+    """The state table's rows: per topic partition and per group, JSON text."""
+
+    partitions: dict[TP, str]
+    groups: dict[str, str]
+
+    @classmethod
+    def read(cls, spark: SparkSession, warehouse: str) -> States | None:
+        """None: no state yet (the table empty, or of another format)."""
+        partitions: dict[TP, str] = {}
+        groups: dict[str, str] = {}
+        meta = None
+        for kind, key, state in read_delta(spark, state_path(warehouse)).collect():
+            if kind == PARTITION:
+                topic, partition = json.loads(key)
+                partitions[(topic, partition)] = state
+            elif kind == GROUP:
+                groups[key] = state
+            elif kind == META:
+                meta = json.loads(state)
+        if meta is None or meta.get("v") != FORMAT:
+            return None
+        return cls(partitions, groups)
+
+    def updated(self, result: Result) -> States:
+        return States({**self.partitions, **result.partitions}, {**self.groups, **result.groups})
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        rows = [(META, "", json.dumps({"v": FORMAT}))]
+        rows += [(PARTITION, json.dumps(list(tp)), s) for tp, s in sorted(self.partitions.items())]
+        rows += [(GROUP, g, s) for g, s in sorted(self.groups.items())]
+        return spark.createDataFrame(rows, state_schema())
+
+
+@dataclass(frozen=True)
+class Step:
+    """One batch's lag: its rows as DataFrames, and the state to write after them."""
+
+    partition_lag: DataFrame
+    group_lag: DataFrame
+    rows: int
+    state: DataFrame
+
+
+def lag_frame(spark: SparkSession, rows: list[dict[str, Any]], table: str) -> DataFrame:
+    """The engine's rows (`t`: sampled_at, times in epoch ms) as `table`'s, typed by the
+    contract."""
+    texts = [(json.dumps({**r, "sampled_at": r["t"]}),) for r in rows]
+    schema = table_schema(table)
+    return spark.createDataFrame(texts, "_row string").select(
+        *from_wire_json(F.col("_row"), schema, failfast=True))
+
+
+def _sample_key(s: Mapping[str, Any]) -> tuple[str, int, int]:
+    return s["topic"], s["partition"], s["t"]
+
+
+def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[str, DataFrame],
+         ready: DataFrame | None, cfg: LagConfig) -> Step | None:
+    """The lag of one micro-batch (`ready`: the samples the watermark passed); None: no
+    state yet and nothing to build it for."""
+    states = States.read(spark, warehouse)
+    if states is None and ready is None:
+        return None  # built at the first batch with samples, from every row then
+    batch = batch_rows(history, ready)
+    if states is None:
+        # No state: built once from every history row and every sample evaluated before
+        # (rows ahead of a sample are what the engine keeps pending), then this batch's
+        # samples run over it as over any state.
+        log.info("lag: building the lag state from every history row (first step)")
+        every = tables.everything()
+        ready_keys = {_sample_key(s) for s in batch.samples}
+        before = Rows([s for s in every.samples if _sample_key(s) not in ready_keys],
+                      every.changes, every.shapes, every.transitions, every.rebalances)
+        built = run({}, {}, before, tables, cfg, None)
+        states = States(built.partitions, built.groups)
+        batch = Rows(batch.samples)
+    result = run(states.partitions, states.groups, batch, tables, cfg, tables.until_ms)
+    for why in result.rebuilt:
+        log.info("lag: read the history again for %s", why)
+    return Step(lag_frame(spark, result.partition_rows, "partition_lag"),
+                lag_frame(spark, result.group_rows, "group_lag"),
+                len(result.partition_rows), states.updated(result).frame(spark))
