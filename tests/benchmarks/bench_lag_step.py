@@ -1,5 +1,6 @@
-"""Benchmark (not a test): one stream lag step, over the whole history and over the carry,
-as the history grows (issue 35: a micro-batch's cost must not grow with the stream's age).
+"""Benchmark (not a test): one stream lag step, over the whole history and over the engine's
+state, as the history grows (issue 35: a micro-batch's cost must not grow with the stream's
+age).
 
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_lag_step.py --partitions 1000 \\
         --ages 20,200
@@ -8,15 +9,15 @@ For each age (a number of 30 s sample rounds already in the warehouse), builds w
 alone what a stream of that age has written (`bench_lag`'s busy cluster: every partition
 committed every 15 s, every fifth group falling behind; the commits and samples appended in
 time order, ten rounds a commit, as a stream's batches append them), then times, alternately
-`--repeat` times, the lag step of one new sample round as the stream runs it
-(`lagflow.StreamLag._lag`: rows, group_lag, the next carry, to Spark's noop sink; the
-step's own choice of path is logged):
+`--repeat` times, the lag step of one new sample round:
 
-- full: every history row and sample read (what the stream did before the carry);
-- carry: the carry as of the round before, and the rows after it.
+- full: the SQL step over every history row and sample (`lag.partition_rows`, `group_lag`,
+  to Spark's noop sink: what the stream did before the state);
+- state: the stream's step (`lagstate.step`: the round's samples over the state as of the
+  round before, rows and the next state collected), with no new history rows.
 
 Prints each time, the medians, and the ratios: each path at the oldest age over the
-youngest (the carry's should stay near 1), and carry / full at each age.
+youngest (the state's should stay near 1), and state / full at each age.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag.lag import History, group_lag
-from pipeline.spark.lag.lagcarry import build, carry_path, history_versions
-from pipeline.spark.lag.lagflow import LagOptions, StreamLag, ensure_pending
+from pipeline.spark.lag.lag import History, group_lag, partition_rows
+from pipeline.spark.lag.lagflow import ensure_pending
+from pipeline.spark.lag.lagstate import Tables, state_path
+from pipeline.spark.lag.lagstate import step as state_step
 from pipeline.spark.runtime.session import build_session
+from pipeline.spark.tables.options import latest_version
 from pipeline.spark.tables.warehouse import ensure_tables
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0, shapes
 
@@ -81,29 +84,40 @@ def build_age(spark: SparkSession, root: Path, partitions: int, per_topic: int,
 
 
 def step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
-         carried: bool) -> float:
-    """One lag step of the round at `at_ms`, as the stream runs it."""
-    lag = StreamLag(LagOptions(samples_path), warehouse, "", carried=carried)
+         incremental: bool) -> float:
+    """One lag step of the round at `at_ms`, over the state or over every row."""
+    cfg = LagConfig()
     start = time.monotonic()
     samples = spark.read.format("delta").load(samples_path)
     ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
-    history, rows, carry = lag._lag(spark, ready, samples, 0)
-    rows.count()
-    for df in (group_lag(rows, history, lag.opts.config), carry):
-        df.write.format("noop").mode("overwrite").save()
-    lag.release()
+    if incremental:
+        tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
+                        at_ms + 1, samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)))
+        got = state_step(spark, warehouse, tables, {}, ready, cfg)
+        assert got is not None
+        for df in (got.partition_lag, got.group_lag, got.state):
+            df.write.format("noop").mode("overwrite").save()
+    else:
+        history = History.read(spark, warehouse, samples)
+        rows = partition_rows(ready, history, cfg).cache()
+        rows.count()
+        group_lag(rows, history, cfg).write.format("noop").mode("overwrite").save()
+        rows.unpersist()
     took = time.monotonic() - start
-    print(f"  {'carry' if carried else 'full'}: {took:.1f} s", flush=True)
+    print(f"  {'state' if incremental else 'full'}: {took:.1f} s", flush=True)
     return took
 
 
-def seed_carry(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int) -> None:
-    """The carry as of `at_ms`, as the stream's step of that round wrote it."""
+def seed_state(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int) -> None:
+    """The state as of `at_ms`, as the stream's step of that round wrote it (built from
+    every row: the first step's path)."""
     samples = spark.read.format("delta").load(samples_path)
-    versions = history_versions(spark, warehouse)
-    history = History.read(spark, warehouse, samples, versions)
-    built: DataFrame = build(history, at_ms, versions, LagConfig()).rows
-    built.write.format("delta").mode("overwrite").save(carry_path(warehouse))
+    tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
+                    at_ms + 1, samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)))
+    ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
+    got = state_step(spark, warehouse, tables, {}, ready, LagConfig())
+    assert got is not None
+    got.state.write.format("delta").mode("overwrite").save(state_path(warehouse))
 
 
 def main() -> None:
@@ -113,9 +127,9 @@ def main() -> None:
     p.add_argument("--ages", default="20,200", help="sample rounds already written, comma-separated")
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    said = logging.StreamHandler(sys.stdout)  # each step's path: over the carry, or why not
-    logging.getLogger("pipeline.spark.lag.lagflow").addHandler(said)
-    logging.getLogger("pipeline.spark.lag.lagflow").setLevel(logging.DEBUG)
+    said = logging.StreamHandler(sys.stdout)  # a key the state could not answer
+    logging.getLogger("pipeline.spark.lag.lagstate").addHandler(said)
+    logging.getLogger("pipeline.spark.lag.lagstate").setLevel(logging.INFO)
     spark = build_session("bench-lag-step", "local")
     medians: dict[int, dict[str, float]] = {}
     for age in (int(a) for a in args.ages.split(",")):
@@ -123,21 +137,21 @@ def main() -> None:
         start = time.monotonic()
         warehouse, samples_path = build_age(spark, root, args.partitions, args.per_topic, age)
         last, before = T0 + age * SAMPLE_MS, T0 + (age - 1) * SAMPLE_MS
-        seed_carry(spark, warehouse, samples_path, before)
+        seed_state(spark, warehouse, samples_path, before)
         print(f"age {age} rounds: {args.partitions:,} partitions, built in "
               f"{time.monotonic() - start:.0f} s ({root})", flush=True)
         step(spark, warehouse, samples_path, last, False)  # warm-up, not counted
         step(spark, warehouse, samples_path, last, True)
-        times: dict[str, list[float]] = {"full": [], "carry": []}
+        times: dict[str, list[float]] = {"full": [], "state": []}
         for _ in range(args.repeat):
             times["full"].append(step(spark, warehouse, samples_path, last, False))
-            times["carry"].append(step(spark, warehouse, samples_path, last, True))
+            times["state"].append(step(spark, warehouse, samples_path, last, True))
         medians[age] = {k: statistics.median(v) for k, v in times.items()}
-        print(f"age {age}: medians full {medians[age]['full']:.1f} s, carry "
-              f"{medians[age]['carry']:.1f} s, carry / full = "
-              f"{medians[age]['carry'] / medians[age]['full']:.2f}", flush=True)
+        print(f"age {age}: medians full {medians[age]['full']:.1f} s, state "
+              f"{medians[age]['state']:.1f} s, state / full = "
+              f"{medians[age]['state'] / medians[age]['full']:.2f}", flush=True)
     young, old = min(medians), max(medians)
-    for path in ("full", "carry"):
+    for path in ("full", "state"):
         print(f"{path}: age {old} / age {young} = {medians[old][path] / medians[young][path]:.2f}")
 
 

@@ -58,8 +58,6 @@ TP = ("topic", "partition")
 PAIR = ("group_id", "topic", "partition")
 ASKED, ANSWERED = 1, 0  # at one time, the answers (history) sort before the question
 HISTORY_TABLES = ("offset_history", "group_history", "group_transitions", "rebalances")
-# What a sample carried from an earlier lag step brings (`sample_stats`).
-SEEDS = {"seed_high": "bigint", "seed_first_t": "bigint", "linked": "boolean"}
 
 
 @dataclass(frozen=True)
@@ -112,30 +110,18 @@ def sample_stats(samples: DataFrame, cfg: LagConfig) -> DataFrame:
     ms, hash-partitioned by topic partition (every later step keeps that partitioning: one
     shuffle of each input), with what later steps take from the partition's samples up to
     it: `high` (the running maximum end offset), `broker_min` (the least end offset of the
-    last `intervals` samples), `prev_t`, `first_t`, the next sample's `next_t`/`next_high`.
-
-    A sample carried from earlier steps (`pipeline.spark.lag.lagcarry`) brings its own `high`
-    and `first_t` (`seed_high`, `seed_first_t`) and whether the sample after it is carried
-    too (`linked`); `held_first_t` is the first sample at hand."""
-    seeded = samples
-    for name, kind in SEEDS.items():
-        if name not in seeded.columns:
-            seeded = seeded.withColumn(name, F.lit(None).cast(kind))
-    distinct = (by_tp(seeded).groupBy(*TP, ms("sampled_at").alias("t"))
-                .agg(F.max("log_end_offset").alias("end"), F.max("log_start_offset").alias("start"),
-                     F.max("seed_high").alias("seed_high"),
-                     F.min("seed_first_t").alias("seed_first_t"),
-                     F.min(F.coalesce(F.col("linked"), F.lit(True)).cast("int")).alias("linked")))
+    last `intervals` samples), `prev_t`, `first_t`, the next sample's `next_t`/`next_high`."""
+    distinct = (by_tp(samples).groupBy(*TP, ms("sampled_at").alias("t"))
+                .agg(F.max("log_end_offset").alias("end"),
+                     F.max("log_start_offset").alias("start")))
     by_time = Window.partitionBy(*TP).orderBy("t")
     whole = Window.partitionBy(*TP)
     stats = distinct.select(
-        *TP, "t", "end", "start", (F.col("linked") == 1).alias("linked"),
-        F.max(F.coalesce("seed_high", "end")).over(
-            by_time.rowsBetween(Window.unboundedPreceding, 0)).alias("high"),
+        *TP, "t", "end", "start",
+        F.max("end").over(by_time.rowsBetween(Window.unboundedPreceding, 0)).alias("high"),
         F.min("end").over(by_time.rowsBetween(1 - cfg.intervals, 0)).alias("broker_min"),
         F.lag("t").over(by_time).alias("prev_t"),
-        F.min(F.coalesce("seed_first_t", "t")).over(whole).alias("first_t"),
-        F.min("t").over(whole).alias("held_first_t"))
+        F.min("t").over(whole).alias("first_t"))
     return stats.select("*", F.lead("t").over(by_time).alias("next_t"),
                         F.lead("high").over(by_time).alias("next_high"))
 
@@ -143,22 +129,20 @@ def sample_stats(samples: DataFrame, cfg: LagConfig) -> DataFrame:
 def commit_lags(changes: DataFrame, stats: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(each offset change (a TXN_ABORTED row changes nothing) in ms, partitioned by topic
     partition; each commit with `end_then`, the end offset sampled at or before it, and its
-    `lag` then). A carried commit (`seed_end_then`) keeps the end offset it was given."""
-    if "seed_end_then" not in changes.columns:
-        changes = changes.withColumn("seed_end_then", F.lit(None).cast("bigint"))
+    `lag` then)."""
     moved = changes.where(F.col("change") != "TXN_ABORTED").select(
         *PAIR, ms("event_time").alias("t"), "log_partition", "log_offset", "change",
-        "committed_offset", "seed_end_then")
+        "committed_offset")
     moved = by_tp(moved)
     asked = moved.where(F.col("change") == "COMMIT").withColumn("kind", F.lit(ASKED))
     answers = stats.select(*TP, "t", "end", F.lit(ANSWERED).alias("kind"))
     union = asked.unionByName(answers, allowMissingColumns=True)
     then = Window.partitionBy(*TP).orderBy("t", "kind").rowsBetween(Window.unboundedPreceding, 0)
-    end_then = F.coalesce(F.col("seed_end_then"), F.last("end", ignorenulls=True).over(then))
+    end_then = F.last("end", ignorenulls=True).over(then)
     commits = (union.withColumn("end_then", end_then)
-               .where(F.col("kind") == ASKED).drop("kind", "end", "seed_end_then")
+               .where(F.col("kind") == ASKED).drop("kind", "end")
                .withColumn("lag", behind(F.col("end_then"), F.col("committed_offset"))))
-    return moved.drop("seed_end_then"), commits
+    return moved, commits
 
 
 def commit_windows(moved: DataFrame, commits: DataFrame, cfg: LagConfig) -> DataFrame:
@@ -274,21 +258,15 @@ def _positions(seq: str | None) -> list[Column]:
 def brackets(asked: DataFrame, stats: DataFrame) -> DataFrame:
     """`asked` (with `committed`) with `a`: the partition's last sample whose running maximum
     end offset had not passed the committed offset (t, high, the next sample's next_t and
-    next_high), and `bracket_exact`: false where the samples at hand cannot tell (a carried
-    sample whose successor was not carried, or none found while earlier samples were
-    dropped from the carry)."""
+    next_high)."""
     asked = asked.withColumn("key", F.col("committed")).withColumn("kind", F.lit(ASKED))
     answers = stats.select(*TP, F.col("high").alias("key"), F.lit(ANSWERED).alias("kind"),
                            F.col("t").alias("at"), F.struct(
-                               F.col("t").alias("t"), "high", "next_t", "next_high",
-                               "linked").alias("a"))
+                               F.col("t").alias("t"), "high", "next_t", "next_high").alias("a"))
     union = asked.unionByName(answers, allowMissingColumns=True)
     then = Window.partitionBy(*TP).orderBy("key", "kind", "at").rowsBetween(Window.unboundedPreceding, 0)
-    found = (union.withColumn("a", F.last("a", ignorenulls=True).over(then))
-             .where(F.col("kind") == ASKED).drop("key", "kind", "at"))
-    exact = (F.when(F.col("a").isNull(), F.col("held_first_t") == F.col("first_t"))
-             .otherwise(F.coalesce(F.col("a.linked"), F.lit(True))))
-    return found.withColumn("bracket_exact", exact)
+    return (union.withColumn("a", F.last("a", ignorenulls=True).over(then))
+            .where(F.col("kind") == ASKED).drop("key", "kind", "at"))
 
 
 def with_time_lag(rows: DataFrame, stats: DataFrame) -> DataFrame:
@@ -308,8 +286,7 @@ def with_time_lag(rows: DataFrame, stats: DataFrame) -> DataFrame:
         .alias("lag_ms_basis"))
     rest = rows.where(~behind_ | F.col("committed").isNull()).select(
         "*", F.when(F.col("committed").isNotNull(), F.lit(0)).cast("bigint").alias("lag_ms"),
-        F.when(F.col("committed").isNotNull(), F.lit(CAUGHT_UP)).alias("lag_ms_basis"),
-        F.lit(True).alias("bracket_exact"))
+        F.when(F.col("committed").isNotNull(), F.lit(CAUGHT_UP)).alias("lag_ms_basis"))
     return timed.unionByName(rest)
 
 

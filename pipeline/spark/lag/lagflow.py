@@ -11,12 +11,12 @@ rows are written once the replay's event-time watermark has passed `sampled_at`,
 commit that reaches the log late (but inside the watermark delay) is not missed: until
 then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
 table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
-pending and new samples the watermark has passed, computes their rows over the warehouse's
-history tables (which hold the batch's own rows by then) and the samples table at that
-version (over the carry and the rows after it where that is exact, `pipeline.spark.lag.lagcarry`,
-else over every history row), then rewrites the pending set and the carry. A sample arriving
-after the watermark passed it is used at once. Every write carries the batch's mark
-(`sinks.BatchWriter`), pending and carry last, so a batch run again after a crash computes
+pending and new samples the watermark has passed, computes their rows with the incremental
+engine over the batch's own history rows and the lag state (`pipeline.spark.lag.lagstate`;
+the history tables and the samples table at that version are read only where the state
+cannot answer), then rewrites the pending set and the state. A sample arriving after the
+watermark passed it is used at once. Every write carries the batch's mark
+(`sinks.BatchWriter`), pending and state last, so a batch run again after a crash computes
 the same rows and skips what it had written.
 """
 
