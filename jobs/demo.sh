@@ -19,3 +19,5 @@ $py jobs/replay.py --events "$out/events" --end-offsets "$out/end_offsets" \
     --watermark-delay "1 minute"
 $py jobs/query.py --warehouse "$out/warehouse" --demo
 echo "demo finished in $(( $(date +%s) - start )) s; tables under $out/warehouse"
+echo "Prometheus metrics of them: $py jobs/serve.py --warehouse $out/warehouse --metrics-port 9308," \
+     "then http://127.0.0.1:9308/metrics (docs/metrics.md)"

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.lag import LagConfig
+from pipeline.metrics import MetricsServer, RowsCollector, serve
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.logs import LEVELS
@@ -200,6 +201,47 @@ def upkeep_options(args: argparse.Namespace) -> Upkeep | None:
         raise UsageError(f"--vacuum-hours {args.vacuum_hours:g}: expected at least "
                          f"{MIN_VACUUM_HOURS} (Delta's floor)")
     return Upkeep(args.maintain_every, args.retain_days, args.vacuum_hours)
+
+
+def metrics_port(text: str) -> int:
+    """argparse type: a TCP port for the metrics endpoint, 0 for any free one."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a port from 0 (any free port) "
+                                         "to 65535")
+    return int(text)
+
+
+def add_metrics_args(p: argparse.ArgumentParser, host: bool = True) -> None:
+    """The Prometheus endpoint's flags (docs/metrics.md); `host`: with --metrics-host (a job
+    with a --host of its own serves there)."""
+    p.add_argument("--metrics-port", type=metrics_port, metavar="PORT",
+                   help="serve Prometheus metrics on this port (0: any free port; the log "
+                        "says the URL) (default: none)")
+    if host:
+        p.add_argument("--metrics-host", default="127.0.0.1",
+                       help="address the metrics endpoint listens on (0.0.0.0: every interface)")
+    p.add_argument("--metrics-per-partition", action="store_true",
+                   help="also serve a series per group partition (partition_lag): four per "
+                        "partition, against about ten per group without")
+
+
+@contextmanager
+def metrics_endpoint(args: argparse.Namespace, host: str, job: str,
+                     refresh: Callable[[RowsCollector], None] | None = None
+                     ) -> Iterator[MetricsServer | None]:
+    """The endpoint --metrics-port asks for on `host` (None without it), its URL logged by
+    `job`'s logger; stopped on leaving. `refresh`: see `RowsCollector`."""
+    if args.metrics_port is None:
+        yield None
+        return
+    try:
+        server = serve(args.metrics_port, host, args.metrics_per_partition, refresh)
+    except OSError as exc:
+        raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen on {host}: "
+                         f"{exc.strerror or exc}") from None
+    with server:
+        logging.getLogger(job).info("Prometheus metrics: %s", server.url)
+        yield server
 
 
 def fraction(text: str) -> float:

@@ -8,7 +8,9 @@ group's rows the way Kafka's group coordinator does, and writes group_state and
 committed_offsets (MERGE) and group_transitions, rebalances, offset_history,
 rejected_events, error_responses and group_history (append) under --warehouse,
 registered in the catalog database.
-Restart it on the same --checkpoint and it resumes where it stopped.
+Restart it on the same --checkpoint and it resumes where it stopped. With --metrics-port the
+driver serves Prometheus metrics (docs/metrics.md): the groups' newest lag, status and state,
+and each micro-batch's progress.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from pyspark.sql import SparkSession
 from pipeline.jobs._common import (
     JobParser,
     add_fold_args,
+    add_metrics_args,
     add_upkeep_args,
     cli,
     coordinator_config,
     default_metastore,
     job_session,
     lag_options,
+    metrics_endpoint,
     positive_int,
     trigger_arg,
     upkeep_options,
@@ -47,6 +51,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="after every N-th micro-batch, OPTIMIZE and VACUUM the tables "
                         "(jobs/maintain.py's upkeep, run by the stream itself)")
     add_upkeep_args(p)
+    add_metrics_args(p)
     return p.parse_args(argv)
 
 
@@ -62,7 +67,10 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.
     metastore = (args.metastore or default_metastore(opts.warehouse)) if opts.database else None
-    with job_session("replay", args.profile, spark, metastore=metastore, args=args) as session:
+    # The endpoint first: a port it cannot have is refused before a JVM starts.
+    with metrics_endpoint(args, args.metrics_host, "replay") as server, \
+            job_session("replay", args.profile, spark, metastore=metastore, args=args) as session:
+        opts.metrics = None if server is None else server.collector
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)

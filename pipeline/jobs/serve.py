@@ -13,8 +13,10 @@ server (jdbc:hive2://HOST:THRIFT-PORT/DATABASE: beeline, BI tools), logging one 
 endpoint with its URL, until Ctrl-C or SIGTERM. With the local profile it holds the
 warehouse's embedded Derby metastore for all its clients; a stream keeps writing the same
 warehouse beside it with `jobs/replay.py --database ''` (by path: no names, no Derby), and
-every query reads the tables' newest commits. Writes nothing under the warehouse. No client
-authenticates: the default host is loopback (docs/serving.md).
+every query reads the tables' newest commits. With --metrics-port it also serves Prometheus
+metrics over the warehouse's newest rows (docs/metrics.md), read afresh at each scrape. Writes
+nothing under the warehouse. No client authenticates: the default host is loopback
+(docs/serving.md).
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ from pyspark.sql import SparkSession
 from pipeline.jobs._common import (
     JobParser,
     add_metastore_arg,
+    add_metrics_args,
     add_profile_arg,
     cli,
     database_arg,
     default_metastore,
     log_level,
+    metrics_endpoint,
 )
+from pipeline.spark.metrics import WarehouseRows
 from pipeline.spark.runtime.session import build_session, session_conf, stop_session
 from pipeline.spark.serve import (
     CONNECT_PORT,
@@ -68,20 +73,24 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="catalog database the tables are served from: schema, or "
                         "catalog.schema")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address both endpoints listen on (0.0.0.0: every interface)")
+                   help="address every endpoint listens on (0.0.0.0: every interface)")
     p.add_argument("--connect-port", default=CONNECT_PORT, type=port_arg, metavar="PORT",
                    help="Spark Connect (gRPC) port; 0: no Spark Connect")
     p.add_argument("--thrift-port", default=THRIFT_PORT, type=port_arg, metavar="PORT",
                    help="Thrift JDBC/ODBC (HiveServer2) port; 0: no JDBC/ODBC")
+    add_metrics_args(p, host=False)
     add_metastore_arg(p)
     add_profile_arg(p)
     args = p.parse_args(argv)
     if not args.database:
         p.error("--database: the endpoints serve names; give a schema")
-    if not args.connect_port and not args.thrift_port:
+    if not args.connect_port and not args.thrift_port and args.metrics_port is None:
         p.error("--connect-port 0 and --thrift-port 0 leave nothing to serve")
-    if args.connect_port and args.connect_port == args.thrift_port:
-        p.error(f"--connect-port and --thrift-port are both {args.connect_port}")
+    ports = {"--connect-port": args.connect_port, "--thrift-port": args.thrift_port,
+             "--metrics-port": args.metrics_port}
+    for port in {n for n in ports.values() if n}:
+        if len(same := [flag for flag, n in ports.items() if n == port]) > 1:
+            p.error(f"{' and '.join(same)} name the same port, {port}")
     return args
 
 
@@ -108,7 +117,7 @@ def wait_for_stop(spark: SparkSession) -> str:
 @cli(parse)
 def main(args: argparse.Namespace) -> int:
     """Serves until stopped; returns the exit status (0 after Ctrl-C or SIGTERM)."""
-    for port in (args.connect_port, args.thrift_port):
+    for port in (args.connect_port, args.thrift_port, args.metrics_port):
         if port:
             check_port_free(args.host, port)
     class_path = session_conf(args.profile, with_jars=False).get(CLASS_PATH, "")
@@ -121,8 +130,10 @@ def main(args: argparse.Namespace) -> int:
         if args.thrift_port:
             check_thrift_class_path(spark)  # before the tables: a refusal comes at once
         register_warehouse(spark, args.warehouse, args.database)
+        rows = WarehouseRows(spark, args.warehouse, args.metrics_per_partition)
         with SqlEndpoints(spark, args.database, connect=bool(args.connect_port),
-                          thrift=bool(args.thrift_port)) as endpoints:
+                          thrift=bool(args.thrift_port)) as endpoints, \
+                metrics_endpoint(args, args.host, "serve", rows.publish):
             for name, url in endpoints.urls.items():
                 log.info("%s: %s", name, url)
             log.info("serving %s until Ctrl-C or SIGTERM", args.database)

@@ -5,7 +5,9 @@ The caller (a stream's batch listener, the serving job) hands over plain rows, d
 anything with Spark's `asDict()`, as the newest rows of `group_lag`, `partition_lag` and
 `group_state` give them, and a `ReplayProgress`; `publish` swaps them in at once, under a
 lock, so a scrape sees one snapshot whole. Each scrape renders the snapshot afresh: a group
-gone from the rows is gone from the metrics, nothing lingers in a registry.
+gone from the rows is gone from the metrics, nothing lingers in a registry. A caller that
+reads only the lag rows newer than those it handed over last publishes with `merge`
+(`merged`): they join the ones published, and the groups group_state no longer holds leave.
 
 Cardinality: with `per_partition` off (the default) only group-level series are served,
 about a dozen per group; on, four more per group partition (the partition metrics of
@@ -15,7 +17,7 @@ about a dozen per group; on, four more per group partition (the partition metric
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +32,7 @@ from pipeline.metrics.progress import ReplayProgress
 from schemas.lag import STATUS_CODES
 
 Row = Mapping[str, Any]
+LAG = ("group_lag", "partition_lag")  # the tables whose rows `merge` adds to those published
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,14 @@ def newest(rows: Iterable[Any], table: str) -> tuple[Row, ...]:
         if old is None or "sampled_at" not in row or old["sampled_at"] <= row["sampled_at"]:
             kept[key] = row
     return tuple(kept.values())
+
+
+def merged(kept: Iterable[Row], rows: Iterable[Any], table: str, groups: Container[str]
+           ) -> tuple[Row, ...]:
+    """The newest row per key of `kept` (what was published) and `rows` (what is newer)
+    together, a tie going to `rows`; of the groups in `groups` only: a group that turned Dead
+    or was deleted leaves, though no newer row of it will ever come."""
+    return tuple(r for r in newest((*kept, *rows), table) if r["group_id"] in groups)
 
 
 def checked(rows: tuple[Row, ...], table: str) -> tuple[Row, ...]:
@@ -108,35 +119,46 @@ def families(snapshot: Snapshot, per_partition: bool) -> Iterator[Metric]:
 
 
 class RowsCollector(Collector):
-    """The collector: renders the current snapshot at each scrape."""
+    """The collector: renders the current snapshot at each scrape, after calling `refresh`
+    (if given: it publishes what is new, as a server over a warehouse does)."""
 
-    def __init__(self, per_partition: bool = False) -> None:
+    def __init__(self, per_partition: bool = False,
+                 refresh: Callable[[RowsCollector], None] | None = None) -> None:
         self.per_partition = per_partition
+        self.refresh = refresh
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
 
     def publish(self, *, group_lag: Iterable[Any] | None = None,
                 partition_lag: Iterable[Any] | None = None,
                 group_state: Iterable[Any] | None = None,
-                progress: ReplayProgress | None = None) -> None:
-        """Swap in new rows and/or progress; what is not given stays as it was. With the
+                progress: ReplayProgress | None = None, merge: bool = False) -> None:
+        """Swap in new rows and/or progress; what is not given stays as it was. With `merge`,
+        the lag rows given join those published instead of replacing them, and only the
+        groups of group_state (as this call leaves it) keep theirs (`merged`). With the
         partition switch off, partition rows are not even kept."""
         if not self.per_partition:
             partition_lag = None
+        given = (("group_lag", group_lag), ("partition_lag", partition_lag),
+                 ("group_state", group_state))
         changes: dict[str, Any] = {
-            t: checked(newest(rows, t), t) for t, rows in (("group_lag", group_lag),
-                                               ("partition_lag", partition_lag),
-                                               ("group_state", group_state)) if rows is not None}
+            t: checked(newest(rows, t), t) for t, rows in given if rows is not None}
         if progress is not None:
             changes["progress"] = progress
         with self._lock:
-            self._snapshot = replace(self._snapshot, **changes)
+            old = self._snapshot
+            if merge:
+                live = {r["group_id"] for r in changes.get("group_state", old.group_state)}
+                changes |= {t: merged(getattr(old, t), changes.get(t, ()), t, live) for t in LAG}
+            self._snapshot = replace(old, **changes)
 
     def snapshot(self) -> Snapshot:
         with self._lock:
             return self._snapshot
 
     def collect(self) -> Iterator[Metric]:
+        if self.refresh is not None:
+            self.refresh(self)
         return families(self.snapshot(), self.per_partition)
 
 
@@ -156,13 +178,20 @@ class MetricsServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/metrics"
 
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join()
 
 
-def serve(port: int, host: str = "127.0.0.1", per_partition: bool = False) -> MetricsServer:
+def serve(port: int, host: str = "127.0.0.1", per_partition: bool = False,
+          refresh: Callable[[RowsCollector], None] | None = None) -> MetricsServer:
     """Start the endpoint on `host:port` with an empty snapshot; `server.collector.publish`
-    fills it."""
-    return MetricsServer(RowsCollector(per_partition), port, host)
+    fills it, or `refresh` at each scrape."""
+    return MetricsServer(RowsCollector(per_partition, refresh), port, host)

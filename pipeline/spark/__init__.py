@@ -4,9 +4,9 @@
     tables    the warehouse: the contract's types, paths, flags, creation, catalog
     events    the event log into the fold: read, checked, packed, decoded
     fold      the fold as Spark runs it, and the wire back
-    lag       lag from end-offset samples
+    lag       lag from end-offset samples                metrics    the tables' rows Prometheus serves
     stream    the streaming replay and its upkeep        backfill   the batch backfill
     ingest    from Kafka into the event log              serve      SQL over the tables
 
-`backfill` and `serve` are one module each; docs/architecture.md draws the rooms and
+`metrics`, `backfill` and `serve` are one module each; docs/architecture.md draws the rooms and
 what flows between them."""

@@ -18,6 +18,12 @@ the process tree (driver, JVM, workers) in the first and the last fifth (target:
 freshness, the time from an append's commit to the end of the micro-batch that wrote its rows
 (median; the target, <= 30 s at 2,000 events/s with a 10 s trigger, is for `--trigger 10
 --chunk 20000`).
+
+`--metrics on` serves the Prometheus metrics as `jobs/replay.py --metrics-port 0
+--metrics-per-partition` does, scraped every second by a thread here (as Prometheus would),
+and prints the seconds each batch's publish took (it runs beside the next batch);
+`--metrics both` runs the soak twice on one log, without then with, one after the other, and
+prints the two runs' batch seconds side by side: what the metrics cost a batch.
 """
 
 from __future__ import annotations
@@ -25,7 +31,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +47,7 @@ from pyspark.sql import functions as F
 
 from pipeline.fold.states import DEAD
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
+from pipeline.metrics import MetricsServer, serve
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import samples_frame
@@ -63,6 +74,28 @@ def fifths(values: list[float]) -> tuple[float, float]:
     return statistics.median(values[:n]), statistics.median(values[-n:])
 
 
+@contextmanager
+def scraped(on: bool) -> Iterator[MetricsServer | None]:
+    """With `on`, the endpoint (per-partition series on) and a thread scraping it every
+    second until the run ends."""
+    if not on:
+        yield None
+        return
+    stop = threading.Event()
+    with serve(0, per_partition=True) as server:
+        def scrape() -> None:
+            while not stop.wait(1.0):
+                with urllib.request.urlopen(server.url, timeout=60) as r:
+                    r.read()
+        scraper = threading.Thread(target=scrape, daemon=True)
+        scraper.start()
+        try:
+            yield server
+        finally:
+            stop.set()
+            scraper.join()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--batches", type=int, default=300)
@@ -73,6 +106,8 @@ def main() -> None:
     p.add_argument("--sample-interval", default="1 second")
     p.add_argument("--maintain-every", type=int, default=50, help="0: no upkeep")
     p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--metrics", choices=("off", "on", "both"), default="off",
+                   help="serve and scrape the Prometheus metrics; both: a run without, then with")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-soak-"))
     spec = LogSpec(groups=args.groups, events=args.chunk * args.batches, seed=args.seed,
@@ -87,14 +122,36 @@ def main() -> None:
     spark = build_session("bench-soak", "local")
     spark.sparkContext.setLogLevel("ERROR")
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(args.batches * 4 + 100))
+    runs = {"off": [False], "on": [True], "both": [False, True]}[args.metrics]
+    seconds = {on: soak(spark, args, root / ("metrics" if on else "plain"), events, samples, on)
+               for on in runs}
+    if len(seconds) == 2:
+        off, on = (statistics.median(seconds[m]) for m in (False, True))
+        print(f"\nbatch seconds, median: without metrics {off:.2f}, with {on:.2f} -> "
+              f"{on / off:.2f}x ({on - off:+.2f} s a batch)")
+    spark.stop()
+
+
+def soak(spark: SparkSession, args: argparse.Namespace, root: Path, events: list[Any],
+         samples: list[dict[str, Any]], metrics: bool) -> list[float]:
+    """One soak run under `root`, its figures printed; returns each batch's seconds."""
     log, ends, wh = root / "events", root / "end_offsets", root / "wh"
     write_event_log(spark, events[:1], str(log))
     samples_frame(spark, samples[:1]).write.format("delta").save(str(ends))
+    with scraped(metrics) as server:
+        return run(spark, args, events, samples, log, ends, wh, root, server)
+
+
+def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
+        samples: list[dict[str, Any]], log: Path, ends: Path, wh: Path, root: Path,
+        server: MetricsServer | None) -> list[float]:
     replay = start_replay(spark, ReplayOptions(
         events=str(log), warehouse=str(wh), checkpoint=str(root / "ck"),
         trigger=f"processing-time:{args.trigger}", database=None,
         watermark_delay=args.delay, lag=LagOptions(str(ends)),
-        upkeep=Upkeep(args.maintain_every) if args.maintain_every else None))
+        upkeep=Upkeep(args.maintain_every) if args.maintain_every else None,
+        metrics=None if server is None else server.collector))
+    assert replay.query is not None
     replay.query.processAllAvailable()
     seconds: list[float] = []
     fresh: list[float] = []
@@ -131,11 +188,15 @@ def main() -> None:
             if (i + 1) % 25 == 0:
                 print(f"batch {i + 1}: last {seconds[-1]:.1f} s, median so far "
                       f"{statistics.median(seconds):.1f} s", flush=True)
+    published = list(replay.metrics.took_s) if replay.metrics else []
     replay.stop()
     first, last = fifths(seconds)
     print(f"\n{len(seconds)} micro-batches of ~{args.chunk} events with lag, trigger "
           f"{args.trigger} s, watermark delay {args.delay}, upkeep every "
-          f"{args.maintain_every or 'never'}")
+          f"{args.maintain_every or 'never'}, metrics {'on' if server else 'off'}")
+    if published:
+        print(f"  metrics publish seconds (last {len(published)} batches): median "
+              f"{statistics.median(published):.2f}, max {max(published):.2f}")
     print(f"  batch seconds: first fifth median {first:.2f}, last fifth {last:.2f} -> "
           f"{last / first:.2f}x (target <= 1.2x)")
     print(f"  freshness (append -> batch done): median {statistics.median(fresh):.1f} s, "
@@ -153,7 +214,7 @@ def main() -> None:
         if (path / "_delta_log").is_dir():
             active, on_disk, commits = table_files(spark, path)
             print(f"  {table}: {active} active files, {on_disk} on disk, {commits} log commits")
-    spark.stop()
+    return seconds
 
 
 if __name__ == "__main__":

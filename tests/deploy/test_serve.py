@@ -5,7 +5,8 @@ writes ~1,000 events in two Delta commits to a staging folder; the log the repla
 starts as the first commit only, and the second is appended later the way any Delta writer
 appends (its data file first, then its commit file, renamed into `_delta_log/`).
 `jobs/replay.py --database ''` replays the first part and names nothing, so every name the
-clients use is the server's doing. The server then runs on free loopback ports with the
+clients use is the server's doing. The server also serves Prometheus metrics
+(`--metrics-port`), scraped over HTTP. The server then runs on free loopback ports with the
 test profile's small settings and a Hive catalog (a .conf of the test's own: the test
 profile plus `spark.sql.catalogImplementation hive`) in the warehouse's embedded Derby
 metastore, and beside it the stream (`jobs/replay.py --database '' --trigger
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -37,6 +39,7 @@ import pytest
 from pipeline.spark.runtime.session import PROFILES_DIR
 from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job
+from tests.metrics.test_exposition import of, samples
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent  # pip pyspark is a Spark distribution
@@ -105,6 +108,7 @@ class Served:
     events: Path
     connect: str
     jdbc: str
+    metrics: str
     stream: subprocess.Popen[bytes]
     stream_log: Path
 
@@ -164,18 +168,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     append_commit(staged, events, 0, root / "commit.tmp")
     run_job(root, "replay", "--events", events, "--warehouse", warehouse, "--checkpoint",
             checkpoint, "--database", "", "--profile", profile)
-    connect, thrift = free_port(), free_port()
+    connect, thrift, metrics = free_port(), free_port(), free_port()
     server_log, stream_log = root / "serve.log", root / "stream.log"
     with running(job("replay", "--events", events, "--warehouse", warehouse, "--checkpoint",
                      checkpoint, "--database", "", "--trigger", "processing-time:1",
                      "--profile", profile), stream_log, root) as stream, \
             running(job("serve", "--warehouse", warehouse, "--profile", profile, "--host",
-                        "127.0.0.1", "--connect-port", connect, "--thrift-port", thrift),
+                        "127.0.0.1", "--connect-port", connect, "--thrift-port", thrift,
+                        "--metrics-port", metrics),
                     server_log, root) as server:
         wait_for("the server's endpoints", lambda: "serving consumer_groups until"
                  in server_log.read_text(errors="replace") or None, 240, server, server_log)
         text = server_log.read_text(errors="replace")
-        urls = (f"sc://127.0.0.1:{connect}", f"jdbc:hive2://127.0.0.1:{thrift}/consumer_groups")
+        urls = (f"sc://127.0.0.1:{connect}", f"jdbc:hive2://127.0.0.1:{thrift}/consumer_groups",
+                f"http://127.0.0.1:{metrics}/metrics")
         assert all(url in text for url in urls), text[-3000:]
         yield Served(root, staged, events, *urls, stream, stream_log)
     # SIGTERM: the server stops its endpoints, then Spark, and exits 0.
@@ -328,6 +334,26 @@ def test_two_clients_at_once_see_what_a_running_stream_appends(served: Served) -
     assert min(counts) > before
     # The stream never tried the metastore the server holds (Derby's lock error).
     assert "XSDB6" not in served.stream_log.read_text(errors="replace")
+
+
+@pytest.mark.spark
+def test_the_server_s_metrics_endpoint_serves_the_live_groups_of_group_state(
+        served: Served) -> None:
+    """A scrape reads the warehouse afresh: each live group's members and generation as
+    group_state holds them (the replay ran without --end-offsets: no lag series). Asked
+    until both agree: the stream beside may commit between the question and the scrape."""
+    with connect_session(served.connect) as session:
+        def agreed() -> dict[tuple[str, frozenset[tuple[str, str]]], float] | None:
+            live = session.sql("SELECT group_id, member_count, generation_id FROM "
+                               "consumer_groups.group_state WHERE state <> 'Dead'").collect()
+            with urllib.request.urlopen(served.metrics, timeout=120) as r:
+                found = samples(r.read().decode())
+            members = {frozenset({("group", g)}): n for g, n, _ in live}
+            generations = {frozenset({("group", g)}): n for g, _, n in live}
+            return found if live and of(found, "cgr_group_members") == members and \
+                of(found, "cgr_group_generation") == generations else None
+        found = wait_for("the metrics of group_state's live groups", agreed, 120)
+    assert not [name for name, _ in found if name.startswith(("kafka_", "cgr_replay_"))]
 
 
 def test_the_endpoints_default_to_loopback_and_their_own_ports() -> None:

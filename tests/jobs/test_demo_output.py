@@ -22,6 +22,7 @@ OURS = re.compile(
     r"|[|+].*"  # DataFrame.show's grid
     r"|== .*"  # a question's title
     r"|demo finished in \d+ s; tables under .*"
+    r"|Prometheus metrics of them: .* --metrics-port \d+, then http://\S+/metrics .*"
     r"|")
 
 
@@ -35,6 +36,7 @@ def test_the_demo_prints_only_the_projects_lines(tmp_path: Path) -> None:
     foreign = [line for line in output.splitlines() if not OURS.fullmatch(line)]
     assert not foreign, "\n".join(foreign[:20])
     assert "== groups furthest behind now, with the cause" in done.stdout
+    assert "jobs/serve.py --warehouse" in done.stdout.splitlines()[-1]  # where the metrics are
 
 
 def test_a_log_level_brings_sparks_lines_back(tmp_path: Path) -> None:

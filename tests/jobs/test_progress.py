@@ -58,3 +58,32 @@ def test_a_micro_batch_line_says_what_its_fold_and_writes_took_and_the_longest_t
     assert batch_line(5, 7, 120, "-", {}) == (
         "batch 5: 7 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.12 s, "
         "watermark -")
+
+
+def test_a_micro_batch_s_metrics_figures_come_from_spark_s_progress_and_the_writer_s() -> None:
+    """As `ReplayMetrics` reads a StreamingQueryProgress (its attributes, faked here): the
+    trigger's duration, the watermark and newest event as UTC times (Spark's epoch-0
+    watermark is none yet), the writer's rejected rows, failed groups and rows out (unknown
+    for a batch it has no record of)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from pipeline.spark.stream.metrics import batch_figures
+
+    p = SimpleNamespace(batchId=7, numInputRows=5120, batchDuration=4100,
+                        timestamp="2023-11-14T22:16:00.000Z",
+                        durationMs={"triggerExecution": 4150, "addBatch": 3900},
+                        eventTime={"watermark": "2023-11-14T22:00:00.000Z",
+                                   "max": "2023-11-14T22:10:30.500Z"})
+    at = datetime(2023, 11, 14, 22, tzinfo=UTC)
+    written = {"groups": 41, "rejected": 2, "failed": 1,
+               "rows": {"group_state": 41, "offset_history": 900, "group_lag": 40}}
+    assert batch_figures(p, written) == {
+        "batch_id": 7, "duration_ms": 4150, "input_rows": 5120, "output_rows": 981,
+        "rejected_rows": 2, "groups_failed": 1,
+        "finished_at": datetime(2023, 11, 14, 22, 16, 4, 100_000, tzinfo=UTC),
+        "watermark": at, "newest_event": datetime(2023, 11, 14, 22, 10, 30, 500_000, tzinfo=UTC)}
+    first = SimpleNamespace(**{**vars(p), "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}})
+    figures = batch_figures(first, {})
+    assert (figures["watermark"], figures["newest_event"], figures["rejected_rows"],
+            figures["output_rows"]) == (None, None, 0, None)

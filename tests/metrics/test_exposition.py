@@ -17,6 +17,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from pipeline.metrics import ReplayProgress, RowsCollector, advance, serve
 from pipeline.metrics.catalogue import METRICS, PARTITION_METRICS, PROGRESS, Metric
+from pipeline.metrics.exporter import merged
 from schemas.lag import STATUS_CODES
 from tests.imports import foreign_imports
 from tests.metrics.rows import AT, GROUP_LAG, GROUP_STATE, PARTITION_LAG, row
@@ -137,6 +138,57 @@ def test_publish_swaps_only_what_it_is_given_and_a_gone_group_is_gone() -> None:
     assert set(of(found, "cgr_group_members")) == {L(group="orders"), L(group="audit")}
 
 
+def test_merged_keeps_the_newest_row_per_key_of_both_a_tie_to_the_new_and_live_groups_only(
+        ) -> None:
+    def lag(group: str, minute: int, max_lag: int) -> dict[str, object]:
+        return row("group_lag", sampled_at=AT + timedelta(minutes=minute), group_id=group,
+                   max_lag=max_lag, status="OK")
+    kept = [lag("orders", 1, 10), lag("audit", 1, 20), lag("gone", 1, 30)]
+    rows = [lag("orders", 2, 11), lag("audit", 1, 21), lag("orders", 0, 9)]
+    out = {r["group_id"]: r["max_lag"] for r in merged(kept, rows, "group_lag",
+                                                       {"orders", "audit", "new"})}
+    assert out == {"orders": 11, "audit": 21}  # "gone" left: not among the live groups
+    parts = [row("partition_lag", sampled_at=AT, group_id="orders", topic="t", partition=p, lag=p)
+             for p in (0, 1)]
+    newer = [{**parts[1], "sampled_at": AT + timedelta(minutes=1), "lag": 7}]
+    assert sorted((r["partition"], r["lag"]) for r in merged(parts, newer, "partition_lag",
+                                                             {"orders"})) == [(0, 0), (1, 7)]
+
+
+def test_publish_with_merge_adds_newer_lag_rows_and_a_group_group_state_lost_leaves() -> None:
+    """A stream publishes only what is newer each batch: a group without a new sample keeps
+    its series; a group that turned Dead (no longer among group_state's rows) loses its lag
+    series too, in both lag tables."""
+    c = RowsCollector(per_partition=True)
+    c.publish(group_lag=GROUP_LAG, partition_lag=PARTITION_LAG, group_state=GROUP_STATE,
+              merge=True)
+    later = {**GROUP_LAG[0], "sampled_at": AT + timedelta(minutes=1), "max_lag": 5}
+    c.publish(group_lag=[later], partition_lag=[], group_state=GROUP_STATE, merge=True)
+    found = samples(scrape_text(c))
+    assert of(found, "kafka_consumergroup_group_max_lag") == {
+        L(group="orders"): 5, L(group="audit"): GROUP_LAG[1]["max_lag"]}
+    assert len(of(found, "kafka_consumergroup_group_lag")) == len(PARTITION_LAG)
+    c.publish(group_lag=[], group_state=GROUP_STATE[:1], merge=True)  # audit turned Dead
+    found = samples(scrape_text(c))
+    assert {dict(labels)["group"] for (name, labels) in found} == {"orders"}
+    off = RowsCollector(per_partition=False)
+    off.publish(group_lag=GROUP_LAG, partition_lag=PARTITION_LAG, group_state=GROUP_STATE,
+                merge=True)
+    assert off.snapshot().partition_lag == () and len(off.snapshot().group_lag) == 2
+
+
+def test_a_refresh_runs_before_each_scrape() -> None:
+    scrapes: list[int] = []
+
+    def refresh(collector: RowsCollector) -> None:
+        scrapes.append(1)
+        collector.publish(group_lag=[{**GROUP_LAG[0], "max_lag": len(scrapes)}])
+    c = RowsCollector(refresh=refresh)
+    for n in (1, 2):
+        assert of(samples(scrape_text(c)), "kafka_consumergroup_group_max_lag") == {
+            L(group="orders"): n}
+
+
 def batch(before: ReplayProgress | None, n: int, watermark: datetime | None,
           newest: datetime | None) -> ReplayProgress:
     return advance(before, batch_id=n, duration_ms=1500 * (n + 1), input_rows=100 * (n + 1),
@@ -171,6 +223,19 @@ def test_progress_series_give_the_last_batch_and_the_totals() -> None:
     }
     assert {n for n in found} >= {m.name + ("_total" if m.kind == "counter" else "")
                                   for m in METRICS if m.table == PROGRESS}
+
+
+def test_rows_out_a_writer_did_not_say_give_no_sample_rather_than_a_zero() -> None:
+    p = advance(None, batch_id=0, duration_ms=10, input_rows=5, output_rows=None,
+                rejected_rows=0, groups_failed=0, finished_at=AT, watermark=None,
+                newest_event=None)
+    c = RowsCollector()
+    c.publish(progress=p)
+    names = {name for name, _ in samples(scrape_text(c))}
+    assert "cgr_replay_input_rows_total" in names
+    assert not {n for n in names if "output" in n}
+    p = batch(p, 1, None, None)  # a writer that says from here on: the total counts from it
+    assert (p.output_rows, p.output_rows_total) == (80, 80)
 
 
 def test_no_progress_yet_serves_no_progress_series() -> None:

@@ -8,90 +8,32 @@ every expression unchanged: the shipped periods are minutes, which a test cannot
 against a real server. The periods themselves are checked by `promtool test rules` on
 simulated series (test_the_rules_hold_their_periods), where time is free.
 
-A scrape lands a few seconds after the server starts, so every check polls the API with a
-deadline rather than sleeping a guess.
+The server and its API: tests/metrics/prometheus.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from pipeline.metrics import MetricsServer, advance, serve
 from schemas.lag import ERR, OK, STATUS_CODES
+from tests.metrics.prometheus import DEADLINE_S, OURS, Prometheus, binary, prometheus_server
 from tests.metrics.rows import AT, GROUP_LAG, GROUP_STATE, PARTITION_LAG, row
 from tests.metrics.test_exposition import samples, scrape_text
 
 pytestmark = pytest.mark.prometheus
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".cache" / "prometheus" / "usr" / "bin"
 RULES = ROOT / "conf" / "prometheus" / "alerts.yml"
-DEADLINE_S = 60.0
-T = TypeVar("T")
-
-
-def binary(name: str) -> Path:
-    path = BIN / name
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: `bash jobs/prometheus.sh` installs it "
-                    "(jobs/bootstrap.sh and tests/run.sh run it)")
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Prometheus:
-    url: str
-    log: Path
-
-    def get(self, path: str, **params: str) -> Any:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=10) as r:
-            body = json.load(r)
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, promql: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        """An instant query's series: (name, labels but job and instance) -> value."""
-        out = {}
-        for s in self.get("/api/v1/query", query=promql)["result"]:
-            labels = dict(s["metric"])
-            name = labels.pop("__name__", "")
-            labels.pop("job", None)
-            labels.pop("instance", None)
-            out[(name, frozenset(labels.items()))] = float(s["value"][1])
-        return out
-
-    def until(self, what: str, probe: Callable[[], T | None]) -> T:
-        """`probe`'s first truthy answer, polled until the deadline."""
-        end = time.monotonic() + DEADLINE_S
-        while True:
-            answer = probe()
-            if answer:
-                return answer
-            if time.monotonic() > end:
-                tail = "\n".join(self.log.read_text().splitlines()[-20:])
-                pytest.fail(f"Prometheus showed no {what} in {DEADLINE_S:.0f} s; its log:\n{tail}")
-            time.sleep(0.25)
 
 
 @pytest.fixture(scope="module")
@@ -119,41 +61,8 @@ def prometheus(exporter: MetricsServer, tmp_path_factory: pytest.TempPathFactory
     folder = tmp_path_factory.mktemp("prometheus")
     rules = folder / "alerts.yml"
     rules.write_text(quick_rules(RULES.read_text()))
-    config = folder / "prometheus.yml"  # JSON is YAML
-    config.write_text(json.dumps({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules)],
-        "scrape_configs": [{"job_name": "cgr", "static_configs": [
-            {"targets": [f"{exporter.host}:{exporter.port}"]}]}],
-    }))
-    port, log = free_port(), folder / "prometheus.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(binary("prometheus")), f"--config.file={config}",
-             f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT)
-    try:
-        server = Prometheus(f"http://127.0.0.1:{port}", log)
-        server.until("readiness", lambda: ready(server, proc))
+    with prometheus_server(folder, [f"{exporter.host}:{exporter.port}"], rules) as server:
         yield server
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def ready(server: Prometheus, proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the server answers /-/ready; a server that exited fails the test at once."""
-    if proc.poll() is not None:
-        pytest.fail(f"Prometheus exited with {proc.returncode}:\n{server.log.read_text()[-2000:]}")
-    try:
-        with urllib.request.urlopen(f"{server.url}/-/ready", timeout=5) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, ConnectionError):  # not listening yet, or still starting
-        return False
-
-
-# the exporter's series: not up, scrape_*, nor ALERTS, which copies their job label
-OURS = '{job="cgr",__name__=~"kafka_consumergroup_.+|cgr_.+"}'
 
 
 def test_prometheus_reads_back_the_rows_and_the_progress(

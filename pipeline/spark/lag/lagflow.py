@@ -131,6 +131,7 @@ class StreamLag:
     # False: the SQL step over every history row, each time (the benchmark's baseline)
     incremental: bool = True
     after_version: int | None = None  # the samples' version a backfill read, if continued
+    written: dict[str, int] = field(default_factory=dict)  # the last batch's lag rows, by table
     _id: str | None = None
     _persisted: list[DataFrame] = field(default_factory=list)
 
@@ -142,6 +143,7 @@ class StreamLag:
         if self._id is None:
             self._id = table_id(spark, self.opts.end_offsets)
         history = dict(history or {})
+        self.written = {}
         watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
         version = read_version(sources, self._id)
         if version is None:
@@ -165,6 +167,7 @@ class StreamLag:
                 if step.rows:  # no commit for a table with no rows
                     first["partition_lag"] = self._append(step.partition_lag, "partition_lag")
                     first["group_lag"] = self._append(step.group_lag, "group_lag")
+                    self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
                 state = step.state
                 then[STATE] = lambda: (state.write.format("delta").mode("overwrite")
                                        .save(state_path(self.warehouse)))

@@ -228,7 +228,8 @@ class Step:
 
     partition_lag: DataFrame
     group_lag: DataFrame
-    rows: int
+    rows: int  # partition_lag's
+    group_rows: int
     state: DataFrame
 
 
@@ -270,4 +271,5 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
         log.info("lag: read the history again for %s", why)
     return Step(lag_frame(spark, result.partition_rows, "partition_lag"),
                 lag_frame(spark, result.group_rows, "group_lag"),
-                len(result.partition_rows), states.updated(result).frame(spark))
+                len(result.partition_rows), len(result.group_rows),
+                states.updated(result).frame(spark))

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
+from pipeline.metrics import RowsCollector
 from pipeline.spark.events.eventlog import select_events
 from pipeline.spark.events.packing import PREFER_INT_EXTENSION, packed_events
 from pipeline.spark.fold.folding import stateful_fold
@@ -45,7 +47,9 @@ from pipeline.spark.lag.lagflow import (
     ensure_pending,
     sample_stream,
 )
+from pipeline.spark.metrics import WarehouseRows
 from pipeline.spark.stream.maintain import Upkeep
+from pipeline.spark.stream.metrics import ReplayMetrics
 from pipeline.spark.stream.progress import ProgressLine
 from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables import paths
@@ -87,6 +91,8 @@ class ReplayOptions:
     app_id: str | None = None
     lag: LagOptions | None = None  # --end-offsets: the samples stream and the lag tables
     upkeep: Upkeep | None = None  # --maintain-every: the stream maintains its tables
+    # --metrics-port: the endpoint's collector, given each batch's progress and new rows
+    metrics: RowsCollector | None = None
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
@@ -154,17 +160,22 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
 
 @dataclass
 class Replay:
-    """A running replay: its query and the listener that logs its progress (no query: an
-    available-now replay with nothing to read, `handoff_pending`)."""
+    """A running replay: its query and the listeners that log its progress and publish its
+    metrics (no query: an available-now replay with nothing to read, `handoff_pending`)."""
 
     spark: SparkSession
     query: StreamingQuery | None
     listener: ProgressLine
+    metrics: ReplayMetrics | None = None
 
     @property
     def writer(self) -> BatchWriter:
         """The query's foreachBatch writer: its `progress` holds each recent batch's figures."""
         return self.listener.writer
+
+    def remove_listeners(self) -> None:
+        for listener in listeners(self.listener, self.metrics):
+            self.spark.streams.removeListener(listener)
 
     def wait(self, timeout_s: float | None = None) -> None:
         if self.query is None:
@@ -176,13 +187,17 @@ class Replay:
                 self.query.awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
         finally:
             if not self.query.isActive:
-                self.spark.streams.removeListener(self.listener)
+                self.remove_listeners()
 
     def stop(self) -> None:
         if self.query is None:
             return
         self.query.stop()
-        self.spark.streams.removeListener(self.listener)
+        self.remove_listeners()
+
+
+def listeners(*maybe: StreamingQueryListener | None) -> list[StreamingQueryListener]:
+    return [listener for listener in maybe if listener is not None]
 
 
 def handoff_pending(spark: SparkSession, opts: ReplayOptions, manifest: Manifest) -> list[str]:
@@ -239,11 +254,14 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
               .option("checkpointLocation", opts.checkpoint)
               .queryName("consumer-group-replay"))
     stream = with_trigger(stream, opts.trigger)
-    listener = ProgressLine(writer)
-    spark.streams.addListener(listener)
+    replay = Replay(spark, None, ProgressLine(writer), None if opts.metrics is None else ReplayMetrics(
+        writer, opts.metrics, WarehouseRows(spark, opts.warehouse, opts.metrics.per_partition)))
+    for listener in listeners(replay.listener, replay.metrics):
+        spark.streams.addListener(listener)
     try:
         with at_startup(f"starting the stream on --checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
-            return Replay(spark, stream.start(), listener)
+            replay.query = stream.start()
+            return replay
     except Exception:
-        spark.streams.removeListener(listener)
+        replay.remove_listeners()
         raise

@@ -131,6 +131,9 @@ class BatchWriter:
             "groups": counts.get("group_state", 0),
             "rejected": counts.get("rejected_events", 0),
             "failed": counts.get(FAILED, 0),
+            # rows written, by table (the lag tables': the rows the stream's lag step made)
+            "rows": {**{t: n for t in OUTPUT_TABLES if (n := table_count(counts, t))},
+                     **(self.lag.written if self.lag is not None else {})},
             "fold_s": fold_s,
             "write_s": time.monotonic() - start - fold_s,
             "tables": seconds,
