@@ -88,7 +88,7 @@ def _append_round(spark: SparkSession, samples: str, round_: int) -> None:
 
 def test_the_state_gives_what_the_whole_history_gives_and_says_when_it_cannot(
         spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="pipeline.spark.lag.lagstate")
+    caplog.set_level(logging.DEBUG, logger="pipeline.spark.lag.lagstate")
     warehouse, samples = build_age(spark, tmp_path, partitions=6, per_topic=3, rounds=ROUNDS)
     ensure_state(spark, warehouse)
     said, _ = _step(spark, warehouse, samples, ROUNDS - 1, caplog)

@@ -258,7 +258,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
         # No state: built once from every history row and every sample evaluated before
         # (rows ahead of a sample are what the engine keeps pending), then this batch's
         # samples run over it as over any state.
-        log.info("lag: building the lag state from every history row (first step)")
+        log.debug("lag: building the lag state from every history row (first step)")
         every = tables.everything()
         ready_keys = {_sample_key(s) for s in batch.samples}
         before = Rows([s for s in every.samples if _sample_key(s) not in ready_keys],
