@@ -12,10 +12,9 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.streaming.listener import StreamingQueryListener
-
 from pipeline.metrics import ReplayProgress, RowsCollector, advance
 from pipeline.spark.metrics import WarehouseRows
+from pipeline.spark.stream.progress import ProgressListener
 
 if TYPE_CHECKING:
     from pipeline.spark.stream.sinks import BatchWriter
@@ -55,7 +54,7 @@ def batch_figures(p: Any, written: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ReplayMetrics(StreamingQueryListener):
+class ReplayMetrics(ProgressListener):
     """Publishes each finished micro-batch's progress and the warehouse's new rows."""
 
     def __init__(self, writer: BatchWriter, collector: RowsCollector, rows: WarehouseRows) -> None:
@@ -64,15 +63,6 @@ class ReplayMetrics(StreamingQueryListener):
         self.rows = rows
         self.progress: ReplayProgress | None = None
         self.took_s: deque[float] = deque(maxlen=KEPT)  # each publish's seconds, newest last
-
-    def onQueryStarted(self, event: object) -> None:
-        pass
-
-    def onQueryIdle(self, event: object) -> None:
-        pass
-
-    def onQueryTerminated(self, event: object) -> None:
-        pass
 
     def onQueryProgress(self, event: object) -> None:
         p = event.progress  # type: ignore[attr-defined]

@@ -146,12 +146,9 @@ class Progress:
                 self._rows_then = (at, now.rows)
 
 
-class ProgressLine(StreamingQueryListener):
-    """One log line per micro-batch: rows in, groups touched, rows rejected, groups whose
-    fold failed (their rows rejected as INTERNAL), time, watermark."""
-
-    def __init__(self, writer: BatchWriter) -> None:
-        self.writer = writer
+class ProgressListener(StreamingQueryListener):
+    """A listener of finished micro-batches only (`onQueryProgress`): the query's other
+    events are of no use to ours."""
 
     def onQueryStarted(self, event: object) -> None:
         pass
@@ -161,6 +158,17 @@ class ProgressLine(StreamingQueryListener):
 
     def onQueryTerminated(self, event: object) -> None:
         pass
+
+    def onQueryProgress(self, event: object) -> None:
+        raise NotImplementedError
+
+
+class ProgressLine(ProgressListener):
+    """One log line per micro-batch: rows in, groups touched, rows rejected, groups whose
+    fold failed (their rows rejected as INTERNAL), time, watermark."""
+
+    def __init__(self, writer: BatchWriter) -> None:
+        self.writer = writer
 
     def onQueryProgress(self, event: object) -> None:
         p = event.progress  # type: ignore[attr-defined]
