@@ -57,6 +57,8 @@ HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
     "rebalances": ("rebalances", ("group_id", "generation_id", "started_at", "completed_at",
                                   "cause", "log_partition", "log_offset")),
 }
+# The nested fields the engine reads of a column of structs (a member's own times never travel).
+FIELDS = {"members": ("member_id", "client_id", "client_host", "assignment")}
 SAMPLE_COLUMNS = ("topic", "partition", "sampled_at", "log_end_offset", "log_start_offset")
 TIME = {"offset_history": "event_time", "group_history": "event_time",
         "group_transitions": "event_time", "samples": "sampled_at"}  # -> the engine's `t`
@@ -84,16 +86,14 @@ def reset_state(spark: SparkSession, warehouse: str) -> None:
 
 
 def _column(name: str, schema: StructType) -> Column:
-    """`name` as the engine reads it: times as epoch ms; members cut to the fields it reads
-    (their own times never travel)."""
+    """`name` as the engine reads it: times as epoch ms; an array of structs cut to the
+    fields it reads (`FIELDS`)."""
     dtype = schema[name].dataType
     if isinstance(dtype, TimestampType):
         return F.unix_millis(F.col(name)).alias(name)
-    if name == "members":
+    if name in FIELDS:
         return F.transform(F.col(name), lambda m: F.struct(
-            m["member_id"].alias("member_id"), m["client_id"].alias("client_id"),
-            m["client_host"].alias("client_host"),
-            m["assignment"].alias("assignment"))).alias(name)
+            *[m[f].alias(f) for f in FIELDS[name]])).alias(name)
     return F.col(name)
 
 
