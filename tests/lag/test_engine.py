@@ -21,6 +21,7 @@ from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import replay_group
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import Commit, LagConfig
+from pipeline.lag.batch import Rows, by_partition
 from pipeline.lag.engine import (
     GroupState,
     PartitionState,
@@ -131,24 +132,18 @@ class Engine:
     def stage1(self, batches: Batches, i: int) -> tuple[
             dict[TP, list[Row]], dict[TP, list[str]], dict[TP, PartitionState | None]]:
         """Candidates and the reasons it could not answer, by partition; the states before."""
-        samples: dict[TP, list[Row]] = defaultdict(list)
-        changes: dict[TP, list[Row]] = defaultdict(list)
-        assigned: dict[TP, list[Row]] = defaultdict(list)
-        for s in batches.samples[i]:
-            samples[(s["topic"], s["partition"])].append(s)
-        for c in batches.rows["changes"][i]:
-            changes[(c["topic"], c["partition"])].append(c)
-        for shape in batches.rows["shapes"][i]:
-            for tp in assigned_partitions(shape):
-                assigned[tp].append({"group_id": shape["group_id"], "t": shape["t"]})
+        inputs = by_partition(Rows(samples=batches.samples[i],
+                                   changes=batches.rows["changes"][i],
+                                   shapes=batches.rows["shapes"][i]))
         out: dict[TP, list[Row]] = {}
         reasons: dict[TP, list[str]] = {}
         before: dict[TP, PartitionState | None] = {}
-        for tp in sorted(set(samples) | set(changes) | set(assigned)):
+        for tp in sorted(inputs):
             text = self.partitions.get(tp)
             state = None if text is None else PartitionState.from_json(text)
             before[tp] = None if text is None else PartitionState.from_json(text)
-            r = partition_step(state, *tp, samples[tp], changes[tp], assigned[tp], self.cfg,
+            got = inputs[tp]
+            r = partition_step(state, *tp, got.samples, got.changes, got.assigned, self.cfg,
                                self.until(batches, i), prune=self.prune)
             self.partitions[tp] = r.state.to_json()
             assert PartitionState.from_json(self.partitions[tp]) == r.state
