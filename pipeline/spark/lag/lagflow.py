@@ -54,6 +54,10 @@ class LagOptions:
 
     end_offsets: str
     config: LagConfig = field(default_factory=LagConfig)
+    # the samples' files a micro-batch reads at most (None: all there are). Not a flag: the
+    # soak benchmark reads a log written ahead one commit a batch, its samples with it, each
+    # commit one file (a batch's samples are those up to the version it read into, taken whole)
+    max_files_per_trigger: int | None = None
 
     def __post_init__(self) -> None:
         if paths.is_path(self.end_offsets):
@@ -88,7 +92,11 @@ def sample_wire(samples: DataFrame) -> DataFrame:
 def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
     """The samples table as a stream of wire rows, from the version after `after_version`
     (a backfill's) or from its beginning."""
-    options = {} if after_version is None else {"startingVersion": after_version + 1}
+    options: dict[str, str | int] = {}
+    if after_version is not None:
+        options["startingVersion"] = after_version + 1
+    if opts.max_files_per_trigger:
+        options["maxFilesPerTrigger"] = opts.max_files_per_trigger
     return sample_wire(stream_delta(spark, opts.end_offsets, **options))
 
 
@@ -142,7 +150,7 @@ class StreamLag:
         `history`: the batch's rows of each history table it wrote."""
         if self._id is None:
             self._id = table_id(spark, self.opts.end_offsets)
-        history = dict(history or {})
+        history = history or {}
         self.written = {}
         watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
         version = read_version(sources, self._id)
