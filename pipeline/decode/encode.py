@@ -192,12 +192,19 @@ def _assignment_bytes(m: Row) -> bytes:
     return encode_assignment(partitions, version=_or(version, CURRENT_VERSION))
 
 
-def _consumer_group_member_metadata(row: Row) -> dict[str, Any]:
+def _member_identity(row: Row) -> dict[str, Any]:
+    """The instance, rack, client and host fields every *MemberMetadataValue starts with."""
     return {
         "instance_id": row.get("group_instance_id"),
         "rack_id": row.get("rack_id"),
         "client_id": _or(row.get("client_id"), ""),
         "client_host": _or(row.get("client_host"), ""),
+    }
+
+
+def _consumer_group_member_metadata(row: Row) -> dict[str, Any]:
+    return {
+        **_member_identity(row),
         "subscribed_topic_names": list(row.get("subscribed_topic_names") or ()),
         "subscribed_topic_regex": row.get("subscribed_topic_regex"),
         "rebalance_timeout_ms": _or(row.get("rebalance_timeout_ms"), -1),
@@ -245,10 +252,7 @@ def _tasks(value: Any) -> list[dict[str, Any]]:
 
 def _streams_member_metadata(row: Row) -> dict[str, Any]:
     return {
-        "instance_id": row.get("group_instance_id"),
-        "rack_id": row.get("rack_id"),
-        "client_id": _or(row.get("client_id"), ""),
-        "client_host": _or(row.get("client_host"), ""),
+        **_member_identity(row),
         "rebalance_timeout_ms": _or(row.get("rebalance_timeout_ms"), -1),
         "topology_epoch": _or(row.get("topology_epoch"), 0),
         "process_id": _or(row.get("process_id"), ""),
@@ -258,9 +262,7 @@ def _streams_member_metadata(row: Row) -> dict[str, Any]:
 
 
 def _streams_current_assignment(row: Row) -> dict[str, Any]:
-    body = {"member_epoch": row["member_epoch"],
-            "previous_member_epoch": row["previous_member_epoch"],
-            "state": _member_state(row, _STREAMS_STATE_VALUES)}
+    body = _member_epochs(row, _STREAMS_STATE_VALUES)  # assigned_partitions: not written
     for kind in TASK_KINDS:
         body[kind] = _tasks(row.get(kind))
         body[f"{kind}_pending_revocation"] = _tasks(row.get(f"{kind}_pending_revocation"))
@@ -271,24 +273,38 @@ def _share_topics(value: Any) -> list[dict[str, Any]]:
     return [{**t, "partitions": list(t.get("partitions") or ())} for t in value or ()]
 
 
+def _group_epoch(row: Row) -> dict[str, Any]:
+    return {"epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0)}
+
+
+def _assignment_epoch(row: Row) -> dict[str, Any]:
+    return {"assignment_epoch": row["assignment_epoch"]}
+
+
+def _target_partitions(row: Row) -> dict[str, Any]:
+    return {"topic_partitions": _topic_partitions(row.get("assigned_partitions"))}
+
+
+def _member_epochs(row: Row, names: Mapping[str, int] = _STATE_VALUES) -> dict[str, Any]:
+    """The leading fields of every *CurrentMemberAssignmentValue, with its partitions."""
+    return {"member_epoch": row["member_epoch"],
+            "previous_member_epoch": row["previous_member_epoch"],
+            "state": _member_state(row, names),
+            "assigned_partitions": _topic_partitions(row.get("assigned_partitions"))}
+
+
 _VALUE_BODIES: dict[str, Callable[[Row], dict[str, Any]]] = {
     "OFFSET_COMMIT": _offset_commit,
     "GROUP_METADATA": _group_metadata,
-    "CONSUMER_GROUP_METADATA": lambda row: {
-        "epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0)},
+    "CONSUMER_GROUP_METADATA": _group_epoch,
     "CONSUMER_GROUP_PARTITION_METADATA": lambda row: {"topics": [
         {**t, "partition_metadata": t.get("partition_metadata") or []}
         for t in row.get("topics_metadata") or ()]},
     "CONSUMER_GROUP_MEMBER_METADATA": _consumer_group_member_metadata,
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": lambda row: {
-        "assignment_epoch": row["assignment_epoch"]},
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {
-        "topic_partitions": _topic_partitions(row.get("assigned_partitions"))},
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": _target_partitions,
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": lambda row: {
-        "member_epoch": row["member_epoch"],
-        "previous_member_epoch": row["previous_member_epoch"],
-        "state": _member_state(row),
-        "assigned_partitions": _topic_partitions(row.get("assigned_partitions")),
+        **_member_epochs(row),
         "partitions_pending_revocation": _topic_partitions(
             row.get("partitions_pending_revocation")),
     },
@@ -298,31 +314,22 @@ _VALUE_BODIES: dict[str, Callable[[Row], dict[str, Any]]] = {
         "timestamp": _ms(row, "regex_timestamp"),
     },
     "SHARE_GROUP_MEMBER_METADATA": lambda row: {
-        "rack_id": row.get("rack_id"), "client_id": _or(row.get("client_id"), ""),
-        "client_host": _or(row.get("client_host"), ""),
+        **_member_identity(row),  # no instance id: not written
         "subscribed_topic_names": list(row.get("subscribed_topic_names") or ())},
-    "SHARE_GROUP_METADATA": lambda row: {
-        "epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0)},
-    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": lambda row: {
-        "assignment_epoch": row["assignment_epoch"]},
-    "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {
-        "topic_partitions": _topic_partitions(row.get("assigned_partitions"))},
-    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": lambda row: {
-        "member_epoch": row["member_epoch"],
-        "previous_member_epoch": row["previous_member_epoch"],
-        "state": _member_state(row),
-        "assigned_partitions": _topic_partitions(row.get("assigned_partitions"))},
+    "SHARE_GROUP_METADATA": _group_epoch,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": _target_partitions,
+    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": _member_epochs,
     "SHARE_GROUP_STATE_PARTITION_METADATA": lambda row: {
         "initializing_topics": _share_topics(row.get("initializing_topics")),
         "initialized_topics": _share_topics(row.get("initialized_topics")),
         "deleting_topics": list(row.get("deleting_topics") or ())},
     "STREAMS_GROUP_METADATA": lambda row: {
-        "epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0),
+        **_group_epoch(row),
         "validated_topology_epoch": _or(row.get("validated_topology_epoch"), -1),
         "last_assignment_configs": _key_values(row.get("assignment_configs"))},
     "STREAMS_GROUP_MEMBER_METADATA": _streams_member_metadata,
-    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": lambda row: {
-        "assignment_epoch": row["assignment_epoch"]},
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
     "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {
         kind: _tasks(row.get(kind)) for kind in TASK_KINDS},
     "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": _streams_current_assignment,

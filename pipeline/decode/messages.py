@@ -129,21 +129,29 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = message(
           default=None),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
-    "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
-    field("assignment_epoch", INT32),
+def _assignment_metadata(group: str) -> Message:
+    """`<group>GroupTargetAssignmentMetadataValue`: the same body for every group type."""
+    return message(f"{group}GroupTargetAssignmentMetadataValue", "0", "0+",
+                   field("assignment_epoch", INT32))
+
+
+def _target_partitions(group: str) -> Message:
+    """`<group>GroupTargetAssignmentMemberValue` of a consumer or share group."""
+    return message(f"{group}GroupTargetAssignmentMemberValue", "0", "0+",
+                   field("topic_partitions", ArrayOf(TOPIC_PARTITIONS)))
+
+
+# The leading fields of every *CurrentMemberAssignmentValue.
+MEMBER_EPOCHS = (
+    field("member_epoch", INT32), field("previous_member_epoch", INT32), field("state", INT8),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
-    "ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
-    field("topic_partitions", ArrayOf(TOPIC_PARTITIONS)),
-)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Consumer")
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _target_partitions("Consumer")
 
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
     "ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
-    field("member_epoch", INT32),
-    field("previous_member_epoch", INT32),
-    field("state", INT8),
+    *MEMBER_EPOCHS,
     field("assigned_partitions", ArrayOf(TOPIC_PARTITIONS)),
     field("partitions_pending_revocation", ArrayOf(TOPIC_PARTITIONS)),
 )
@@ -177,21 +185,12 @@ SHARE_GROUP_METADATA_VALUE_40 = message(
     "ShareGroupMetadataValue(4.0)", "0", "0+", field("epoch", INT32),
 )
 
-SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
-    "ShareGroupTargetAssignmentMetadataValue", "0", "0+",
-    field("assignment_epoch", INT32),
-)
-
-SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
-    "ShareGroupTargetAssignmentMemberValue", "0", "0+",
-    field("topic_partitions", ArrayOf(TOPIC_PARTITIONS)),
-)
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Share")
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _target_partitions("Share")
 
 SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
     "ShareGroupCurrentMemberAssignmentValue", "0", "0+",
-    field("member_epoch", INT32),
-    field("previous_member_epoch", INT32),
-    field("state", INT8),
+    *MEMBER_EPOCHS,
     field("assigned_partitions", ArrayOf(TOPIC_PARTITIONS)),
 )
 
@@ -241,10 +240,7 @@ STREAMS_GROUP_MEMBER_METADATA_VALUE = message(
     field("client_tags", ArrayOf(KEY_VALUE)),
 )
 
-STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
-    "StreamsGroupTargetAssignmentMetadataValue", "0", "0+",
-    field("assignment_epoch", INT32),
-)
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Streams")
 
 TARGET_TASK_IDS = Struct("TaskIds", (
     field("subtopology_id", STRING),
@@ -264,9 +260,7 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
 
 STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
     "StreamsGroupCurrentMemberAssignmentValue", "0", "0+",
-    field("member_epoch", INT32),
-    field("previous_member_epoch", INT32),
-    field("state", INT8),
+    *MEMBER_EPOCHS,
     *(field(kind, ArrayOf(CURRENT_TASK_IDS)) for kind in TASK_KINDS),
     *(field(f"{kind}_pending_revocation", ArrayOf(CURRENT_TASK_IDS)) for kind in TASK_KINDS),
 )

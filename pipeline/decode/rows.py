@@ -134,25 +134,20 @@ def consumer_group_member_metadata(body: Body, row: Row) -> None:
     row["protocols"] = protocols
 
 
-_current_assignment = copied(
+_member_epochs = copied(
     member_epoch="member_epoch", previous_member_epoch="previous_member_epoch",
-    member_state="state", assigned_partitions="assigned_partitions",
-    partitions_pending_revocation="partitions_pending_revocation")
-
-
-def consumer_group_current_member_assignment(body: Body, row: Row) -> None:
-    _current_assignment(body, row)
-    row["member_state_name"] = MEMBER_STATES.get(body["state"])
-
-
-_share_current_assignment = copied(
-    member_epoch="member_epoch", previous_member_epoch="previous_member_epoch",
-    member_state="state", assigned_partitions="assigned_partitions")
+    member_state="state")
 
 
 def share_group_current_member_assignment(body: Body, row: Row) -> None:
-    _share_current_assignment(body, row)
+    _member_epochs(body, row)
     row["member_state_name"] = MEMBER_STATES.get(body["state"])
+    row["assigned_partitions"] = body["assigned_partitions"]
+
+
+def consumer_group_current_member_assignment(body: Body, row: Row) -> None:
+    share_group_current_member_assignment(body, row)
+    row["partitions_pending_revocation"] = body["partitions_pending_revocation"]
 
 
 def share_group_metadata(body: Body, row: Row) -> None:
@@ -186,9 +181,7 @@ def streams_group_target_assignment_member(body: Body, row: Row) -> None:
 
 
 def streams_group_current_member_assignment(body: Body, row: Row) -> None:
-    row["member_epoch"] = body["member_epoch"]
-    row["previous_member_epoch"] = body["previous_member_epoch"]
-    row["member_state"] = body["state"]
+    _member_epochs(body, row)
     row["member_state_name"] = STREAMS_MEMBER_STATES.get(body["state"])
     for kind in TASK_KINDS:
         row[kind] = _tasks(body[kind])

@@ -1,8 +1,9 @@
 """Records Kafka's own classes wrote, as fixtures: tests/decode/java/WriteRecords.java (share and
 streams records, kafka-group-coordinator 4.2.1) and WriteRecords40.java (Kafka 4.0's layouts of
 ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, and 4.0's type 9, with
-kafka-group-coordinator 4.0.0) print them; `kafka_records.json` holds that output, per Kafka
-version, as {name, key, value} with hex bytes (value null for a tombstone).
+kafka-group-coordinator 4.0.0), each compiled with Print.java, their shared output, print
+them; `kafka_records.json` holds that output, per Kafka version, as {name, key, value} with
+hex bytes (value null for a tombstone).
 
 `python -m tests.decode.kafka_records` fetches the artifacts into the project's cache (Maven,
 `pipeline.spark.runtime.jars.ensure_jars`, as the test broker's jars are), compiles and runs
@@ -45,7 +46,8 @@ def run_java(version: str) -> list[dict[str, Any]]:
     classpath = ":".join(str(j) for j in jars)
     program = PROGRAMS[version]
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run(["javac", "-d", out, "-cp", classpath, str(HERE / "java" / f"{program}.java")],
+        sources = [str(HERE / "java" / f"{name}.java") for name in (program, "Print")]
+        subprocess.run(["javac", "-d", out, "-cp", classpath, *sources],
                        check=True, capture_output=True, text=True)
         printed = subprocess.run(["java", "-cp", f"{classpath}:{out}", program],
                                  check=True, capture_output=True, text=True).stdout

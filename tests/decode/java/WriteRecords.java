@@ -15,19 +15,11 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class WriteRecords {
     static final GroupCoordinatorRecordSerde SERDE = new GroupCoordinatorRecordSerde();
-    static final Uuid TOPIC_A = new Uuid(0x0001020304050607L, 0x08090a0b0c0d0e0fL);
-    static final Uuid TOPIC_B = new Uuid(0x6465666768696a6bL, 0x6c6d6e6f70717273L);
-
-    static String hex(byte[] bytes) {
-        StringBuilder out = new StringBuilder();
-        for (byte b : bytes) out.append(String.format("%02x", b));
-        return out.toString();
-    }
+    static final Uuid TOPIC_A = Print.TOPIC_A;
+    static final Uuid TOPIC_B = Print.TOPIC_B;
 
     static void print(String name, CoordinatorRecord record) {
-        byte[] value = SERDE.serializeValue(record);
-        System.out.println(name + " " + hex(SERDE.serializeKey(record)) + " "
-            + (value == null ? "null" : hex(value)));
+        Print.line(name, SERDE.serializeKey(record), SERDE.serializeValue(record));
     }
 
     static void record(String name, ApiMessage key, ApiMessage value) {

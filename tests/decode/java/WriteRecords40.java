@@ -14,22 +14,14 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class WriteRecords40 {
     static final GroupCoordinatorRecordSerde SERDE = new GroupCoordinatorRecordSerde();
-    static final Uuid TOPIC_A = new Uuid(0x0001020304050607L, 0x08090a0b0c0d0e0fL);
-    static final Uuid TOPIC_B = new Uuid(0x6465666768696a6bL, 0x6c6d6e6f70717273L);
-
-    static String hex(byte[] bytes) {
-        StringBuilder out = new StringBuilder();
-        for (byte b : bytes) out.append(String.format("%02x", b));
-        return out.toString();
-    }
+    static final Uuid TOPIC_A = Print.TOPIC_A;
+    static final Uuid TOPIC_B = Print.TOPIC_B;
 
     static void print(String name, int type, ApiMessage key, ApiMessage value) {
         CoordinatorRecord record = new CoordinatorRecord(
             new ApiMessageAndVersion(key, (short) type),
             value == null ? null : new ApiMessageAndVersion(value, (short) 0));
-        byte[] bytes = SERDE.serializeValue(record);
-        System.out.println(name + " " + hex(SERDE.serializeKey(record)) + " "
-            + (bytes == null ? "null" : hex(bytes)));
+        Print.line(name, SERDE.serializeKey(record), SERDE.serializeValue(record));
     }
 
     public static void main(String[] args) {
