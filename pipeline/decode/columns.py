@@ -39,6 +39,9 @@ SHARE_STREAMS_COLUMNS: dict[str, str] = {
     "deleting_topics": "array<struct<topic_id:string,topic_name:string>>",
     "validated_topology_epoch": "int",  # STREAMS_GROUP_METADATA; -1 when not validated
     "assignment_configs": KEY_VALUES,  # STREAMS_GROUP_METADATA's LastAssignmentConfigs
+    "stored_description_topology_epoch": "int",  # STREAMS_GROUP_METADATA, Kafka 4.4; -1 none
+    "failed_description_topology_epoch": "int",
+    "assignment_timestamp_ms": "bigint",  # share/streams target assignment metadata, 4.3+
     "topology_epoch": "int",  # STREAMS_GROUP_MEMBER_METADATA, STREAMS_GROUP_TOPOLOGY
     "process_id": "string",
     "user_endpoint": "struct<host:string,port:int>",

@@ -278,7 +278,8 @@ def _group_epoch(row: Row) -> dict[str, Any]:
 
 
 def _assignment_epoch(row: Row) -> dict[str, Any]:
-    return {"assignment_epoch": row["assignment_epoch"]}
+    return {"assignment_epoch": row["assignment_epoch"],
+            "assignment_timestamp": _or(row.get("assignment_timestamp_ms"), 0)}
 
 
 def _target_partitions(row: Row) -> dict[str, Any]:
@@ -327,7 +328,13 @@ _VALUE_BODIES: dict[str, Callable[[Row], dict[str, Any]]] = {
     "STREAMS_GROUP_METADATA": lambda row: {
         **_group_epoch(row),
         "validated_topology_epoch": _or(row.get("validated_topology_epoch"), -1),
-        "last_assignment_configs": _key_values(row.get("assignment_configs"))},
+        "last_assignment_configs": (None if "assignment_configs" in row
+                                    and row["assignment_configs"] is None
+                                    else _key_values(row.get("assignment_configs"))),
+        "stored_description_topology_epoch": _or(
+            row.get("stored_description_topology_epoch"), -1),
+        "failed_description_topology_epoch": _or(
+            row.get("failed_description_topology_epoch"), -1)},
     "STREAMS_GROUP_MEMBER_METADATA": _streams_member_metadata,
     "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
     "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {

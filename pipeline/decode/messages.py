@@ -130,9 +130,11 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = message(
 )
 
 def _assignment_metadata(group: str) -> Message:
-    """`<group>GroupTargetAssignmentMetadataValue`: the same body for every group type."""
+    """`<group>GroupTargetAssignmentMetadataValue`: the same body for every group type
+    (AssignmentTimestamp, tag 0, since Kafka 4.3, KIP-1263; 0 when absent)."""
     return message(f"{group}GroupTargetAssignmentMetadataValue", "0", "0+",
-                   field("assignment_epoch", INT32))
+                   field("assignment_epoch", INT32),
+                   field("assignment_timestamp", INT64, tag=0, default=0))
 
 
 def _target_partitions(group: str) -> Message:
@@ -223,7 +225,10 @@ STREAMS_GROUP_METADATA_VALUE = message(
     field("epoch", INT32),
     field("metadata_hash", INT64),
     field("validated_topology_epoch", INT32, tag=0, default=-1),  # Kafka 4.2+
-    field("last_assignment_configs", ArrayOf(KEY_VALUE), tag=1, default=[]),  # Kafka 4.2+
+    # Kafka 4.2+; nullable from 4.4 (the bytes of a non-null array are the same)
+    field("last_assignment_configs", ArrayOf(KEY_VALUE), nullable="0+", tag=1, default=[]),
+    field("stored_description_topology_epoch", INT32, tag=2, default=-1),  # Kafka 4.4+
+    field("failed_description_topology_epoch", INT32, tag=3, default=-1),  # Kafka 4.4+
 )
 
 STREAMS_GROUP_MEMBER_METADATA_VALUE = message(

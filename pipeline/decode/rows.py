@@ -160,6 +160,14 @@ def streams_group_metadata(body: Body, row: Row) -> None:
     row["metadata_hash"] = body["metadata_hash"]
     row["validated_topology_epoch"] = body["validated_topology_epoch"]
     row["assignment_configs"] = body["last_assignment_configs"]
+    row["stored_description_topology_epoch"] = body["stored_description_topology_epoch"]
+    row["failed_description_topology_epoch"] = body["failed_description_topology_epoch"]
+
+
+def target_assignment_metadata(body: Body, row: Row) -> None:
+    """A share or streams group's; Kafka's 0 "not recorded" timestamp (before 4.3) as null."""
+    row["assignment_epoch"] = body["assignment_epoch"]
+    row["assignment_timestamp_ms"] = body["assignment_timestamp"] or None
 
 
 _streams_member_metadata = copied(
@@ -203,7 +211,7 @@ VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
         rack_id="rack_id", client_id="client_id", client_host="client_host",
         subscribed_topic_names="subscribed_topic_names"),
     "SHARE_GROUP_METADATA": share_group_metadata,
-    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": copied(assignment_epoch="assignment_epoch"),
+    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": target_assignment_metadata,
     "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": copied(assigned_partitions="topic_partitions"),
     "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": share_group_current_member_assignment,
     "SHARE_GROUP_STATE_PARTITION_METADATA": lambda body, row: row.update(
@@ -211,7 +219,7 @@ VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
         initialized_topics=body["initialized_topics"], deleting_topics=body["deleting_topics"]),
     "STREAMS_GROUP_METADATA": streams_group_metadata,
     "STREAMS_GROUP_MEMBER_METADATA": _streams_member_metadata,
-    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": copied(assignment_epoch="assignment_epoch"),
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": target_assignment_metadata,
     "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": streams_group_target_assignment_member,
     "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": streams_group_current_member_assignment,
     "STREAMS_GROUP_TOPOLOGY": copied(topology_epoch="epoch", subtopologies="subtopologies"),

@@ -111,6 +111,9 @@ class Event:
     deleting_topics: Any = None
     validated_topology_epoch: int | None = None
     assignment_configs: Any = None
+    stored_description_topology_epoch: int | None = None
+    failed_description_topology_epoch: int | None = None
+    assignment_timestamp_ms: int | None = None
     topology_epoch: int | None = None
     process_id: str | None = None
     user_endpoint: Any = None

@@ -1,13 +1,14 @@
 """Records Kafka's own classes wrote, as fixtures: tests/decode/java/WriteRecords.java (share and
 streams records, kafka-group-coordinator 4.2.1) and WriteRecords40.java (Kafka 4.0's layouts of
 ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, and 4.0's type 9, with
-kafka-group-coordinator 4.0.0), each compiled with Print.java, their shared output, print
-them; `kafka_records.json` holds that output, per Kafka version, as {name, key, value} with
-hex bytes (value null for a tombstone).
+kafka-group-coordinator 4.0.0) and WriteRecords44.java (the tagged fields 4.3 and 4.4 added,
+with 4.4.0), each compiled with Print.java, their shared output, print them;
+`kafka_records.json` holds that output, per Kafka version, as {name, key, value} with hex
+bytes (value null for a tombstone).
 
 `python -m tests.decode.kafka_records` fetches the artifacts into the project's cache (Maven,
 `pipeline.spark.runtime.jars.ensure_jars`, as the test broker's jars are), compiles and runs
-both programs and rewrites the JSON; `test_kafka_records.py::test_fixtures_are_what_kafka_writes`
+the programs and rewrites the JSON; `test_kafka_records.py::test_fixtures_are_what_kafka_writes`
 (marked kafka) checks that the committed JSON is still exactly their output."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "kafka_records.json"
 # Kafka version of kafka-group-coordinator -> the program that writes its records.
-PROGRAMS = {"4.2.1": "WriteRecords", "4.0.0": "WriteRecords40"}
+PROGRAMS = {"4.2.1": "WriteRecords", "4.0.0": "WriteRecords40", "4.4.0": "WriteRecords44"}
 
 
 def load() -> dict[str, list[dict[str, Any]]]:

@@ -1,5 +1,5 @@
 """The decoder against bytes Kafka's own classes wrote (tests/decode/kafka_records.json, from
-tests/decode/java/*.java with kafka-group-coordinator 4.2.1 and 4.0.0): every share-group and
+tests/decode/java/*.java with kafka-group-coordinator 4.2.1, 4.0.0 and 4.4.0): every share-group and
 streams-group record type, with tagged fields set and unset, nullable fields null and set, and
 tombstones, decodes to exactly these columns; and writing the row back gives Kafka's bytes."""
 
@@ -17,6 +17,7 @@ SHARE = {"group_id": "share-g", "record_version": 0}
 SHARE_MEMBER = {**SHARE, "member_id": "sm-1"}
 APP = {"group_id": "app", "record_version": 0}
 APP_MEMBER = {**APP, "member_id": "stm-1"}
+NO_DESCRIPTION = {"stored_description_topology_epoch": -1, "failed_description_topology_epoch": -1}
 
 
 def _task(subtopology: str, partitions: list[int], epochs: list[int] | None) -> dict[str, Any]:
@@ -40,7 +41,8 @@ VALUES: dict[str, dict[str, Any]] = {
                        "record_layout": "kafka-4.1+", "group_epoch": 7,
                        "metadata_hash": -1234567890123456789},
     "share_target_metadata": {**SHARE, "event_type": "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA",
-                              "record_type": 12, "assignment_epoch": 7},
+                              "record_type": 12, "assignment_epoch": 7,
+                              "assignment_timestamp_ms": None},
     "share_target_member": {**SHARE_MEMBER, "event_type": "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER",
                             "record_type": 13, "assigned_partitions": [
                                 {"topic_id": A, "partitions": [0, 1, 2]},
@@ -57,10 +59,12 @@ VALUES: dict[str, dict[str, Any]] = {
         "deleting_topics": [{"topic_id": B, "topic_name": "old"}]},
     "streams_metadata_no_tags": {**APP, "event_type": "STREAMS_GROUP_METADATA", "record_type": 17,
                                  "group_epoch": 3, "metadata_hash": 42,
-                                 "validated_topology_epoch": -1, "assignment_configs": []},
+                                 "validated_topology_epoch": -1, "assignment_configs": [],
+                                 **NO_DESCRIPTION},
     "streams_metadata_tags": {**APP, "event_type": "STREAMS_GROUP_METADATA", "record_type": 17,
                               "group_epoch": 4, "metadata_hash": -42, "validated_topology_epoch": 0,
-                              "assignment_configs": [{"key": "num.standby.replicas", "value": "1"}]},
+                              "assignment_configs": [{"key": "num.standby.replicas", "value": "1"}],
+                              **NO_DESCRIPTION},
     "streams_member_nulls": {**APP_MEMBER, "event_type": "STREAMS_GROUP_MEMBER_METADATA",
                              "record_type": 19, "group_instance_id": None, "rack_id": None,
                              "client_id": "app-client", "client_host": "/10.0.0.2",
@@ -74,7 +78,8 @@ VALUES: dict[str, dict[str, Any]] = {
                            "user_endpoint": {"host": "app-host", "port": 65000},  # uint16 > 32767
                            "client_tags": [{"key": "zone", "value": "eu-1"}]},
     "streams_target_metadata": {**APP, "event_type": "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA",
-                                "record_type": 20, "assignment_epoch": 4},
+                                "record_type": 20, "assignment_epoch": 4,
+                                "assignment_timestamp_ms": None},
     "streams_target_member": {
         **APP_MEMBER, "event_type": "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER", "record_type": 21,
         "active_tasks": [_task("0", [0, 1], None), _task("1", [2], None)],
@@ -99,6 +104,18 @@ VALUES: dict[str, dict[str, Any]] = {
          "repartition_source_topics": [_topic("app-repartition", 4, 3, [])],
          "copartition_groups": [{"source_topics": [], "source_topic_regex": [0],
                                  "repartition_source_topics": [0]}]}]},
+    # Tags Kafka 4.3 and 4.4 added (kafka-group-coordinator 4.4.0).
+    "share_target_metadata_44": {**SHARE, "record_type": 12, "assignment_epoch": 8,
+                                 "event_type": "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA",
+                                 "assignment_timestamp_ms": 1700000000123},
+    "streams_target_metadata_44": {**APP, "record_type": 20, "assignment_epoch": 5,
+                                   "event_type": "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA",
+                                   "assignment_timestamp_ms": 1700000000456},
+    "streams_metadata_44": {**APP, "event_type": "STREAMS_GROUP_METADATA", "record_type": 17,
+                            "group_epoch": 5, "metadata_hash": 7, "validated_topology_epoch": 1,
+                            "assignment_configs": None,  # null: nullable from 4.4
+                            "stored_description_topology_epoch": 1,
+                            "failed_description_topology_epoch": 0},
     # Kafka 4.0's layouts (kafka-group-coordinator 4.0.0), same version 0.
     "share_metadata_40": {**SHARE, "event_type": "SHARE_GROUP_METADATA", "record_type": 11,
                           "record_layout": "kafka-4.0", "group_epoch": 5, "metadata_hash": None},
