@@ -155,13 +155,12 @@ def share_group_metadata(body: Body, row: Row) -> None:
     row["metadata_hash"] = body.get("metadata_hash")  # absent from Kafka 4.0's layout
 
 
-def streams_group_metadata(body: Body, row: Row) -> None:
-    row["group_epoch"] = body["epoch"]
-    row["metadata_hash"] = body["metadata_hash"]
-    row["validated_topology_epoch"] = body["validated_topology_epoch"]
-    row["assignment_configs"] = body["last_assignment_configs"]
-    row["stored_description_topology_epoch"] = body["stored_description_topology_epoch"]
-    row["failed_description_topology_epoch"] = body["failed_description_topology_epoch"]
+streams_group_metadata = copied(
+    group_epoch="epoch", metadata_hash="metadata_hash",
+    validated_topology_epoch="validated_topology_epoch",
+    assignment_configs="last_assignment_configs",
+    stored_description_topology_epoch="stored_description_topology_epoch",
+    failed_description_topology_epoch="failed_description_topology_epoch")
 
 
 def target_assignment_metadata(body: Body, row: Row) -> None:
