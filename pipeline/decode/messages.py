@@ -7,7 +7,8 @@ Facts come from Kafka's coordinator record schemas (docs/kafka.md, Decoding real
 upstream file than the fact sheet's snapshot is ConsumerGroupMetadataValue's tagged
 `MetadataHash` (tag 0, KIP-1101, Kafka 4.1). Other tags added upstream later are skipped as
 unknown tags. Share-group types 10-15 (KIP-932) and streams-group types 17 and 19-23 (KIP-1071)
-are declared as Kafka 4.2.1's generated classes print their schemas (`SCHEMAS`); two of them,
+are declared as Kafka 4.2.1's generated classes print their schemas (`SCHEMAS`), with the tags
+4.3 and 4.4 added (4.4.0's classes: AssignmentTimestamp, topology-description epochs); two of them,
 ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, also have the layout Kafka
 4.0 wrote under the same version 0 (`RecordType.legacy`; `pipeline.decode.records` tells the
 two apart by the bytes). Type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) is declared by
