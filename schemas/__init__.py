@@ -8,7 +8,12 @@ adapter turns them into StructTypes. Names here are the contract: add, never ren
 from __future__ import annotations
 
 from schemas.columns import Column, ddl
-from schemas.events import EVENT_COLUMNS, EVENT_TYPES, KIP848_EVENT_TYPES
+from schemas.events import (
+    EVENT_COLUMNS,
+    EVENT_TYPES,
+    KIP848_EVENT_TYPES,
+    SHARE_STREAMS_EVENT_TYPES,
+)
 from schemas.tables import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
 
 __all__ = [
@@ -20,5 +25,6 @@ __all__ = [
     "KIP848_EVENT_TYPES",
     "METADATA_TABLES",
     "OUTPUT_TABLES",
+    "SHARE_STREAMS_EVENT_TYPES",
     "TABLE_KEYS",
 ]

@@ -15,6 +15,20 @@ TOPICS_METADATA = (
     "partition_metadata:array<struct<partition:int,racks:array<string>>>>>"
 )
 
+# Share groups (KIP-932) and streams groups (KIP-1071), Kafka 4.0-4.4.
+KEY_VALUES = "array<struct<key:string,value:string>>"
+TASKS = "array<struct<subtopology_id:string,partitions:array<int>,assignment_epochs:array<int>>>"
+SHARE_TOPICS = "array<struct<topic_id:string,topic_name:string,partitions:array<int>>>"
+_TOPIC_INFO = f"struct<name:string,partitions:int,replication_factor:smallint,topic_configs:{KEY_VALUES}>"
+_INDEXES = "array<smallint>"
+SUBTOPOLOGIES = (
+    "array<struct<subtopology_id:string,source_topics:array<string>,"
+    f"source_topic_regex:array<string>,state_changelog_topics:array<{_TOPIC_INFO}>,"
+    f"repartition_sink_topics:array<string>,repartition_source_topics:array<{_TOPIC_INFO}>,"
+    f"copartition_groups:array<struct<source_topics:{_INDEXES},source_topic_regex:{_INDEXES},"
+    f"repartition_source_topics:{_INDEXES}>>>>"
+)
+
 MEMBER = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
     f"session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,assignment:array<{TP}>>"
@@ -87,6 +101,41 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("regex_topics", "array<string>", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
     Column("regex_version", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
     Column("regex_timestamp_ms", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION, epoch ms"),
+    # Share-group (types 10-15) and streams-group (17, 19-23) records. They also fill the
+    # columns above of the same meaning: group_epoch, metadata_hash (share: null in Kafka
+    # 4.0's layout), assignment_epoch, member_epoch, previous_member_epoch, member_state
+    # (+ member_state_name, by the group type's names), assigned_partitions, rack_id,
+    # client_id, client_host, group_instance_id, rebalance_timeout_ms, subscribed_topic_names.
+    Column("record_layout", "string",
+           doc="SHARE_GROUP_METADATA, SHARE_GROUP_STATE_PARTITION_METADATA: the layout the value "
+               "was read with under version 0, 'kafka-4.1+' or 'kafka-4.0'; null for others"),
+    Column("initializing_topics", SHARE_TOPICS,
+           doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state being initialized (null in 4.0)"),
+    Column("initialized_topics", SHARE_TOPICS,
+           doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state initialized"),
+    Column("deleting_topics", "array<struct<topic_id:string,topic_name:string>>",
+           doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state being deleted"),
+    Column("validated_topology_epoch", "int",
+           doc="STREAMS_GROUP_METADATA: topology epoch validated against metadata; -1 none"),
+    Column("assignment_configs", KEY_VALUES,
+           doc="STREAMS_GROUP_METADATA: the last assignment configs (Kafka 4.2+; null if null)"),
+    Column("stored_description_topology_epoch", "int",
+           doc="STREAMS_GROUP_METADATA: topology epoch whose description is stored (4.4); -1 none"),
+    Column("failed_description_topology_epoch", "int",
+           doc="STREAMS_GROUP_METADATA: topology epoch whose description failed (4.4); -1 none"),
+    Column("assignment_timestamp_ms", "bigint",
+           doc="SHARE/STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA: when the target assignment was "
+               "computed, epoch ms (Kafka 4.3+); null when not recorded"),
+    Column("topology_epoch", "int", doc="STREAMS_GROUP_MEMBER_METADATA, STREAMS_GROUP_TOPOLOGY"),
+    Column("process_id", "string", doc="STREAMS_GROUP_MEMBER_METADATA: the Streams process"),
+    Column("user_endpoint", "struct<host:string,port:int>",
+           doc="STREAMS_GROUP_MEMBER_METADATA: interactive-query endpoint; null if none"),
+    Column("client_tags", KEY_VALUES, doc="STREAMS_GROUP_MEMBER_METADATA"),
+    *(Column(name, TASKS, doc="STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER (no pending revocation, "
+                              "null assignment_epochs) or _CURRENT_MEMBER_ASSIGNMENT")
+      for kind in ("active", "standby", "warmup")
+      for name in (f"{kind}_tasks", f"{kind}_tasks_pending_revocation")),
+    Column("subtopologies", SUBTOPOLOGIES, doc="STREAMS_GROUP_TOPOLOGY"),
 )
 
 CLASSIC_EVENT_TYPES = (
@@ -105,4 +154,17 @@ _KIP848_RECORDS = (
 )
 KIP848_EVENT_TYPES: tuple[str, ...] = _KIP848_RECORDS + tuple(f"{r}_TOMBSTONE" for r in _KIP848_RECORDS)
 
-EVENT_TYPES: tuple[str, ...] = CLASSIC_EVENT_TYPES + KIP848_EVENT_TYPES + (MALFORMED_RECORD,)
+_SHARE_STREAMS_RECORDS = (
+    "SHARE_GROUP_MEMBER_METADATA", "SHARE_GROUP_METADATA",
+    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA", "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER",
+    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT", "SHARE_GROUP_STATE_PARTITION_METADATA",
+    "STREAMS_GROUP_METADATA", "STREAMS_GROUP_MEMBER_METADATA",
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA", "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER",
+    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT", "STREAMS_GROUP_TOPOLOGY",
+)
+# Decoded but not yet replayed: the fold keeps them as it keeps UNSUPPORTED_RECORD rows.
+SHARE_STREAMS_EVENT_TYPES: tuple[str, ...] = _SHARE_STREAMS_RECORDS + tuple(
+    f"{r}_TOMBSTONE" for r in _SHARE_STREAMS_RECORDS)
+
+EVENT_TYPES: tuple[str, ...] = (CLASSIC_EVENT_TYPES + KIP848_EVENT_TYPES + SHARE_STREAMS_EVENT_TYPES
+                                + (MALFORMED_RECORD,))

@@ -15,6 +15,42 @@ TOPICS_METADATA = (
     "partition_metadata:array<struct<partition:int,racks:array<string>>>>>"
 )
 
+KEY_VALUES = "array<struct<key:string,value:string>>"
+TASKS = "array<struct<subtopology_id:string,partitions:array<int>,assignment_epochs:array<int>>>"
+TOPIC_INFO = "struct<name:string,partitions:int,replication_factor:smallint,topic_configs:" + KEY_VALUES + ">"
+SUBTOPOLOGIES = (
+    "array<struct<subtopology_id:string,source_topics:array<string>,"
+    f"source_topic_regex:array<string>,state_changelog_topics:array<{TOPIC_INFO}>,"
+    f"repartition_sink_topics:array<string>,repartition_source_topics:array<{TOPIC_INFO}>,"
+    "copartition_groups:array<struct<source_topics:array<smallint>,"
+    "source_topic_regex:array<smallint>,repartition_source_topics:array<smallint>>>>>"
+)
+SHARE_TOPICS = "array<struct<topic_id:string,topic_name:string,partitions:array<int>>>"
+
+# Share-group (types 10-15) and streams-group (17, 19-23) columns; these rows also fill the
+# KIP-848 columns of the same meaning (group_epoch, metadata_hash, assignment_epoch,
+# member_epoch, previous_member_epoch, member_state, member_state_name, assigned_partitions,
+# rack_id, client_id, client_host, group_instance_id, rebalance_timeout_ms,
+# subscribed_topic_names).
+SHARE_STREAMS_COLUMNS: dict[str, str] = {
+    "record_layout": "string",  # types 11 and 15: "kafka-4.1+" or "kafka-4.0"
+    "initializing_topics": SHARE_TOPICS,  # SHARE_GROUP_STATE_PARTITION_METADATA; null in 4.0
+    "initialized_topics": SHARE_TOPICS,
+    "deleting_topics": "array<struct<topic_id:string,topic_name:string>>",
+    "validated_topology_epoch": "int",  # STREAMS_GROUP_METADATA; -1 when not validated
+    "assignment_configs": KEY_VALUES,  # STREAMS_GROUP_METADATA's LastAssignmentConfigs
+    "stored_description_topology_epoch": "int",  # STREAMS_GROUP_METADATA, Kafka 4.4; -1 none
+    "failed_description_topology_epoch": "int",
+    "assignment_timestamp_ms": "bigint",  # share/streams target assignment metadata, 4.3+
+    "topology_epoch": "int",  # STREAMS_GROUP_MEMBER_METADATA, STREAMS_GROUP_TOPOLOGY
+    "process_id": "string",
+    "user_endpoint": "struct<host:string,port:int>",
+    "client_tags": KEY_VALUES,
+    **{name: TASKS for kind in ("active", "standby", "warmup")
+       for name in (f"{kind}_tasks", f"{kind}_tasks_pending_revocation")},
+    "subtopologies": SUBTOPOLOGIES,  # STREAMS_GROUP_TOPOLOGY
+}
+
 EXTRA_COLUMNS: dict[str, str] = {
     # every row
     "record_type": "int",  # the key's int16 record type
@@ -50,6 +86,7 @@ EXTRA_COLUMNS: dict[str, str] = {
     "regex_topics": "array<string>",
     "regex_version": "bigint",
     "regex_timestamp_ms": "bigint",
+    **SHARE_STREAMS_COLUMNS,
 }
 
 EXTRA_MEMBER_FIELDS: dict[str, str] = {

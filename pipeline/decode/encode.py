@@ -4,7 +4,9 @@ by the same schema tables: `encode_record(row) -> (key, value)`, with `encode_ke
 old-style offset key; the default is 1, what coordinators write since 0.9) and a `_TOMBSTONE`
 event type gives a null value. `record_version` picks the value version; by default an offset
 commit is v3, or v1 when it carries an expire timestamp (Kafka's rule), a group snapshot v3 and
-a KIP-848 record v0. Timestamps are integer milliseconds under the `_ms` names, or the fold's
+a KIP-848, share or streams record v0 (ShareGroupMetadata and ShareGroupStatePartitionMetadata
+in Kafka 4.0's layout when `record_layout` is "kafka-4.0"). Timestamps are integer
+milliseconds under the `_ms` names, or the fold's
 `commit_timestamp`/`expire_timestamp`/`current_state_timestamp` names. A GroupMetadata member
 with protocol type "consumer" gets consumer-protocol subscription and assignment bytes at its
 `subscription_version`/`assignment_version` (default 3) with the assignor's user data; a member
@@ -23,7 +25,13 @@ from pipeline.decode.consumer_protocol import (
     encode_subscription,
     encode_user_data,
 )
-from pipeline.decode.messages import EVENT_TO_RECORD_TYPE, MEMBER_STATES, RECORD_TYPES
+from pipeline.decode.messages import (
+    EVENT_TO_RECORD_TYPE,
+    MEMBER_STATES,
+    RECORD_TYPES,
+    STREAMS_MEMBER_STATES,
+    TASK_KINDS,
+)
 from pipeline.decode.primitives import EncodeError, Writer
 from pipeline.decode.writer import write_message
 
@@ -32,6 +40,8 @@ __all__ = ["EncodeError", "encode_key", "encode_record", "encode_value"]
 Row = Mapping[str, Any]
 _TOMBSTONES = {"OFFSET_TOMBSTONE": "OFFSET_COMMIT", "GROUP_TOMBSTONE": "GROUP_METADATA"}
 _STATE_VALUES = {name: value for value, name in MEMBER_STATES.items()}
+_STREAMS_STATE_VALUES = {name: value for value, name in STREAMS_MEMBER_STATES.items()}
+LAYOUT_40 = "kafka-4.0"
 
 
 def _ms(row: Row, name: str, default: int = -1) -> int:
@@ -103,9 +113,12 @@ def encode_value(row: Row) -> bytes | None:
     try:
         version = default_version(row) if version is None else int(version)
         body = _VALUE_BODIES[spec.event_type](row)
+        schema = spec.value
+        if spec.legacy is not None and row.get("record_layout") == LAYOUT_40:
+            schema = spec.legacy
         w = Writer()
         w.int16(version)
-        write_message(spec.value, version, body, w)
+        write_message(schema, version, body, w)
     except EncodeError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, struct.error) as e:
@@ -179,12 +192,19 @@ def _assignment_bytes(m: Row) -> bytes:
     return encode_assignment(partitions, version=_or(version, CURRENT_VERSION))
 
 
-def _consumer_group_member_metadata(row: Row) -> dict[str, Any]:
+def _member_identity(row: Row) -> dict[str, Any]:
+    """The instance, rack, client and host fields every *MemberMetadataValue starts with."""
     return {
         "instance_id": row.get("group_instance_id"),
         "rack_id": row.get("rack_id"),
         "client_id": _or(row.get("client_id"), ""),
         "client_host": _or(row.get("client_host"), ""),
+    }
+
+
+def _consumer_group_member_metadata(row: Row) -> dict[str, Any]:
+    return {
+        **_member_identity(row),
         "subscribed_topic_names": list(row.get("subscribed_topic_names") or ()),
         "subscribed_topic_regex": row.get("subscribed_topic_regex"),
         "rebalance_timeout_ms": _or(row.get("rebalance_timeout_ms"), -1),
@@ -207,10 +227,10 @@ def _classic(row: Row) -> dict[str, Any] | None:
                                     for p in protocols]}
 
 
-def _member_state(row: Row) -> int:
+def _member_state(row: Row, names: Mapping[str, int] = _STATE_VALUES) -> int:
     state = row.get("member_state")
     if state is None:
-        state = _STATE_VALUES.get(row.get("member_state_name") or "STABLE")
+        state = names.get(row.get("member_state_name") or "STABLE")
     if state is None:
         raise EncodeError(f"unknown member state {row.get('member_state_name')!r}")
     return int(state)
@@ -221,24 +241,71 @@ def _topic_partitions(value: Any) -> list[dict[str, Any]]:
             for tp in value or ()]
 
 
+def _key_values(value: Any) -> list[dict[str, Any]]:
+    return [{"key": kv["key"], "value": kv["value"]} for kv in value or ()]
+
+
+def _tasks(value: Any) -> list[dict[str, Any]]:
+    return [{"subtopology_id": t["subtopology_id"], "partitions": list(t["partitions"]),
+             "assignment_epochs": list(t.get("assignment_epochs") or ())} for t in value or ()]
+
+
+def _streams_member_metadata(row: Row) -> dict[str, Any]:
+    return {
+        **_member_identity(row),
+        "rebalance_timeout_ms": _or(row.get("rebalance_timeout_ms"), -1),
+        "topology_epoch": _or(row.get("topology_epoch"), 0),
+        "process_id": _or(row.get("process_id"), ""),
+        "user_endpoint": row.get("user_endpoint"),
+        "client_tags": _key_values(row.get("client_tags")),
+    }
+
+
+def _streams_current_assignment(row: Row) -> dict[str, Any]:
+    body = _member_epochs(row, _STREAMS_STATE_VALUES)  # assigned_partitions: not written
+    for kind in TASK_KINDS:
+        body[kind] = _tasks(row.get(kind))
+        body[f"{kind}_pending_revocation"] = _tasks(row.get(f"{kind}_pending_revocation"))
+    return body
+
+
+def _share_topics(value: Any) -> list[dict[str, Any]]:
+    return [{**t, "partitions": list(t.get("partitions") or ())} for t in value or ()]
+
+
+def _group_epoch(row: Row) -> dict[str, Any]:
+    return {"epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0)}
+
+
+def _assignment_epoch(row: Row) -> dict[str, Any]:
+    return {"assignment_epoch": row["assignment_epoch"],
+            "assignment_timestamp": _or(row.get("assignment_timestamp_ms"), 0)}
+
+
+def _target_partitions(row: Row) -> dict[str, Any]:
+    return {"topic_partitions": _topic_partitions(row.get("assigned_partitions"))}
+
+
+def _member_epochs(row: Row, names: Mapping[str, int] = _STATE_VALUES) -> dict[str, Any]:
+    """The leading fields of every *CurrentMemberAssignmentValue, with its partitions."""
+    return {"member_epoch": row["member_epoch"],
+            "previous_member_epoch": row["previous_member_epoch"],
+            "state": _member_state(row, names),
+            "assigned_partitions": _topic_partitions(row.get("assigned_partitions"))}
+
+
 _VALUE_BODIES: dict[str, Callable[[Row], dict[str, Any]]] = {
     "OFFSET_COMMIT": _offset_commit,
     "GROUP_METADATA": _group_metadata,
-    "CONSUMER_GROUP_METADATA": lambda row: {
-        "epoch": row["group_epoch"], "metadata_hash": _or(row.get("metadata_hash"), 0)},
+    "CONSUMER_GROUP_METADATA": _group_epoch,
     "CONSUMER_GROUP_PARTITION_METADATA": lambda row: {"topics": [
         {**t, "partition_metadata": t.get("partition_metadata") or []}
         for t in row.get("topics_metadata") or ()]},
     "CONSUMER_GROUP_MEMBER_METADATA": _consumer_group_member_metadata,
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": lambda row: {
-        "assignment_epoch": row["assignment_epoch"]},
-    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {
-        "topic_partitions": _topic_partitions(row.get("assigned_partitions"))},
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": _target_partitions,
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": lambda row: {
-        "member_epoch": row["member_epoch"],
-        "previous_member_epoch": row["previous_member_epoch"],
-        "state": _member_state(row),
-        "assigned_partitions": _topic_partitions(row.get("assigned_partitions")),
+        **_member_epochs(row),
         "partitions_pending_revocation": _topic_partitions(
             row.get("partitions_pending_revocation")),
     },
@@ -247,4 +314,33 @@ _VALUE_BODIES: dict[str, Callable[[Row], dict[str, Any]]] = {
         "version": _or(row.get("regex_version"), 0),
         "timestamp": _ms(row, "regex_timestamp"),
     },
+    "SHARE_GROUP_MEMBER_METADATA": lambda row: {
+        **_member_identity(row),  # no instance id: not written
+        "subscribed_topic_names": list(row.get("subscribed_topic_names") or ())},
+    "SHARE_GROUP_METADATA": _group_epoch,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": _target_partitions,
+    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": _member_epochs,
+    "SHARE_GROUP_STATE_PARTITION_METADATA": lambda row: {
+        "initializing_topics": _share_topics(row.get("initializing_topics")),
+        "initialized_topics": _share_topics(row.get("initialized_topics")),
+        "deleting_topics": list(row.get("deleting_topics") or ())},
+    "STREAMS_GROUP_METADATA": lambda row: {
+        **_group_epoch(row),
+        "validated_topology_epoch": _or(row.get("validated_topology_epoch"), -1),
+        "last_assignment_configs": (None if "assignment_configs" in row
+                                    and row["assignment_configs"] is None
+                                    else _key_values(row.get("assignment_configs"))),
+        "stored_description_topology_epoch": _or(
+            row.get("stored_description_topology_epoch"), -1),
+        "failed_description_topology_epoch": _or(
+            row.get("failed_description_topology_epoch"), -1)},
+    "STREAMS_GROUP_MEMBER_METADATA": _streams_member_metadata,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda row: {
+        kind: _tasks(row.get(kind)) for kind in TASK_KINDS},
+    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": _streams_current_assignment,
+    "STREAMS_GROUP_TOPOLOGY": lambda row: {
+        "epoch": _or(row.get("topology_epoch"), 0),
+        "subtopologies": list(row.get("subtopologies") or ())},
 }

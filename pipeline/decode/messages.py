@@ -6,8 +6,13 @@ Facts come from Kafka's coordinator record schemas (docs/kafka.md, Decoding real
 `group-coordinator/src/main/resources/common/message/*.json`; the one field taken from a newer
 upstream file than the fact sheet's snapshot is ConsumerGroupMetadataValue's tagged
 `MetadataHash` (tag 0, KIP-1101, Kafka 4.1). Other tags added upstream later are skipped as
-unknown tags. Share-group types 9–15 are declared by key only: their rows are labelled
-UNSUPPORTED_RECORD, as are streams-group types 17+ and anything unknown."""
+unknown tags. Share-group types 10-15 (KIP-932) and streams-group types 17 and 19-23 (KIP-1071)
+are declared as Kafka 4.2.1's generated classes print their schemas (`SCHEMAS`), with the tags
+4.3 and 4.4 added (4.4.0's classes: AssignmentTimestamp, topology-description epochs); two of them,
+ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, also have the layout Kafka
+4.0 wrote under the same version 0 (`RecordType.legacy`; `pipeline.decode.records` tells the
+two apart by the bytes). Type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) is declared by
+key only: its rows are labelled UNSUPPORTED_RECORD, as is anything unknown (18, 24+)."""
 
 from __future__ import annotations
 
@@ -16,9 +21,11 @@ from dataclasses import dataclass
 from pipeline.decode.schema import (
     BYTES,
     INT8,
+    INT16,
     INT32,
     INT64,
     STRING,
+    UINT16,
     UUID,
     ArrayOf,
     Message,
@@ -123,21 +130,31 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = message(
           default=None),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
-    "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
-    field("assignment_epoch", INT32),
+def _assignment_metadata(group: str) -> Message:
+    """`<group>GroupTargetAssignmentMetadataValue`: the same body for every group type
+    (AssignmentTimestamp, tag 0, since Kafka 4.3, KIP-1263; 0 when absent)."""
+    return message(f"{group}GroupTargetAssignmentMetadataValue", "0", "0+",
+                   field("assignment_epoch", INT32),
+                   field("assignment_timestamp", INT64, tag=0, default=0))
+
+
+def _target_partitions(group: str) -> Message:
+    """`<group>GroupTargetAssignmentMemberValue` of a consumer or share group."""
+    return message(f"{group}GroupTargetAssignmentMemberValue", "0", "0+",
+                   field("topic_partitions", ArrayOf(TOPIC_PARTITIONS)))
+
+
+# The leading fields of every *CurrentMemberAssignmentValue.
+MEMBER_EPOCHS = (
+    field("member_epoch", INT32), field("previous_member_epoch", INT32), field("state", INT8),
 )
 
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
-    "ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
-    field("topic_partitions", ArrayOf(TOPIC_PARTITIONS)),
-)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Consumer")
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _target_partitions("Consumer")
 
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
     "ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
-    field("member_epoch", INT32),
-    field("previous_member_epoch", INT32),
-    field("state", INT8),
+    *MEMBER_EPOCHS,
     field("assigned_partitions", ArrayOf(TOPIC_PARTITIONS)),
     field("partitions_pending_revocation", ArrayOf(TOPIC_PARTITIONS)),
 )
@@ -151,6 +168,136 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = message(
 
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
 
+# ---------------------------------------------------------------- share groups (KIP-932), v0 flexible
+
+SHARE_GROUP_MEMBER_METADATA_VALUE = message(
+    "ShareGroupMemberMetadataValue", "0", "0+",
+    field("rack_id", STRING, nullable="0+"),
+    field("client_id", STRING),
+    field("client_host", STRING),
+    field("subscribed_topic_names", ArrayOf(STRING)),
+)
+
+SHARE_GROUP_METADATA_VALUE = message(
+    "ShareGroupMetadataValue", "0", "0+",
+    field("epoch", INT32),
+    field("metadata_hash", INT64),  # not tagged; Kafka 4.1+
+)
+# Kafka 4.0 wrote the same version 0 without MetadataHash.
+SHARE_GROUP_METADATA_VALUE_40 = message(
+    "ShareGroupMetadataValue(4.0)", "0", "0+", field("epoch", INT32),
+)
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Share")
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _target_partitions("Share")
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
+    "ShareGroupCurrentMemberAssignmentValue", "0", "0+",
+    *MEMBER_EPOCHS,
+    field("assigned_partitions", ArrayOf(TOPIC_PARTITIONS)),
+)
+
+TOPIC_PARTITIONS_INFO = Struct("TopicPartitionsInfo", (
+    field("topic_id", UUID),
+    field("topic_name", STRING),
+    field("partitions", ArrayOf(INT32)),
+))
+TOPIC_INFO = Struct("TopicInfo", (field("topic_id", UUID), field("topic_name", STRING)))
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = message(
+    "ShareGroupStatePartitionMetadataValue", "0", "0+",
+    field("initializing_topics", ArrayOf(TOPIC_PARTITIONS_INFO)),  # Kafka 4.1+
+    field("initialized_topics", ArrayOf(TOPIC_PARTITIONS_INFO)),
+    field("deleting_topics", ArrayOf(TOPIC_INFO)),
+)
+# Kafka 4.0 wrote the same version 0 without InitializingTopics.
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_40 = message(
+    "ShareGroupStatePartitionMetadataValue(4.0)", "0", "0+",
+    field("initialized_topics", ArrayOf(TOPIC_PARTITIONS_INFO)),
+    field("deleting_topics", ArrayOf(TOPIC_INFO)),
+)
+
+# ---------------------------------------------------------------- streams groups (KIP-1071), v0 flexible
+
+KEY_VALUE = Struct("KeyValue", (field("key", STRING), field("value", STRING)))
+
+STREAMS_GROUP_METADATA_VALUE = message(
+    "StreamsGroupMetadataValue", "0", "0+",
+    field("epoch", INT32),
+    field("metadata_hash", INT64),
+    field("validated_topology_epoch", INT32, tag=0, default=-1),  # Kafka 4.2+
+    # Kafka 4.2+; nullable from 4.4 (the bytes of a non-null array are the same)
+    field("last_assignment_configs", ArrayOf(KEY_VALUE), nullable="0+", tag=1, default=[]),
+    field("stored_description_topology_epoch", INT32, tag=2, default=-1),  # Kafka 4.4+
+    field("failed_description_topology_epoch", INT32, tag=3, default=-1),  # Kafka 4.4+
+)
+
+STREAMS_GROUP_MEMBER_METADATA_VALUE = message(
+    "StreamsGroupMemberMetadataValue", "0", "0+",
+    field("instance_id", STRING, nullable="0+"),
+    field("rack_id", STRING, nullable="0+"),
+    field("client_id", STRING),
+    field("client_host", STRING),
+    field("rebalance_timeout_ms", INT32),
+    field("topology_epoch", INT32),
+    field("process_id", STRING),
+    field("user_endpoint", Struct("Endpoint", (field("host", STRING), field("port", UINT16))),
+          nullable="0+"),
+    field("client_tags", ArrayOf(KEY_VALUE)),
+)
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Streams")
+
+TARGET_TASK_IDS = Struct("TaskIds", (
+    field("subtopology_id", STRING),
+    field("partitions", ArrayOf(INT32)),
+))
+CURRENT_TASK_IDS = Struct("TaskIds", (
+    field("subtopology_id", STRING),
+    field("partitions", ArrayOf(INT32)),
+    field("assignment_epochs", ArrayOf(INT32), tag=0, default=[]),  # Kafka 4.2+
+))
+TASK_KINDS = ("active_tasks", "standby_tasks", "warmup_tasks")
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
+    "StreamsGroupTargetAssignmentMemberValue", "0", "0+",
+    *(field(kind, ArrayOf(TARGET_TASK_IDS)) for kind in TASK_KINDS),
+)
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
+    "StreamsGroupCurrentMemberAssignmentValue", "0", "0+",
+    *MEMBER_EPOCHS,
+    *(field(kind, ArrayOf(CURRENT_TASK_IDS)) for kind in TASK_KINDS),
+    *(field(f"{kind}_pending_revocation", ArrayOf(CURRENT_TASK_IDS)) for kind in TASK_KINDS),
+)
+
+STREAMS_TOPIC_INFO = Struct("TopicInfo", (
+    field("name", STRING),
+    field("partitions", INT32),
+    field("replication_factor", INT16),
+    field("topic_configs", ArrayOf(KEY_VALUE)),
+))
+
+STREAMS_GROUP_TOPOLOGY_VALUE = message(
+    "StreamsGroupTopologyValue", "0", "0+",
+    field("epoch", INT32),
+    field("subtopologies", ArrayOf(Struct("Subtopology", (
+        field("subtopology_id", STRING),
+        field("source_topics", ArrayOf(STRING)),
+        field("source_topic_regex", ArrayOf(STRING)),
+        field("state_changelog_topics", ArrayOf(STREAMS_TOPIC_INFO)),
+        field("repartition_sink_topics", ArrayOf(STRING)),
+        field("repartition_source_topics", ArrayOf(STREAMS_TOPIC_INFO)),
+        field("copartition_groups", ArrayOf(Struct("CopartitionGroup", (
+            field("source_topics", ArrayOf(INT16)),
+            field("source_topic_regex", ArrayOf(INT16)),
+            field("repartition_source_topics", ArrayOf(INT16)),
+        )))),
+    )))),
+)
+
+STREAMS_MEMBER_STATES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"}
+
 # ---------------------------------------------------------------- the record-type table
 
 
@@ -158,8 +305,9 @@ MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIO
 class RecordType:
     """One key type: Kafka's record name, its event type, and its key and value schemas.
 
-    `value is None` marks a type this package labels but does not model (share groups): its
-    rows are UNSUPPORTED_RECORD, with the group id read from the key when the key decodes.
+    `value is None` marks a type this package labels but does not model (type 9): its rows
+    are UNSUPPORTED_RECORD, with the group id read from the key when the key decodes.
+    `legacy` is the other layout Kafka 4.0 wrote under the same value version, if any.
     """
 
     type: int
@@ -167,6 +315,7 @@ class RecordType:
     event_type: str
     key: Message
     value: Message | None
+    legacy: Message | None = None
 
 
 RECORD_TYPES: dict[int, RecordType] = {r.type: r for r in (
@@ -189,14 +338,35 @@ RECORD_TYPES: dict[int, RecordType] = {r.type: r for r in (
                "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT",
                MEMBER_KEY, CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
     RecordType(9, "ShareGroupPartitionMetadata", "UNSUPPORTED_RECORD", GROUP_KEY, None),
-    RecordType(10, "ShareGroupMemberMetadata", "UNSUPPORTED_RECORD", MEMBER_KEY, None),
-    RecordType(11, "ShareGroupMetadata", "UNSUPPORTED_RECORD", GROUP_KEY, None),
-    RecordType(12, "ShareGroupTargetAssignmentMetadata", "UNSUPPORTED_RECORD", GROUP_KEY, None),
-    RecordType(13, "ShareGroupTargetAssignmentMember", "UNSUPPORTED_RECORD", MEMBER_KEY, None),
-    RecordType(14, "ShareGroupCurrentMemberAssignment", "UNSUPPORTED_RECORD", MEMBER_KEY, None),
-    RecordType(15, "ShareGroupStatePartitionMetadata", "UNSUPPORTED_RECORD", GROUP_KEY, None),
+    RecordType(10, "ShareGroupMemberMetadata", "SHARE_GROUP_MEMBER_METADATA",
+               MEMBER_KEY, SHARE_GROUP_MEMBER_METADATA_VALUE),
+    RecordType(11, "ShareGroupMetadata", "SHARE_GROUP_METADATA",
+               GROUP_KEY, SHARE_GROUP_METADATA_VALUE, SHARE_GROUP_METADATA_VALUE_40),
+    RecordType(12, "ShareGroupTargetAssignmentMetadata", "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA",
+               GROUP_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    RecordType(13, "ShareGroupTargetAssignmentMember", "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER",
+               MEMBER_KEY, SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    RecordType(14, "ShareGroupCurrentMemberAssignment", "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT",
+               MEMBER_KEY, SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    RecordType(15, "ShareGroupStatePartitionMetadata", "SHARE_GROUP_STATE_PARTITION_METADATA",
+               GROUP_KEY, SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+               SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_40),
     RecordType(16, "ConsumerGroupRegularExpression", "CONSUMER_GROUP_REGULAR_EXPRESSION",
                REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    RecordType(17, "StreamsGroupMetadata", "STREAMS_GROUP_METADATA",
+               GROUP_KEY, STREAMS_GROUP_METADATA_VALUE),
+    RecordType(19, "StreamsGroupMemberMetadata", "STREAMS_GROUP_MEMBER_METADATA",
+               MEMBER_KEY, STREAMS_GROUP_MEMBER_METADATA_VALUE),
+    RecordType(20, "StreamsGroupTargetAssignmentMetadata",
+               "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA",
+               GROUP_KEY, STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    RecordType(21, "StreamsGroupTargetAssignmentMember", "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER",
+               MEMBER_KEY, STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    RecordType(22, "StreamsGroupCurrentMemberAssignment",
+               "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT",
+               MEMBER_KEY, STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    RecordType(23, "StreamsGroupTopology", "STREAMS_GROUP_TOPOLOGY",
+               GROUP_KEY, STREAMS_GROUP_TOPOLOGY_VALUE),
 )}
 
 EVENT_TO_RECORD_TYPE: dict[str, int] = {

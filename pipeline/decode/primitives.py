@@ -14,6 +14,7 @@ import uuid
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
+_U16 = struct.Struct(">H")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 MAX_STRING = 0x7FFF  # Kafka refuses longer compact strings ("had invalid length")
@@ -127,6 +128,14 @@ class Reader:
             raise self.short(2, "int16")
         self.pos = pos + 2
         v: int = _I16.unpack_from(self.buf, pos)[0]
+        return v
+
+    def uint16(self) -> int:
+        pos = self.pos
+        if pos + 2 > self.end:
+            raise self.short(2, "uint16")
+        self.pos = pos + 2
+        v: int = _U16.unpack_from(self.buf, pos)[0]
         return v
 
     def int32(self) -> int:
@@ -288,6 +297,9 @@ class Writer:
 
     def int16(self, v: int) -> None:
         self.buf += _I16.pack(v)
+
+    def uint16(self, v: int) -> None:
+        self.buf += _U16.pack(v)
 
     def int32(self, v: int) -> None:
         self.buf += _I32.pack(v)

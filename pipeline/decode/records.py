@@ -5,8 +5,18 @@ int16 is its version: a known version is read strictly; a version higher than th
 known is read with the newest known layout and its trailing bytes are ignored (the consumer
 protocol's forward-compatibility rule, applied to record values too, since KIP-915 only lets
 later versions add tagged fields at the end); a version below the lowest known is an error.
-A null value is the type's tombstone. Share-group (9–15), streams-group (17+) and unknown
-types become UNSUPPORTED_RECORD rows and never raise. A corrupt record of a known type (or a
+A null value is the type's tombstone. Share-group (10-15) and streams-group (17, 19-23)
+records decode like the KIP-848 ones. ShareGroupMetadataValue and
+ShareGroupStatePartitionMetadataValue have two layouts under version 0 (Kafka 4.0's, and 4.1+'s
+with MetadataHash / InitializingTopics): the 4.1+ layout is tried first and taken when it reads
+the value exactly to its end; otherwise the 4.0 layout is taken only if it reads the value
+exactly and writes it back byte for byte (Kafka 4.0 wrote no tagged fields there); otherwise
+the record raises. The row's `record_layout` says which ("kafka-4.1+" or "kafka-4.0"). A 4.0
+record never reads as 4.1+ (4.0's 5-byte ShareGroupMetadataValue is shorter than 4.1's 13;
+in ShareGroupStatePartitionMetadataValue the 4.1+ reading meets a 0x00 byte where it needs a
+non-null array), so when both read, 4.1+ is right. Type 9 (4.0's
+ShareGroupPartitionMetadata), type 18 and unknown types become UNSUPPORTED_RECORD rows and
+never raise. A corrupt record of a known type (or a
 null or too-short key) raises `DecodeError`, whose message names the record type, key or
 value, version, field path and byte offset; the job routes it to rejected_events as
 `MALFORMED: <message>`. Standard library only; nothing is evaluated or unpickled."""
@@ -16,14 +26,16 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.decode.messages import RECORD_TYPES, RecordType
-from pipeline.decode.primitives import DecodeError, Reader
+from pipeline.decode.primitives import DecodeError, Reader, Writer
 from pipeline.decode.reader import message_reader, read_message
 from pipeline.decode.rows import VALUE_ROWS, key_columns, tombstone_type
 from pipeline.decode.schema import Message
+from pipeline.decode.writer import write_message
 
 __all__ = ["DecodeError", "decode_record", "record_type_of"]
 
 UNSUPPORTED = "UNSUPPORTED_RECORD"
+LAYOUT_NEW, LAYOUT_40 = "kafka-4.1+", "kafka-4.0"  # record_layout of types 11 and 15
 
 
 def _as_bytes(data: object, what: str) -> bytes:
@@ -71,6 +83,31 @@ def _read_value(spec: RecordType, m: Message, value: bytes) -> tuple[int, dict[s
         part = "value" if version < 0 else f"value v{version}"
         raise e.within(_context(spec, part)) from None
     return version, body
+
+
+def _read_either_layout(spec: RecordType, value: bytes) -> tuple[int, dict[str, Any], str]:
+    """(version, body, layout) of a type Kafka wrote in two layouts under version 0."""
+    assert spec.value is not None and spec.legacy is not None
+    try:
+        version, body = _read_value(spec, spec.value, value)
+        return version, body, LAYOUT_NEW
+    except DecodeError as e:
+        newer = e
+    if len(value) < 2 or int.from_bytes(value[:2], "big", signed=True) != 0:
+        raise newer
+    try:
+        version, body = _read_value(spec, spec.legacy, value)
+    except DecodeError as e:
+        raise DecodeError(f"the value fits neither layout: Kafka 4.1+: {newer}; Kafka 4.0: {e}"
+                          ).within(_context(spec, "value v0")) from None
+    w = Writer()
+    w.int16(version)
+    write_message(spec.legacy, version, body, w)
+    if w.getvalue() != value:
+        raise DecodeError(f"the value fits neither layout: Kafka 4.1+: {newer}; Kafka 4.0 "
+                          "reads it only with tagged fields, which 4.0 never wrote"
+                          ).within(_context(spec, "value v0"))
+    return version, body, LAYOUT_40
 
 
 def _unsupported(rtype: int, spec: RecordType | None, key: bytes,
@@ -123,7 +160,10 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, object]:
     if value is None:
         row["event_type"] = tombstone_type(spec.event_type)
         return row
-    version, body = _read_value(spec, schema, value)
+    if spec.legacy is None:
+        version, body = _read_value(spec, schema, value)
+    else:
+        version, body, row["record_layout"] = _read_either_layout(spec, value)
     row["record_version"] = version
     try:
         VALUE_ROWS[spec.event_type](body, row)

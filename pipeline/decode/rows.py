@@ -17,7 +17,7 @@ from pipeline.decode.consumer_protocol import (
     decode_subscription,
     decode_user_data,
 )
-from pipeline.decode.messages import MEMBER_STATES
+from pipeline.decode.messages import MEMBER_STATES, STREAMS_MEMBER_STATES, TASK_KINDS
 from pipeline.decode.primitives import DecodeError
 
 Row = dict[str, Any]
@@ -134,15 +134,65 @@ def consumer_group_member_metadata(body: Body, row: Row) -> None:
     row["protocols"] = protocols
 
 
-_current_assignment = copied(
+_member_epochs = copied(
     member_epoch="member_epoch", previous_member_epoch="previous_member_epoch",
-    member_state="state", assigned_partitions="assigned_partitions",
-    partitions_pending_revocation="partitions_pending_revocation")
+    member_state="state")
+
+
+def share_group_current_member_assignment(body: Body, row: Row) -> None:
+    _member_epochs(body, row)
+    row["member_state_name"] = MEMBER_STATES.get(body["state"])
+    row["assigned_partitions"] = body["assigned_partitions"]
 
 
 def consumer_group_current_member_assignment(body: Body, row: Row) -> None:
-    _current_assignment(body, row)
-    row["member_state_name"] = MEMBER_STATES.get(body["state"])
+    share_group_current_member_assignment(body, row)
+    row["partitions_pending_revocation"] = body["partitions_pending_revocation"]
+
+
+def share_group_metadata(body: Body, row: Row) -> None:
+    row["group_epoch"] = body["epoch"]
+    row["metadata_hash"] = body.get("metadata_hash")  # absent from Kafka 4.0's layout
+
+
+streams_group_metadata = copied(
+    group_epoch="epoch", metadata_hash="metadata_hash",
+    validated_topology_epoch="validated_topology_epoch",
+    assignment_configs="last_assignment_configs",
+    stored_description_topology_epoch="stored_description_topology_epoch",
+    failed_description_topology_epoch="failed_description_topology_epoch")
+
+
+def target_assignment_metadata(body: Body, row: Row) -> None:
+    """A share or streams group's; Kafka's 0 "not recorded" timestamp (before 4.3) as null."""
+    row["assignment_epoch"] = body["assignment_epoch"]
+    row["assignment_timestamp_ms"] = body["assignment_timestamp"] or None
+
+
+_streams_member_metadata = copied(
+    group_instance_id="instance_id", rack_id="rack_id", client_id="client_id",
+    client_host="client_host", rebalance_timeout_ms="rebalance_timeout_ms",
+    topology_epoch="topology_epoch", process_id="process_id", user_endpoint="user_endpoint",
+    client_tags="client_tags")
+
+
+def _tasks(tasks: list[Body]) -> list[Row]:
+    """Task entries with `assignment_epochs` always present (null where the record has none)."""
+    return [{"subtopology_id": t["subtopology_id"], "partitions": t["partitions"],
+             "assignment_epochs": t.get("assignment_epochs")} for t in tasks]
+
+
+def streams_group_target_assignment_member(body: Body, row: Row) -> None:
+    for kind in TASK_KINDS:
+        row[kind] = _tasks(body[kind])
+
+
+def streams_group_current_member_assignment(body: Body, row: Row) -> None:
+    _member_epochs(body, row)
+    row["member_state_name"] = STREAMS_MEMBER_STATES.get(body["state"])
+    for kind in TASK_KINDS:
+        row[kind] = _tasks(body[kind])
+        row[f"{kind}_pending_revocation"] = _tasks(body[f"{kind}_pending_revocation"])
 
 
 VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
@@ -156,6 +206,22 @@ VALUE_ROWS: dict[str, Callable[[Body, Row], None]] = {
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": consumer_group_current_member_assignment,
     "CONSUMER_GROUP_REGULAR_EXPRESSION": copied(
         regex_topics="topics", regex_version="version", regex_timestamp_ms="timestamp"),
+    "SHARE_GROUP_MEMBER_METADATA": copied(
+        rack_id="rack_id", client_id="client_id", client_host="client_host",
+        subscribed_topic_names="subscribed_topic_names"),
+    "SHARE_GROUP_METADATA": share_group_metadata,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": target_assignment_metadata,
+    "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": copied(assigned_partitions="topic_partitions"),
+    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": share_group_current_member_assignment,
+    "SHARE_GROUP_STATE_PARTITION_METADATA": lambda body, row: row.update(
+        initializing_topics=body.get("initializing_topics"),  # null in Kafka 4.0's layout
+        initialized_topics=body["initialized_topics"], deleting_topics=body["deleting_topics"]),
+    "STREAMS_GROUP_METADATA": streams_group_metadata,
+    "STREAMS_GROUP_MEMBER_METADATA": _streams_member_metadata,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": target_assignment_metadata,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": streams_group_target_assignment_member,
+    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": streams_group_current_member_assignment,
+    "STREAMS_GROUP_TOPOLOGY": copied(topology_epoch="epoch", subtopologies="subtopologies"),
 }
 
 

@@ -15,10 +15,11 @@ from typing import Any, Generic, TypeVar, Union
 from pipeline.decode.primitives import ZERO_UUID
 
 INT8, INT16, INT32, INT64 = "int8", "int16", "int32", "int64"
+UINT16 = "uint16"
 UUID, STRING, BYTES = "uuid", "string", "bytes"
-PRIMITIVES = frozenset({INT8, INT16, INT32, INT64, UUID, STRING, BYTES})
+PRIMITIVES = frozenset({INT8, INT16, UINT16, INT32, INT64, UUID, STRING, BYTES})
 MAX_VERSION = 0x7FFF
-FIXED_WIDTH = {INT8: "b", INT16: "h", INT32: "i", INT64: "q"}  # `struct` codes
+FIXED_WIDTH = {INT8: "b", INT16: "h", UINT16: "H", INT32: "i", INT64: "q"}  # `struct` codes
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,8 @@ class PerStruct(Generic[C]):
 # variants (nullable, compact): neither, nullable, compact, both (a fixed-width type has one).
 _VARIANTS = ((False, False), (True, False), (False, True), (True, True))
 _PRIMITIVE_METHODS: dict[str, tuple[str, ...]] = {
-    INT8: ("int8",) * 4, INT16: ("int16",) * 4, INT32: ("int32",) * 4, INT64: ("int64",) * 4,
+    INT8: ("int8",) * 4, INT16: ("int16",) * 4, UINT16: ("uint16",) * 4, INT32: ("int32",) * 4,
+    INT64: ("int64",) * 4,
     UUID: ("uuid",) * 4,
     STRING: ("string", "nullable_string", "compact_string", "compact_nullable_string"),
     BYTES: ("bytes_", "nullable_bytes", "compact_bytes", "compact_nullable_bytes"),

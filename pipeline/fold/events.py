@@ -103,6 +103,28 @@ class Event:
     regex_topics: tuple[str, ...] | None = None
     regex_version: int | None = None
     regex_timestamp_ms: int | None = None
+    # Share- and streams-group columns: the fold does not replay these records yet, so their
+    # values pass through as the row held them (to rejected_events, say), never read.
+    record_layout: str | None = None
+    initializing_topics: Any = None
+    initialized_topics: Any = None
+    deleting_topics: Any = None
+    validated_topology_epoch: int | None = None
+    assignment_configs: Any = None
+    stored_description_topology_epoch: int | None = None
+    failed_description_topology_epoch: int | None = None
+    assignment_timestamp_ms: int | None = None
+    topology_epoch: int | None = None
+    process_id: str | None = None
+    user_endpoint: Any = None
+    client_tags: Any = None
+    active_tasks: Any = None
+    active_tasks_pending_revocation: Any = None
+    standby_tasks: Any = None
+    standby_tasks_pending_revocation: Any = None
+    warmup_tasks: Any = None
+    warmup_tasks_pending_revocation: Any = None
+    subtopologies: Any = None
     defect: str | None = None  # why the row could not be read whole; not a column
 
     @property

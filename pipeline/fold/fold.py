@@ -27,6 +27,7 @@ from pipeline.fold.snapshots import on_group_metadata, on_group_tombstone
 from pipeline.fold.timers import PROTOCOL_REQUESTS, is_request
 from pipeline.fold.timers import advance as advance_timers
 from pipeline.fold.validation import placement_problem, row_defect
+from schemas.events import SHARE_STREAMS_EVENT_TYPES
 
 Handler = Callable[[Group, Event, Step], Group]
 
@@ -56,6 +57,7 @@ HANDLERS: dict[str, Handler] = {
     **consumer_groups.HANDLERS,
 }
 DEFAULT_CONFIG = CoordinatorConfig()
+_NOT_REPLAYED = frozenset(SHARE_STREAMS_EVENT_TYPES)
 
 
 @dataclass
@@ -192,7 +194,9 @@ def _reason_not_applied(e: Event, g: Group) -> str | None:
     problem = row_defect(e)
     if problem is not None:
         return errors.malformed(problem)
-    if e.event_type == errors.UNSUPPORTED_RECORD:
+    if e.event_type == errors.UNSUPPORTED_RECORD or e.event_type in _NOT_REPLAYED:
+        # Share- and streams-group records are decoded but not replayed yet: they take the
+        # path their UNSUPPORTED_RECORD rows took before they were decoded, reason and all.
         return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
         return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"

@@ -123,6 +123,68 @@ def _member_metadata(classic: list[Row] | None) -> Row:
     }
 
 
+def _tasks(*subtopologies: str, epochs: bool = True) -> list[Row]:
+    return [{"subtopology_id": sub, "partitions": [i, i + 3],
+             "assignment_epochs": [5, 6] if epochs else None} for i, sub in enumerate(subtopologies)]
+
+
+def share_streams_rows() -> list[Row]:
+    """Share-group (10-15) and streams-group (17, 19-23) rows, in both Kafka 4.0 and 4.1+
+    layouts where one version has two."""
+    share = {"group_id": "share-group", "record_version": 0}
+    app = {"group_id": "streams-app", "record_version": 0}
+    topics = [{"topic_id": TOPIC_A, "topic_name": "orders", "partitions": [0, 1]}]
+    no_pending = {f"{k}_tasks_pending_revocation": [] for k in ("active", "standby", "warmup")}
+    return [
+        {**share, "event_type": "SHARE_GROUP_MEMBER_METADATA", "record_type": 10,
+         "member_id": "s-1", "rack_id": "r1", "client_id": "c", "client_host": "/h",
+         "subscribed_topic_names": ["orders"]},
+        {**share, "event_type": "SHARE_GROUP_METADATA", "record_type": 11,
+         "record_layout": "kafka-4.1+", "group_epoch": 3, "metadata_hash": 0},
+        {**share, "event_type": "SHARE_GROUP_METADATA", "record_type": 11,
+         "record_layout": "kafka-4.0", "group_epoch": 2, "metadata_hash": None},
+        {**share, "event_type": "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA", "record_type": 12,
+         "assignment_epoch": 3, "assignment_timestamp_ms": T0},
+        {**share, "event_type": "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER", "record_type": 13,
+         "member_id": "s-1", "assigned_partitions": [{"topic_id": TOPIC_B, "partitions": [4]}]},
+        {**share, "event_type": "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT", "record_type": 14,
+         "member_id": "s-1", "member_epoch": 3, "previous_member_epoch": 2, "member_state": 127,
+         "member_state_name": "UNKNOWN", "assigned_partitions": []},
+        {**share, "event_type": "SHARE_GROUP_STATE_PARTITION_METADATA", "record_type": 15,
+         "record_layout": "kafka-4.1+", "initializing_topics": [], "initialized_topics": topics,
+         "deleting_topics": []},
+        {**share, "event_type": "SHARE_GROUP_STATE_PARTITION_METADATA", "record_type": 15,
+         "record_layout": "kafka-4.0", "initializing_topics": None, "initialized_topics": topics,
+         "deleting_topics": [{"topic_id": TOPIC_B, "topic_name": "gone"}]},
+        {**app, "event_type": "STREAMS_GROUP_METADATA", "record_type": 17, "group_epoch": 9,
+         "metadata_hash": 1 << 62, "validated_topology_epoch": 2,
+         "assignment_configs": [{"key": "num.standby.replicas", "value": "0"}]},
+        {**app, "event_type": "STREAMS_GROUP_METADATA", "record_type": 17, "group_epoch": 10,
+         "metadata_hash": -1, "validated_topology_epoch": -1, "assignment_configs": None,
+         "stored_description_topology_epoch": 2, "failed_description_topology_epoch": -1},
+        {**app, "event_type": "STREAMS_GROUP_MEMBER_METADATA", "record_type": 19,
+         "member_id": "a-1", "group_instance_id": None, "rack_id": "r2", "client_id": "c",
+         "client_host": "/h", "rebalance_timeout_ms": 1000, "topology_epoch": 2,
+         "process_id": "p", "user_endpoint": {"host": "localhost", "port": 0},
+         "client_tags": []},
+        {**app, "event_type": "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA", "record_type": 20,
+         "assignment_epoch": 9, "assignment_timestamp_ms": None},
+        {**app, "event_type": "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER", "record_type": 21,
+         "member_id": "a-1", "active_tasks": _tasks("0", epochs=False), "standby_tasks": [],
+         "warmup_tasks": _tasks("1", "2", epochs=False)},
+        {**app, "event_type": "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT", "record_type": 22,
+         "member_id": "a-1", "member_epoch": 9, "previous_member_epoch": 8, "member_state": 3,
+         "member_state_name": "UNRELEASED_TASKS", "active_tasks": _tasks("0"),
+         "standby_tasks": [], "warmup_tasks": _tasks("1"), **no_pending},
+        {**app, "event_type": "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT", "record_type": 22,
+         "member_id": "a-1", "member_epoch": 10, "previous_member_epoch": 9, "member_state": 1,
+         "member_state_name": "STABLE", "active_tasks": [], "standby_tasks": [],
+         "warmup_tasks": [], **no_pending, "standby_tasks_pending_revocation": _tasks("3")},
+        {**app, "event_type": "STREAMS_GROUP_TOPOLOGY", "record_type": 23, "topology_epoch": 2,
+         "subtopologies": []},
+    ]
+
+
 def tombstones() -> list[Row]:
     out = [
         {"event_type": "OFFSET_TOMBSTONE", "record_type": 1, "group_id": "g", "topic": "t",
@@ -131,7 +193,7 @@ def tombstones() -> list[Row]:
          "partition": 1},
         {"event_type": "GROUP_TOMBSTONE", "record_type": 2, "group_id": "g"},
     ]
-    for row in kip848_rows():
+    for row in kip848_rows() + share_streams_rows():
         keep = ("group_id", "record_type", "member_id", "regular_expression")
         out.append({**{k: row[k] for k in keep if k in row},
                     "event_type": f"{row['event_type']}_TOMBSTONE"})
@@ -147,4 +209,4 @@ def all_valid_rows() -> list[Row]:
              for s in range(4) for a in range(4)]
     rows += [group_metadata(2, "sticky", sticky_version=0), group_metadata(3, members=0),
              group_metadata(3, asg_version=None), connect_group(0), connect_group(4)]
-    return rows + kip848_rows() + tombstones()
+    return rows + kip848_rows() + share_streams_rows() + tombstones()

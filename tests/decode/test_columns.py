@@ -15,7 +15,7 @@ CONTRACT_MEMBER = {"member_id", "group_instance_id", "client_id", "client_host",
 
 def _decoded_rows() -> list[dict[str, object]]:
     rows = [decode_record(*encode_record(r)) for r in samples.all_valid_rows()]
-    rows.append(decode_record(b"\x00\x0b\x00\x01g", b"\x00\x00"))
+    rows.append(decode_record(b"\x00\x09\x00\x01g", b"\x00\x00"))
     return rows
 
 

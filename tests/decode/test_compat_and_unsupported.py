@@ -76,23 +76,31 @@ def test_corrupt_subscription_inside_a_group_snapshot_is_malformed_with_its_path
     assert "of the subscription bytes" in message
 
 
-@pytest.mark.parametrize("record_type", range(9, 16))
-def test_share_group_records_are_labelled_unsupported_with_their_group(record_type: int) -> None:
-    member_key = record_type in (10, 13, 14)
-    key = record_type.to_bytes(2, "big") + b"\x00\x02sg" + (b"\x00\x01m" if member_key else b"")
+def test_kafka_40_share_partition_metadata_is_labelled_unsupported_with_its_group() -> None:
+    key = b"\x00\x09\x00\x02sg"  # type 9, ShareGroupPartitionMetadata: Kafka 4.0 only
     for value in (b"\x00\x00\x01\x02\x03", b"\x00", None):
         row = decode_record(key, value)
         assert row["event_type"] == "UNSUPPORTED_RECORD"
-        assert row["record_type"] == record_type
-        assert str(row["record_name"]).startswith("ShareGroup")
+        assert row["record_type"] == 9
+        assert row["record_name"] == "ShareGroupPartitionMetadata"
         assert row["group_id"] == "sg"
         assert row["raw_key"] == key and row["raw_value"] == value
-        assert row.get("member_id") == ("m" if member_key else None)
+
+
+@pytest.mark.parametrize("record_type", [*range(10, 16), 17, *range(19, 24)])
+def test_share_and_streams_records_that_do_not_decode_raise(record_type: int) -> None:
+    member_key = record_type in (10, 13, 14, 19, 21, 22)
+    key = record_type.to_bytes(2, "big") + b"\x00\x02sg" + (b"\x00\x01m" if member_key else b"")
+    for value in (b"\x00\x00\x01\x02\x03", b"\x00"):
+        with pytest.raises(DecodeError, match=f"^record type {record_type} \\("):
+            decode_record(key, value)
+    assert decode_record(key, None)["event_type"].endswith("_TOMBSTONE")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("key", [
-    b"\x00\x63\x00\x02sg", b"\x00\x11\x00\x02sg", b"\xff\xff", b"\x7f\xff garbage",
-    b"\x00\x0b\xff\xff\xff",  # a share key that does not decode
+    b"\x00\x63\x00\x02sg", b"\x00\x12\x00\x02sg", b"\x00\x18\x00\x02sg", b"\xff\xff",
+    b"\x7f\xff garbage",
+    b"\x00\x09\xff\xff\xff",  # a type-9 key that does not decode
 ])
 def test_unknown_streams_and_future_types_are_unsupported_and_never_raise(key: bytes) -> None:
     for value in (b"\x00\x00anything", None, b""):

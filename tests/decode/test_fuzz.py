@@ -12,7 +12,7 @@ from pipeline.decode import DecodeError, decode_record, encode_record
 from tests.decode import samples
 
 VALID = [encode_record(row) for row in samples.all_valid_rows()]
-TYPES = [*range(0, 18), 99, -1]
+TYPES = [*range(0, 25), 99, -1]
 
 
 def _decodes_or_decode_error(key: bytes | None, value: bytes | None) -> None:

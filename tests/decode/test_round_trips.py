@@ -43,6 +43,10 @@ def test_every_value_version_is_covered() -> None:
     assert {(t, v) for t in (0, 1, 2) for v in range(5)} <= seen
     assert {(t, 0) for t in (3, 4, 5, 6, 7, 8, 16)} <= seen
     assert {(t, None) for t in (0, 1, 2, 3, 4, 5, 6, 7, 8, 16)} <= seen
+    share_streams = (10, 11, 12, 13, 14, 15, 17, 19, 20, 21, 22, 23)
+    assert {(t, v) for t in share_streams for v in (0, None)} <= seen
+    layouts = {(r["record_type"], r.get("record_layout")) for r in ROWS}
+    assert {(t, lay) for t in (11, 15) for lay in ("kafka-4.0", "kafka-4.1+")} <= layouts
 
 
 def test_tombstones_have_one_event_type_per_record_type() -> None:

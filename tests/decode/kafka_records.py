@@ -1,0 +1,70 @@
+"""Records Kafka's own classes wrote, as fixtures: tests/decode/java/WriteRecords.java (share and
+streams records, kafka-group-coordinator 4.2.1) and WriteRecords40.java (Kafka 4.0's layouts of
+ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, and 4.0's type 9, with
+kafka-group-coordinator 4.0.0) and WriteRecords44.java (the tagged fields 4.3 and 4.4 added,
+with 4.4.0), each compiled with Print.java, their shared output, print them;
+`kafka_records.json` holds that output, per Kafka version, as {name, key, value} with hex
+bytes (value null for a tombstone).
+
+`python -m tests.decode.kafka_records` fetches the artifacts into the project's cache (Maven,
+`pipeline.spark.runtime.jars.ensure_jars`, as the test broker's jars are), compiles and runs
+the programs and rewrites the JSON; `test_kafka_records.py::test_fixtures_are_what_kafka_writes`
+(marked kafka) checks that the committed JSON is still exactly their output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "kafka_records.json"
+# Kafka version of kafka-group-coordinator -> the program that writes its records.
+PROGRAMS = {"4.2.1": "WriteRecords", "4.0.0": "WriteRecords40", "4.4.0": "WriteRecords44"}
+
+
+def load() -> dict[str, list[dict[str, Any]]]:
+    data: dict[str, list[dict[str, Any]]] = json.loads(FIXTURES.read_text())
+    return data
+
+
+def records() -> dict[str, tuple[bytes, bytes | None]]:
+    """Every fixture by name: (key, value) bytes."""
+    return {r["name"]: (bytes.fromhex(r["key"]),
+                        None if r["value"] is None else bytes.fromhex(r["value"]))
+            for version in load().values() for r in version}
+
+
+def run_java(version: str) -> list[dict[str, Any]]:
+    """Compile and run the program for `version`; its records as fixture entries."""
+    from pipeline.spark.runtime.jars import Artifact, ensure_jars
+
+    jars = ensure_jars((Artifact("org.apache.kafka", "kafka-group-coordinator", version),),
+                       against_pyspark=False).jars
+    classpath = ":".join(str(j) for j in jars)
+    program = PROGRAMS[version]
+    with tempfile.TemporaryDirectory() as out:
+        sources = [str(HERE / "java" / f"{name}.java") for name in (program, "Print")]
+        subprocess.run(["javac", "-d", out, "-cp", classpath, *sources],
+                       check=True, capture_output=True, text=True)
+        printed = subprocess.run(["java", "-cp", f"{classpath}:{out}", program],
+                                 check=True, capture_output=True, text=True).stdout
+    entries = []
+    for line in printed.splitlines():
+        name, key, value = line.split(" ")
+        entries.append({"name": name, "key": key, "value": None if value == "null" else value})
+    return entries
+
+
+def main() -> int:
+    data = {version: run_java(version) for version in PROGRAMS}
+    FIXTURES.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {sum(map(len, data.values()))} records to {FIXTURES}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
