@@ -14,7 +14,8 @@ sample round passes the watermark in nearly every batch, as on a cluster with th
 Prints each batch's seconds; the median of the first and the last fifth and their ratio
 (target <= 1.2x); per output table its files (active and on disk) and log commits; the state
 store's rows and bytes against the live groups (target: rows == live groups); the peak PSS of
-the process tree (driver, JVM, workers) in the first and the last fifth (target: flat); and
+the process tree (driver, JVM, workers) in the first and the last fifth (target: flat) and
+the JVM's live heap after a full GC every 25 batches (a leak shows there); and
 freshness, the time from an append's commit to the end of the micro-batch that wrote its rows
 (median; the target, <= 30 s at 2,000 events/s with a 10 s trigger, is for `--trigger 10
 --chunk 20000`).
@@ -73,6 +74,16 @@ def table_files(spark: SparkSession, path: Path) -> tuple[int, int, int]:
     on_disk = sum(1 for p in path.rglob("*.parquet") if "_delta_log" not in p.parts)
     commits = sum(1 for _ in (path / "_delta_log").glob("*.json"))
     return (0 if active is None else int(active[0])), on_disk, commits
+
+
+def live_heap(spark: SparkSession) -> int:
+    """The driver JVM's heap in use just after a full collection (`System.gc()`): what it
+    holds live. Its PSS grows towards the heap's maximum (a quarter of the RAM by default)
+    whether anything leaks or not; this grows only if something does."""
+    jvm: Any = spark.sparkContext._jvm
+    jvm.java.lang.System.gc()
+    usage = jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage()
+    return int(usage.getUsed())
 
 
 def fifths(values: list[float]) -> tuple[float, float]:
@@ -227,10 +238,14 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
             state.append({op["operatorName"]: (op["numRowsTotal"], op["memoryUsedBytes"])
                           for op in b["stateOperators"]})
 
+    heap: list[int] = []  # the JVM's live heap every 25 batches
+
     def report(i: int) -> None:
         if (i + 1) % 25 == 0 and seconds:
+            heap.append(live_heap(spark))
             print(f"batch {i + 1}: last {seconds[-1]:.1f} s, median so far "
-                  f"{statistics.median(seconds):.1f} s", flush=True)
+                  f"{statistics.median(seconds):.1f} s, JVM heap live {heap[-1] / 2**30:.2f} "
+                  "GiB", flush=True)
 
     with PeakMemory() as peak:
         if args.ahead:  # one batch per commit, back to back, until the log's end
@@ -242,6 +257,7 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
                     last = progress["batchId"]
                     memory.append(dict(peak.peak))
                     peak.reset()
+                    taken()
                     report(len(memory) - 1)
             taken()
         else:
@@ -273,6 +289,8 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
         m_first, m_last = fifths([float(m[part]) for m in memory])
         print(f"  peak PSS, {part}: first fifth {m_first / 2**30:.2f} GiB, last fifth "
               f"{m_last / 2**30:.2f} GiB -> {m_last / m_first:.2f}x")
+    print("  JVM heap live after a full GC, every 25 batches: "
+          + ", ".join(f"{h / 2**30:.2f}" for h in heap) + " GiB")
     live = spark.read.format("delta").load(str(wh / "group_state")).where(
         F.col("state") != DEAD).count()
     for name, (rows_total, used) in (state[-1] if state else {}).items():
