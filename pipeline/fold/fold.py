@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import consumer_groups, errors
+from pipeline.fold import consumer_groups, errors, modern
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Left, Outputs, Row, Step
 from pipeline.fold.errors import Refused
@@ -33,14 +33,14 @@ Handler = Callable[[Group, Event, Step], Group]
 
 
 def _on_group_metadata(g: Group, e: Event, step: Step) -> Group:
-    if g.consumer is not None:
-        g = consumer_groups.replaced_by_classic(g, step)
+    if g.modern is not None:
+        g = modern.replaced_by_classic(g, step)
     return on_group_metadata(g, e, step)
 
 
 def _on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
-    if g.consumer is not None:
-        return consumer_groups.removed_by_group_tombstone(g, step)
+    if g.modern is not None:
+        return modern.removed_by_group_tombstone(g, step)
     return on_group_tombstone(g, e, step)
 
 
