@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import consumer_groups, errors, modern
+from pipeline.fold import consumer_groups, errors, modern, share_groups
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Left, Outputs, Row, Step
 from pipeline.fold.errors import Refused
@@ -55,9 +55,12 @@ HANDLERS: dict[str, Handler] = {
     "GROUP_METADATA": _on_group_metadata,
     "GROUP_TOMBSTONE": _on_group_tombstone,
     **consumer_groups.HANDLERS,
+    **share_groups.HANDLERS,
 }
 DEFAULT_CONFIG = CoordinatorConfig()
-_NOT_REPLAYED = frozenset(SHARE_STREAMS_EVENT_TYPES)
+# Decoded but not replayed yet: they take the path their UNSUPPORTED_RECORD rows took before
+# they were decoded, reason and all.
+_NOT_REPLAYED = frozenset(SHARE_STREAMS_EVENT_TYPES) - frozenset(HANDLERS)
 
 
 @dataclass
@@ -195,8 +198,6 @@ def _reason_not_applied(e: Event, g: Group) -> str | None:
     if problem is not None:
         return errors.malformed(problem)
     if e.event_type == errors.UNSUPPORTED_RECORD or e.event_type in _NOT_REPLAYED:
-        # Share- and streams-group records are decoded but not replayed yet: they take the
-        # path their UNSUPPORTED_RECORD rows took before they were decoded, reason and all.
         return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
         return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"
@@ -205,6 +206,12 @@ def _reason_not_applied(e: Event, g: Group) -> str | None:
         # (KIP-848 online migration); that path is not modelled.
         return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a consumer (KIP-848) group: "
                 "classic-protocol members of consumer groups are not modelled")
+    if e.event_type in PROTOCOL_REQUESTS and g.modern is not None:
+        # Kafka refuses a JoinGroup to a share group or a live streams group
+        # (INCONSISTENT_GROUP_PROTOCOL) and converts an empty streams group; neither the
+        # refusal nor the conversion of a request is modelled.
+        return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a {g.group_type} group: "
+                "classic-protocol requests to share and streams groups are not modelled")
     return None
 
 

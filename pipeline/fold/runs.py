@@ -202,7 +202,8 @@ class QuietRun:
 
     @staticmethod
     def opens_on(g: Group) -> bool:
-        return g.exists  # a commit to no group creates it
+        # A commit to no group creates it; one to a share group is refused (`offsets.on_commit`).
+        return g.exists and g.share is None
 
     def take_records(self, rows: list[QuietRow | None], order: list[int], start: int,
                      out: Outputs) -> int:

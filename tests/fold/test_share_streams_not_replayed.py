@@ -1,71 +1,89 @@
-"""Share- and streams-group records are decoded (issue 37, item 1) but not replayed yet: the fold
-treats their rows as it treated the UNSUPPORTED_RECORD rows they were before, so a log holding
-them replays exactly as it did. Checked on the records Kafka's classes wrote
-(tests/decode/kafka_records.json), against the same records as the old UNSUPPORTED_RECORD rows."""
+"""Share- and streams-group records as Kafka's own classes wrote them (tests/decode/
+kafka_records.json), decoded and folded: a share group's records replay into a share group and
+Kafka's deletion order removes it; type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) stays
+an UNSUPPORTED_RECORD row; and every decoded row reads into an Event and back unchanged, so a
+rejected row keeps its columns."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pipeline.decode import decode_record
-from pipeline.fold import Event, FoldResult, fold
+from pipeline.fold import Event, fold
 from pipeline.fold.partitioning import partition_for
 from schemas.events import SHARE_STREAMS_EVENT_TYPES
 from tests.decode import kafka_records
-from tests.fold.records import T0, Log
+from tests.fold.records import T0, Log, reasons, states
 
 RECORDS = kafka_records.records()
 
 
-def _old_row(row: dict[str, Any]) -> dict[str, Any]:
-    """The row the decoder emitted before it knew these types: kept with its key's columns."""
-    keep = ("group_id", "member_id", "raw_key", "raw_value")
-    return {"event_type": "UNSUPPORTED_RECORD", **{k: row[k] for k in keep if k in row}}
-
-
-def _logs(group: str, prefix: str, first: int = 0) -> tuple[list[Event], list[Event]]:
-    """(decoded, as before) events of the fixtures named `prefix*`, placed in `group`'s log."""
-    new: list[Event] = []
-    old: list[Event] = []
-    names = sorted(n for n in RECORDS if n.startswith(prefix) and not n.endswith("_40")
-                   and "partition_metadata_40" not in n)
+def _events(group: str, names: list[str], first: int = 0) -> list[Event]:
+    """The decoded fixtures `names`, in that order, placed in `group`'s log."""
+    events = []
     for i, name in enumerate(names):
-        row = {**decode_record(*RECORDS[name]), "group_id": group}
-        place = {"log_partition": partition_for(group), "log_offset": first + i,
-                 "event_time": T0 + i}
-        new.append(Event.from_row({**row, **place}))
-        old.append(Event.from_row({**_old_row(row), **place}))
-    return new, old
+        row = {**decode_record(*RECORDS[name]), "group_id": group,
+               "log_partition": partition_for(group), "log_offset": first + i,
+               "event_time": T0 + i}
+        events.append(Event.from_row(row))
+    return events
 
 
-def _same_replay(new: FoldResult, old: FoldResult) -> None:
-    assert new.group == old.group
-    for name in ("transitions", "rebalances", "offset_history", "answered", "history"):
-        assert getattr(new.outputs, name) == getattr(old.outputs, name), name
-    assert len(new.outputs.rejected) == len(old.outputs.rejected)
-    decoded = set(new.outputs.rejected[0]) - {"event_type"} if new.outputs.rejected else set()
-    for n, o in zip(new.outputs.rejected, old.outputs.rejected, strict=True):
-        assert n["event_type"] in SHARE_STREAMS_EVENT_TYPES
-        assert n["reason"] == o["reason"] == "UNSUPPORTED_RECORD"
-        same = {k for k in decoded if o.get(k) is not None}  # what the old row held
-        assert {k: n[k] for k in same} == {k: o[k] for k in same}
+SHARE_LIFE = ["share_member_no_rack", "share_metadata", "share_state_partitions",
+              "share_target_member", "share_target_metadata", "share_current"]
+# ShareGroup.createGroupTombstoneRecords' order.
+SHARE_DELETION = ["share_current_tombstone", "share_target_member_tombstone",
+                  "share_target_metadata_tombstone", "share_member_tombstone",
+                  "share_state_partitions_tombstone", "share_metadata_tombstone"]
 
 
-def test_a_share_groups_records_replay_as_the_unsupported_rows_they_were() -> None:
-    new, old = _logs("share-g", "share_")
-    assert {e.event_type for e in new} <= set(SHARE_STREAMS_EVENT_TYPES)
-    result = fold("share-g", new)
-    _same_replay(result, fold("share-g", old))
-    assert not result.group.exists  # no group state for them yet
-    assert result.group.rejected_count == len(new)
+def test_kafkas_share_records_replay_into_a_share_group() -> None:
+    r = fold("share-g", _events("share-g", SHARE_LIFE))
+    assert r.outputs.rejected == []
+    g = r.group
+    assert (g.group_type, g.state, g.generation_id) == ("share", "Stable", 7)
+    assert g.share is not None and g.share.assignment_epoch == 7
+    (m,) = g.share.members
+    assert (m.member_id, m.client_id, m.member_epoch, m.previous_member_epoch) == (
+        "sm-1", "sc-1", 7, 6)
+    assert g.share.state_partitions is not None
+    assert [n for _, n, _ in g.share.state_partitions.initialized] == ["orders"]
 
 
-def test_a_streams_groups_offsets_replay_exactly_as_before_beside_its_records() -> None:
+def test_kafkas_share_deletion_order_removes_the_group() -> None:
+    r = fold("share-g", _events("share-g", SHARE_LIFE + SHARE_DELETION))
+    assert r.outputs.rejected == []
+    assert states(r)[-1] == ("Empty", "Dead", "SHARE_GROUP_METADATA_TOMBSTONE")
+    assert r.group.gone
+
+
+def test_kafka_40_share_records_replay_too_and_type_9_stays_unsupported() -> None:
+    names = ["share_partition_metadata_40", "share_metadata_40", "share_state_partitions_40"]
+    r = fold("share-g", _events("share-g", names))
+    assert reasons(r) == ["UNSUPPORTED_RECORD"]
+    assert r.outputs.rejected[0]["event_type"] == "UNSUPPORTED_RECORD"
+    assert r.group.share is not None and r.group.generation_id == 5
+    assert r.group.share.metadata_hash is None  # 4.0's layout has none
+
+
+def test_streams_records_are_not_replayed_yet() -> None:
+    names = sorted(n for n in RECORDS if n.startswith("streams_"))
     log = Log(group="app")
     log.commit("words", 0, 10)
-    new, old = _logs("app", "streams_", first=1)
-    after = Log(group="app", next_offset=1 + len(new), now=T0 + 100)
-    after.commit("words", 0, 11)
-    result = fold("app", log.events + new + after.events)
-    _same_replay(result, fold("app", log.events + old + after.events))
-    assert result.group.offsets == fold("app", log.events + after.events).group.offsets
+    r = fold("app", log.events + _events("app", names, first=1))
+    assert set(reasons(r)) == {"UNSUPPORTED_RECORD"} and len(reasons(r)) == len(names)
+    assert r.group.offsets[("words", 0)].committed_offset == 10
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RECORDS if n.startswith(("share", "streams"))))
+def test_a_decoded_row_reads_into_an_event_and_back_unchanged(name: str) -> None:
+    row: dict[str, Any] = decode_record(*RECORDS[name])
+    e = Event.from_row(row)
+    assert e.defect is None
+    assert e.event_type in (*SHARE_STREAMS_EVENT_TYPES, "UNSUPPORTED_RECORD")
+    back = e.to_row()
+    assert {k: back[k] for k in row if k in back} == {k: v for k, v in row.items() if k in back}
+
+
