@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import consumer_groups, errors, modern, share_groups
+from pipeline.fold import consumer_groups, errors, modern, share_groups, streams_groups
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Left, Outputs, Row, Step
 from pipeline.fold.errors import Refused
@@ -56,6 +56,7 @@ HANDLERS: dict[str, Handler] = {
     "GROUP_TOMBSTONE": _on_group_tombstone,
     **consumer_groups.HANDLERS,
     **share_groups.HANDLERS,
+    **streams_groups.HANDLERS,
 }
 DEFAULT_CONFIG = CoordinatorConfig()
 # Decoded but not replayed yet: they take the path their UNSUPPORTED_RECORD rows took before

@@ -16,7 +16,7 @@ from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event
 from pipeline.fold.model import CLASSIC, ConsumerGroup, Group, Rebalance, ShareGroup, StreamsGroup
 from pipeline.fold.rebalance import ABANDONED, COMPLETED, EMPTIED, create_group, finish_rebalance
-from pipeline.fold.states import ASSIGNING, DEAD, RECONCILING, STABLE, Cause
+from pipeline.fold.states import ASSIGNING, DEAD, NOT_READY, RECONCILING, STABLE, Cause
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 _NO_PART = {"consumer": None, "share": None, "streams": None}
@@ -66,7 +66,8 @@ def settle(g: Group, part: str, value: Any, state: str, e: Event, step: Step,
     """Install `value` as the group's `part` and move to `state` (derived from it); a change
     writes a transition and, where the type has rebalances (`rebalances`), starts one when
     the group epoch passes the assignment epoch (Assigning; not the -1 target epoch of a group
-    being deleted) and completes it when the group is next Stable (EMPTIED if it empties)."""
+    being deleted) and completes it when the group is next Stable (EMPTIED if it empties;
+    a streams group's NotReady holds it open, as Reconciling does)."""
     g = g.evolve(**{part: value}, generation_id=value.group_epoch)
     if state == g.state:
         return g
@@ -79,7 +80,7 @@ def settle(g: Group, part: str, value: Any, state: str, e: Event, step: Step,
             cause = e.event_type or ""
             after = after.evolve(rebalance=Rebalance(step.now, cause, step.now))
         return after
-    if state != RECONCILING and after.rebalance is not None:
+    if state not in (RECONCILING, NOT_READY) and after.rebalance is not None:
         after = finish_rebalance(after, step, COMPLETED if state == STABLE else EMPTIED)
     return after
 

@@ -3,10 +3,11 @@
 A commit row with a generation is a request and is checked as Kafka's
 `ClassicGroup.validateOffsetCommit` does (`validated_commit`); a commit row without one is a
 record read from `__consumer_offsets`, already accepted by the coordinator that wrote it, and
-is applied as it stands. A request to a KIP-848 consumer group is checked by member epoch
-instead (`consumer_groups`). Expiry follows KIP-211, as
-`OffsetMetadataManager.cleanupExpiredOffsets` does, on the event-time clock; a consumer
-group's offsets expire, from their commit, only for topics it does not subscribe to.
+is applied as it stands. A request to a KIP-848 consumer group or a streams group is checked
+by member epoch instead (`consumer_groups`, `streams_groups`); a share group takes none.
+Expiry follows KIP-211, as `OffsetMetadataManager.cleanupExpiredOffsets` does, on the
+event-time clock; a consumer or streams group's offsets expire, from their commit, only for
+topics it does not subscribe to (a streams group subscribes to none while Empty).
 The quiet path (`runs.QuietRun`) applies most commits and markers without these handlers,
 through the same rules: `validated_commit`, `metadata_too_large`, `from_request`, `settle`.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
-from pipeline.fold import errors
+from pipeline.fold import errors, streams_groups
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.consumer_groups import validate_commit
 from pipeline.fold.context import Step
@@ -41,6 +42,9 @@ def on_commit(g: Group, e: Event, step: Step) -> Group:
         raise Refused(errors.GROUP_ID_NOT_FOUND)
     if e.generation_id is not None and g.consumer is not None:
         validate_commit(g, e, transactional)
+        _check_metadata_size(e, step.config)
+    elif e.generation_id is not None and g.streams is not None:
+        streams_groups.validate_commit(g, e, transactional)
         _check_metadata_size(e, step.config)
     elif e.generation_id is not None:
         g = _accept_request(g, e, step, transactional)

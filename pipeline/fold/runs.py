@@ -171,7 +171,7 @@ class QuietRun:
         # Requests are quiet only to a classic group whose log carries requests already (the
         # first request of a records-only log turns its timers on: general), and only while
         # it is Stable or Empty (a rebalance is short; its requests go through the handlers).
-        self.requests = g.journal and g.consumer is None and g.state in (STABLE, EMPTY)
+        self.requests = g.journal and g.modern is None and g.state in (STABLE, EMPTY)
         # No timer can fire in a group whose log carries no requests: `take_records` applies
         # its plain commit records in one loop.
         self.records_only = not g.journal

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipeline.fold.events import Event
+from pipeline.fold.events import TASK_COLUMNS, Event
 from schemas.events import EVENT_TYPES
 
 Check = Callable[[Event], "str | None"]
@@ -200,6 +200,14 @@ def _state_partitions(e: Event) -> str | None:
     return None
 
 
+def _tasks(e: Event) -> str | None:
+    for name in TASK_COLUMNS:
+        for task in getattr(e, name) or ():
+            if any(p < 0 for p in task.partitions):
+                return f"{name} has a negative partition of subtopology {task.subtopology_id}"
+    return None
+
+
 def _regular_expression(e: Event) -> str | None:
     return _missing(e, "regular_expression")
 
@@ -233,6 +241,16 @@ _CHECKS: dict[str, Check] = {
     "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": _current_assignment,
     "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_TOMBSTONE": _member_key,
     "SHARE_GROUP_STATE_PARTITION_METADATA": _state_partitions,
+    "STREAMS_GROUP_METADATA": _group_epoch,
+    "STREAMS_GROUP_MEMBER_METADATA": _member_key,
+    "STREAMS_GROUP_MEMBER_METADATA_TOMBSTONE": _member_key,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA": _assignment_epoch,
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER": lambda e: _member_key(e) or _tasks(e),
+    "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_TOMBSTONE": _member_key,
+    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": lambda e: (
+        _member_key(e) or _missing(e, "member_epoch", "member_state") or _tasks(e)),
+    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_TOMBSTONE": _member_key,
+    "STREAMS_GROUP_TOPOLOGY": lambda e: _missing(e, "topology_epoch", "subtopologies"),
     # With its decode_error the row never gets here; without, it still is no request.
     "MALFORMED_RECORD": lambda e: "an undecodable record (its decode_error is null)",
 }

@@ -1,6 +1,6 @@
 """Share- and streams-group records as Kafka's own classes wrote them (tests/decode/
-kafka_records.json), decoded and folded: a share group's records replay into a share group and
-Kafka's deletion order removes it; type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) stays
+kafka_records.json), decoded and folded: each type's records replay into a group of that type
+and Kafka's deletion order removes it; type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) stays
 an UNSUPPORTED_RECORD row; and every decoded row reads into an Event and back unchanged, so a
 rejected row keeps its columns."""
 
@@ -68,13 +68,35 @@ def test_kafka_40_share_records_replay_too_and_type_9_stays_unsupported() -> Non
     assert r.group.share.metadata_hash is None  # 4.0's layout has none
 
 
-def test_streams_records_are_not_replayed_yet() -> None:
-    names = sorted(n for n in RECORDS if n.startswith("streams_"))
+STREAMS_LIFE = ["streams_topology", "streams_member_nulls", "streams_metadata_tags",
+                "streams_target_member", "streams_target_metadata", "streams_current"]
+# StreamsGroup.createGroupTombstoneRecords' order.
+STREAMS_DELETION = ["streams_current_tombstone", "streams_target_member_tombstone",
+                    "streams_target_metadata_tombstone", "streams_member_tombstone",
+                    "streams_metadata_tombstone", "streams_topology_tombstone"]
+
+
+def test_kafkas_streams_records_replay_into_a_streams_group_beside_its_offsets() -> None:
     log = Log(group="app")
     log.commit("words", 0, 10)
-    r = fold("app", log.events + _events("app", names, first=1))
-    assert set(reasons(r)) == {"UNSUPPORTED_RECORD"} and len(reasons(r)) == len(names)
-    assert r.group.offsets[("words", 0)].committed_offset == 10
+    r = fold("app", log.events + _events("app", STREAMS_LIFE, first=1))
+    assert r.outputs.rejected == []
+    g = r.group
+    # stm-1 is at the assignment epoch (4) but still revoking (UNREVOKED_TASKS).
+    assert (g.group_type, g.state, g.generation_id) == ("streams", "Reconciling", 4)
+    assert g.offsets[("words", 0)].committed_offset == 10  # the simple group's, kept
+    assert g.streams is not None and g.streams.validated_topology_epoch == 0
+    (m,) = g.streams.members
+    assert (m.process_id, m.member_epoch, [t.subtopology_id for t in m.assigned.active]) == (
+        "proc-1", 4, ["0"])
+    assert [t.subtopology_id for t in m.pending_revocation.active] == ["1"]
+
+
+def test_kafkas_streams_deletion_order_removes_the_group() -> None:
+    r = fold("app", _events("app", STREAMS_LIFE + STREAMS_DELETION))
+    assert r.outputs.rejected == []
+    assert states(r)[-1] == ("Empty", "Dead", "STREAMS_GROUP_METADATA_TOMBSTONE")
+    assert not r.group.exists and r.group.streams is None
 
 
 @pytest.mark.parametrize("name", sorted(n for n in RECORDS if n.startswith(("share", "streams"))))
