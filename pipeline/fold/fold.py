@@ -91,7 +91,7 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
     out = Outputs(left=Left() if leave else None)
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     batch = Batch(events)
-    if g.gone and batch.size:  # a removed group's next record starts a new one, as in Kafka
+    if batch.size and _starts_anew(g, batch.event_type(batch.order[0])):
         g = Group(group_id=g.group_id)
     if watermark is not None:
         late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
@@ -114,7 +114,7 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     while k < len(order):
         i = order[k]
         row = quiet[i]
-        if g.gone:  # removed by the row before: this one starts a new group, as in Kafka
+        if _starts_anew(g, batch.event_type(i)):
             g = Group(group_id=g.group_id)
         if row is not None:
             if run is None and QuietRun.opens_on(g):
@@ -140,6 +140,13 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     if run is not None:
         g = run.close()
     return g
+
+
+def _starts_anew(g: Group, event_type: str | None) -> bool:
+    """A removed group's next record starts a new one, as in Kafka; not a tombstone, which
+    Kafka ignores for a group it no longer has (a streams group's topology tombstone comes
+    after its group epoch's), so the removed group, Dead, stays what the tables show."""
+    return g.gone and not (event_type or "").endswith("TOMBSTONE")
 
 
 def apply(group: Group | str, event: Event,

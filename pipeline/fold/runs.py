@@ -110,6 +110,12 @@ class Batch:
         return Event.from_row({name: value for name, column in self.columns.items()
                                if (value := column[i]) is not None})
 
+    def event_type(self, i: int) -> str | None:
+        if self.events is not None:
+            return self.events[i].event_type
+        column = self.columns.get("event_type")
+        return None if column is None else column[i]
+
     def event_times(self) -> list[int | None]:
         if self.events is not None:
             return [e.event_time for e in self.events]

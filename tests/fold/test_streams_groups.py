@@ -9,12 +9,14 @@ import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, Group, advance, dumps, fold, group_state_row, loads
 from pipeline.fold.events import Task
+from pipeline.fold.group_replay import result_tables
 from pipeline.fold.model import StreamsGroup, StreamsMember, StreamsTopology
 from pipeline.fold.streams_groups import derive_state
 from tests.fold.consumer_records import ConsumerLog
 from tests.fold.records import T0, reasons, states
 from tests.fold.share_records import ShareLog
 from tests.fold.streams_records import UNRELEASED, UNREVOKED, WORD_COUNT, StreamsLog
+from tests.fold.test_columns import columns_of
 
 CONFIG = CoordinatorConfig()
 ALL = {"0": [0, 1, 2, 3], "1": [0, 1, 2, 3]}
@@ -207,8 +209,12 @@ def test_kafkas_deletion_order_removes_the_group_and_the_id_starts_anew() -> Non
     assert r.outputs.rejected == []
     assert states(r)[-2:] == [("Assigning", "Empty", "STREAMS_GROUP_MEMBER_METADATA_TOMBSTONE"),
                               ("Empty", "Dead", "STREAMS_GROUP_METADATA_TOMBSTONE")]
-    # The topology tombstone comes after the group is gone: ignored, no new group.
+    # The topology tombstone comes after the group is gone: ignored, no new group, so the
+    # removed group (Dead since its metadata tombstone, its counters kept) is what stays.
     assert (r.group.exists, r.group.state, r.group.streams) == (False, "Dead", None)
+    assert r.group.gone and r.group.state_since == T0 + 30_000 and r.group.rebalance_count == 2
+    tables = result_tables(r.group, r.outputs, CONFIG)
+    assert [row["state"] for row in tables["group_state"]] == ["Dead"]
     assert r.outputs.rebalances[-1]["outcome"] == "COMPLETED"  # deleting is no rebalance
     log.at(60_000).stable_with("m-9")
     again = log.replay()
@@ -374,3 +380,20 @@ def test_chunking_law_holds_for_streams_groups() -> None:
         for table in ("transitions", "rebalances", "offset_history", "rejected", "history"):
             assert [row for o in outputs for row in getattr(o, table)] == getattr(
                 whole.outputs, table), (size, table)
+
+
+def test_share_and_streams_logs_fold_alike_as_columns_and_as_events() -> None:
+    """EventColumns (as the Spark side hands rows over, nested values as plain lists and
+    dicts) read back into the same values: same state, same rows."""
+    streams = two_member_group()
+    streams.commit("words", 0, 1, generation=None)
+    streams.at(30_000).deleted(("m-1", "m-2"))
+    shares = ShareLog()
+    shares.stable_with("a-1")
+    shares.deleted(("a-1",))
+    for log in (streams, shares):
+        as_events = fold(log.group, log.events, CONFIG)
+        as_columns = fold(log.group, columns_of(log.events), CONFIG)
+        assert as_columns.group == as_events.group
+        for table in ("transitions", "rebalances", "offset_history", "rejected", "history"):
+            assert getattr(as_columns.outputs, table) == getattr(as_events.outputs, table)
