@@ -5,7 +5,8 @@ A quiet row cannot change the group's shape: it renews a member's session or put
 moves the position, nothing else. The kinds:
 
 - a plain commit: an OFFSET_COMMIT record as `__consumer_offsets` holds it (no generation,
-  so no request), to a group that exists, transactional (a producer id) or not;
+  so no request), to a group that exists and is no share group, transactional (a producer
+  id) or not;
 - a transaction marker, to a group whose log carries no requests (where timers run, an
   abort may let older offsets expire sooner, so the general path works the timers out);
 - a commit request (a generation, no producer) that Kafka's `validateOffsetCommit` accepts,
@@ -14,7 +15,7 @@ moves the position, nothing else. The kinds:
   generation (the admin client, a consumer with manual assignment);
 - a heartbeat to a Stable classic group from a member in its generation.
 
-Requests are quiet only to a group whose log carries requests already: the first one turns
+Requests are quiet only to a classic group whose log carries requests already: the first one turns
 the group's timers on (`timers.is_request`), which is the general path's business.
 
 All of them nothing undecodable and nothing nested, on the group's own partition, past the
