@@ -139,7 +139,8 @@ class Batch:
         rows = [i for i, t in enumerate(types) if t in _TYPES]
         for name in _MUST_BE_NULL:
             column = self.columns.get(name)
-            if column:
+            # A column all null (most are, in a batch of commits) is counted in C, not walked.
+            if column and (not isinstance(column, list) or column.count(None) != len(column)):
                 rows = [i for i in rows if column[i] is None]
         values = list(zip(*(self._column(n) for n in QUIET_COLUMNS), strict=True))
         return _quiet(values, rows, group_id, home, partitions)
