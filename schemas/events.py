@@ -162,7 +162,8 @@ _SHARE_STREAMS_RECORDS = (
     "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA", "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER",
     "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT", "STREAMS_GROUP_TOPOLOGY",
 )
-# Decoded but not yet replayed: the fold keeps them as it keeps UNSUPPORTED_RECORD rows.
+# Share (KIP-932) and streams (KIP-1071) group records, replayed by pipeline/fold/share_groups.py
+# and streams_groups.py.
 SHARE_STREAMS_EVENT_TYPES: tuple[str, ...] = _SHARE_STREAMS_RECORDS + tuple(
     f"{r}_TOMBSTONE" for r in _SHARE_STREAMS_RECORDS)
 

@@ -1,5 +1,6 @@
-"""Kafka's group coordinator as a pure, replayable fold: classic groups and KIP-848 consumer
-groups (`consumer_groups`). Standard library only.
+"""Kafka's group coordinator as a pure, replayable fold: classic groups, KIP-848 consumer
+groups (`consumer_groups`), KIP-932 share groups (`share_groups`) and KIP-1071 streams groups
+(`streams_groups`). Standard library only.
 
     result = fold("my-group", events)          # or fold(previous_group, more_events)
     result.group, result.outputs.transitions   # new state and the rows it wrote

@@ -26,16 +26,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pipeline.fold import errors
+from pipeline.fold import errors, modern
 from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event, Protocol
-from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group, Rebalance, ResolvedRegex
-from pipeline.fold.rebalance import ABANDONED, COMPLETED, EMPTIED, create_group, finish_rebalance
-from pipeline.fold.states import ASSIGNING, DEAD, EMPTY, RECONCILING, STABLE, Cause
+from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group, ResolvedRegex
+from pipeline.fold.modern import LEAVE_GROUP_MEMBER_EPOCH
+from pipeline.fold.states import ASSIGNING, EMPTY, RECONCILING, STABLE
 
 Handler = Callable[[Group, Event, Step], Group]
-LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 def derive_state(c: ConsumerGroup) -> str:
@@ -52,52 +51,19 @@ def derive_state(c: ConsumerGroup) -> str:
 def _persisted(g: Group, e: Event, step: Step, create: bool) -> Group | None:
     """Kafka's `getOrMaybeCreatePersistedConsumerGroup`: the consumer group, created for a
     value record; None (ignore) for a tombstone with no consumer group to apply to."""
-    if g.consumer is not None:
-        return g
-    simple = g.exists and g.protocol_type is None and not g.members and not g.pending_members
-    if g.exists and not simple:
-        raise Refused(errors.malformed(
-            f"{e.event_type} for {g.group_id!r}, a classic group ({g.state}, protocol type "
-            f"{g.protocol_type!r}, {len(g.members)} members): Kafka's loader fails here; an "
-            "online upgrade writes the classic group's GROUP_TOMBSTONE first"))
-    if not create:
-        return None
-    detail = "consumer group (KIP-848)" + (
-        "; replaces the simple classic group that held its offsets" if simple else "")
-    fresh = create_group(g, step, Cause.GROUP_CREATED, detail)
-    return fresh.evolve(consumer=ConsumerGroup(), protocol_type="consumer", generation_id=0)
+    return modern.persisted(g, e, step, create, "consumer", "consumer group (KIP-848)",
+                            replaces_simple=True)
 
 
 def _settle(g: Group, c: ConsumerGroup, e: Event, step: Step) -> Group:
     """Install `c` and derive the state; a change writes a transition and moves the rebalance."""
-    g = g.evolve(consumer=c, generation_id=c.group_epoch)
-    state = derive_state(c)
-    if state == g.state:
-        return g
-    after = g.evolve(state=state, state_since=step.now)
-    after = step.transition_row(g, after, e.event_type or "", e.member_id, None)
-    if state == ASSIGNING:
-        # Not when the target epoch tombstone (-1) of a group being deleted causes it.
-        if after.rebalance is None and c.assignment_epoch >= 0:
-            cause = e.event_type or ""
-            after = after.evolve(rebalance=Rebalance(step.now, cause, step.now))
-        return after
-    if state != RECONCILING and after.rebalance is not None:
-        after = finish_rebalance(after, step, COMPLETED if state == STABLE else EMPTIED)
-    return after
+    return modern.settle(g, "consumer", c, derive_state(c), e, step, rebalances=True)
 
 
 def delete(g: Group, step: Step, cause: str, detail: str | None) -> Group:
     """The consumer group goes Dead and is removed; its offsets outlive it in an Empty simple
     group, as after a GROUP_TOMBSTONE."""
-    if g.rebalance is not None:
-        g = finish_rebalance(g, step, ABANDONED)
-    after = g.evolve(state=DEAD, state_since=step.now)
-    g = step.transition_row(g, after, cause, None, detail)
-    g = g.evolve(exists=False, consumer=None, protocol_type=None, protocol=None, leader_id=None)
-    if g.offsets or g.pending_txns:
-        g = create_group(g, step, Cause.GROUP_CREATED, "offsets outlive the group tombstone")
-    return g
+    return modern.delete(g, step, cause, detail)
 
 
 def _with_member(c: ConsumerGroup, m: ConsumerMember) -> ConsumerGroup:
@@ -307,26 +273,7 @@ def on_regular_expression_tombstone(g: Group, e: Event, step: Step) -> Group:
     return _settle(found, replace(c, regexes=regexes), e, step)
 
 
-# ----------------------------------------------------------------- classic records and requests
-
-def replaced_by_classic(g: Group, step: Step) -> Group:
-    """A GROUP_METADATA value for a consumer group: Kafka's replay puts the classic group in
-    its place (the downgrade path writes the consumer group's tombstones first, so a live
-    consumer group here means those were compacted away or never written). The consumer
-    group ends Dead; the caller then applies the snapshot to the removed group."""
-    if g.rebalance is not None:
-        g = finish_rebalance(g, step, ABANDONED)
-    after = g.evolve(state=DEAD, state_since=step.now)
-    g = step.transition_row(g, after, Cause.GROUP_REPLACED,
-                            None, "GROUP_METADATA replaces the consumer group with a classic one")
-    return g.evolve(exists=False, consumer=None, protocol_type=None, generation_id=0,
-                    stable_owners=(), stable_members=())
-
-
-def removed_by_group_tombstone(g: Group, step: Step) -> Group:
-    """A GROUP_TOMBSTONE for a consumer group: Kafka's `removeGroup` removes a group of any type."""
-    return delete(g, step, Cause.GROUP_TOMBSTONE, "GROUP_TOMBSTONE removes a group of any type")
-
+# ----------------------------------------------------------------- commit requests
 
 def validate_commit(g: Group, e: Event, transactional: bool) -> None:
     """Kafka's `ConsumerGroup.validateOffsetCommit`: a commit request's generation_id column

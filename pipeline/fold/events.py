@@ -49,6 +49,50 @@ class TopicMetadata:
     partition_racks: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
+# Share groups (KIP-932): (topic id, topic name, partitions) of a state-partition record's
+# initializing or initialized topics, and (topic id, topic name) of its deleting ones.
+ShareTopics = tuple[tuple[str, str, tuple[int, ...]], ...]
+TopicNames = tuple[tuple[str, str], ...]
+KeyValues = tuple[tuple[str, str], ...]  # client tags, assignment configs, topic configs
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """Streams groups (KIP-1071): one subtopology's task partitions; a current assignment's
+    entries carry the epoch each was assigned in (Kafka 4.2+), else None."""
+
+    subtopology_id: str
+    partitions: tuple[int, ...]
+    assignment_epochs: tuple[int, ...] | None = None
+
+
+Tasks = tuple[Task, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """An internal topic of a streams topology (changelog or repartition source)."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: KeyValues = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopology:
+    """One subtopology of a STREAMS_GROUP_TOPOLOGY record, field for field."""
+
+    subtopology_id: str
+    source_topics: tuple[str, ...] = ()
+    source_topic_regex: tuple[str, ...] = ()
+    state_changelog_topics: tuple[TopicInfo, ...] = ()
+    repartition_sink_topics: tuple[str, ...] = ()
+    repartition_source_topics: tuple[TopicInfo, ...] = ()
+    # (source topics, source topic regex, repartition source topics), as indexes
+    copartition_groups: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...] = ()
+
+
 @dataclass(frozen=True)
 class Event:
     log_partition: int | None
@@ -103,28 +147,27 @@ class Event:
     regex_topics: tuple[str, ...] | None = None
     regex_version: int | None = None
     regex_timestamp_ms: int | None = None
-    # Share- and streams-group columns: the fold does not replay these records yet, so their
-    # values pass through as the row held them (to rejected_events, say), never read.
+    # Share-group (types 10-15) and streams-group (17, 19-23) columns.
     record_layout: str | None = None
-    initializing_topics: Any = None
-    initialized_topics: Any = None
-    deleting_topics: Any = None
+    initializing_topics: ShareTopics | None = None
+    initialized_topics: ShareTopics | None = None
+    deleting_topics: TopicNames | None = None
     validated_topology_epoch: int | None = None
-    assignment_configs: Any = None
+    assignment_configs: KeyValues | None = None
     stored_description_topology_epoch: int | None = None
     failed_description_topology_epoch: int | None = None
     assignment_timestamp_ms: int | None = None
     topology_epoch: int | None = None
     process_id: str | None = None
-    user_endpoint: Any = None
-    client_tags: Any = None
-    active_tasks: Any = None
-    active_tasks_pending_revocation: Any = None
-    standby_tasks: Any = None
-    standby_tasks_pending_revocation: Any = None
-    warmup_tasks: Any = None
-    warmup_tasks_pending_revocation: Any = None
-    subtopologies: Any = None
+    user_endpoint: tuple[str, int] | None = None  # (host, port)
+    client_tags: KeyValues | None = None
+    active_tasks: Tasks | None = None
+    active_tasks_pending_revocation: Tasks | None = None
+    standby_tasks: Tasks | None = None
+    standby_tasks_pending_revocation: Tasks | None = None
+    warmup_tasks: Tasks | None = None
+    warmup_tasks_pending_revocation: Tasks | None = None
+    subtopologies: tuple[Subtopology, ...] | None = None
     defect: str | None = None  # why the row could not be read whole; not a column
 
     @property
@@ -178,6 +221,18 @@ class Event:
             {"name": n, "metadata": m} for n, m in self.classic_protocols]
         for name in ("assigned_partitions", "partitions_pending_revocation"):
             row[name] = topic_id_rows(getattr(self, name))
+        for name in ("initializing_topics", "initialized_topics"):
+            row[name] = share_topic_rows(getattr(self, name))
+        row["deleting_topics"] = None if self.deleting_topics is None else [
+            {"topic_id": t, "topic_name": n} for t, n in self.deleting_topics]
+        for name in ("assignment_configs", "client_tags"):
+            row[name] = key_value_rows(getattr(self, name))
+        row["user_endpoint"] = None if self.user_endpoint is None else {
+            "host": self.user_endpoint[0], "port": self.user_endpoint[1]}
+        for name in TASK_COLUMNS:
+            row[name] = task_rows(getattr(self, name))
+        row["subtopologies"] = None if self.subtopologies is None else [
+            _subtopology_row(s) for s in self.subtopologies]
         return row
 
 
@@ -192,6 +247,43 @@ def topic_id_rows(value: TopicIdPartitions | None) -> list[dict[str, Any]] | Non
     if value is None:
         return None
     return [{"topic_id": t, "partitions": list(ps)} for t, ps in value]
+
+
+def share_topic_rows(value: ShareTopics | None) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    return [{"topic_id": t, "topic_name": n, "partitions": list(ps)} for t, n, ps in value]
+
+
+def key_value_rows(value: KeyValues | None) -> list[dict[str, Any]] | None:
+    return None if value is None else [{"key": k, "value": v} for k, v in value]
+
+
+def task_rows(value: Tasks | None) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    return [{"subtopology_id": t.subtopology_id, "partitions": list(t.partitions),
+             "assignment_epochs": None if t.assignment_epochs is None
+             else list(t.assignment_epochs)} for t in value]
+
+
+def _topic_info_row(t: TopicInfo) -> dict[str, Any]:
+    return {"name": t.name, "partitions": t.partitions,
+            "replication_factor": t.replication_factor,
+            "topic_configs": key_value_rows(t.topic_configs)}
+
+
+def _subtopology_row(s: Subtopology) -> dict[str, Any]:
+    return {
+        "subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
+        "source_topic_regex": list(s.source_topic_regex),
+        "state_changelog_topics": [_topic_info_row(t) for t in s.state_changelog_topics],
+        "repartition_sink_topics": list(s.repartition_sink_topics),
+        "repartition_source_topics": [_topic_info_row(t) for t in s.repartition_source_topics],
+        "copartition_groups": [
+            {"source_topics": list(a), "source_topic_regex": list(b),
+             "repartition_source_topics": list(c)} for a, b, c in s.copartition_groups],
+    }
 
 
 def tp_rows(tps: tuple[TopicPartition, ...]) -> list[dict[str, Any]]:
@@ -306,6 +398,70 @@ def _read_topic_ids(value: Any) -> TopicIdPartitions | None:
                  for t in value)
 
 
+def _read_share_topics(value: Any) -> ShareTopics | None:
+    if value is None:
+        return None
+    return tuple((_str(t.get("topic_id")), _str(t.get("topic_name")),
+                  tuple(_int(p) for p in (t.get("partitions") or ()))) for t in value)
+
+
+def _read_topic_names(value: Any) -> TopicNames | None:
+    if value is None:
+        return None
+    return tuple((_str(t.get("topic_id")), _str(t.get("topic_name"))) for t in value)
+
+
+def _read_key_values(value: Any) -> KeyValues | None:
+    if value is None:
+        return None
+    return tuple((_str(kv.get("key")), _str(kv.get("value"))) for kv in value)
+
+
+def _read_endpoint(value: Any) -> tuple[str, int] | None:
+    return None if value is None else (_str(value.get("host")), _int(value.get("port")))
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return tuple(_int(v) for v in (value or ()))
+
+
+def _read_tasks(value: Any) -> Tasks | None:
+    if value is None:
+        return None
+    return tuple(Task(_str(t.get("subtopology_id")), _ints(t.get("partitions")),
+                      None if t.get("assignment_epochs") is None
+                      else _ints(t.get("assignment_epochs")))
+                 for t in value)
+
+
+def _read_topic_infos(value: Any) -> tuple[TopicInfo, ...]:
+    return tuple(TopicInfo(_str(t.get("name")), _int(t.get("partitions")),
+                           _int(t.get("replication_factor")),
+                           _read_key_values(t.get("topic_configs")) or ())
+                 for t in (value or ()))
+
+
+def _read_subtopologies(value: Any) -> tuple[Subtopology, ...] | None:
+    if value is None:
+        return None
+    return tuple(
+        Subtopology(
+            _str(s.get("subtopology_id")),
+            _read_strings(s.get("source_topics")) or (),
+            _read_strings(s.get("source_topic_regex")) or (),
+            _read_topic_infos(s.get("state_changelog_topics")),
+            _read_strings(s.get("repartition_sink_topics")) or (),
+            _read_topic_infos(s.get("repartition_source_topics")),
+            tuple((_ints(c.get("source_topics")), _ints(c.get("source_topic_regex")),
+                   _ints(c.get("repartition_source_topics")))
+                  for c in (s.get("copartition_groups") or ())),
+        )
+        for s in value)
+
+
+TASK_COLUMNS = tuple(f"{kind}_tasks{suffix}" for kind in ("active", "standby", "warmup")
+                     for suffix in ("", "_pending_revocation"))
+
 _NESTED = {
     "protocols": _read_protocols,
     "assignments": _read_assignments,
@@ -316,6 +472,14 @@ _NESTED = {
     "assigned_partitions": _read_topic_ids,
     "partitions_pending_revocation": _read_topic_ids,
     "regex_topics": _read_strings,
+    "initializing_topics": _read_share_topics,
+    "initialized_topics": _read_share_topics,
+    "deleting_topics": _read_topic_names,
+    "assignment_configs": _read_key_values,
+    "client_tags": _read_key_values,
+    "user_endpoint": _read_endpoint,
+    **dict.fromkeys(TASK_COLUMNS, _read_tasks),
+    "subtopologies": _read_subtopologies,
 }
 # The columns `Event.from_row` reads into values: only one of these can make a row's defect.
 NESTED_COLUMNS = tuple(_NESTED)

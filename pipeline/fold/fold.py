@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pipeline.fold import consumer_groups, errors
+from pipeline.fold import consumer_groups, errors, modern, share_groups, streams_groups
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Left, Outputs, Row, Step
 from pipeline.fold.errors import Refused
@@ -33,14 +33,14 @@ Handler = Callable[[Group, Event, Step], Group]
 
 
 def _on_group_metadata(g: Group, e: Event, step: Step) -> Group:
-    if g.consumer is not None:
-        g = consumer_groups.replaced_by_classic(g, step)
+    if g.modern is not None:
+        g = modern.replaced_by_classic(g, step)
     return on_group_metadata(g, e, step)
 
 
 def _on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
-    if g.consumer is not None:
-        return consumer_groups.removed_by_group_tombstone(g, step)
+    if g.modern is not None:
+        return modern.removed_by_group_tombstone(g, step)
     return on_group_tombstone(g, e, step)
 
 
@@ -55,9 +55,13 @@ HANDLERS: dict[str, Handler] = {
     "GROUP_METADATA": _on_group_metadata,
     "GROUP_TOMBSTONE": _on_group_tombstone,
     **consumer_groups.HANDLERS,
+    **share_groups.HANDLERS,
+    **streams_groups.HANDLERS,
 }
 DEFAULT_CONFIG = CoordinatorConfig()
-_NOT_REPLAYED = frozenset(SHARE_STREAMS_EVENT_TYPES)
+# Decoded but not replayed yet: they take the path their UNSUPPORTED_RECORD rows took before
+# they were decoded, reason and all.
+_NOT_REPLAYED = frozenset(SHARE_STREAMS_EVENT_TYPES) - frozenset(HANDLERS)
 
 
 @dataclass
@@ -87,7 +91,7 @@ def fold(group: Group | str, events: Iterable[Event] | EventColumns,
     out = Outputs(left=Left() if leave else None)
     home = partition_for(g.group_id, config.offsets_topic_num_partitions)
     batch = Batch(events)
-    if g.gone and batch.size:  # a removed group's next record starts a new one, as in Kafka
+    if batch.size and _starts_anew(g, batch.event_type(batch.order[0])):
         g = Group(group_id=g.group_id)
     if watermark is not None:
         late = sum(1 for t in batch.event_times() if t is not None and t < watermark)
@@ -110,7 +114,7 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     while k < len(order):
         i = order[k]
         row = quiet[i]
-        if g.gone:  # removed by the row before: this one starts a new group, as in Kafka
+        if _starts_anew(g, batch.event_type(i)):
             g = Group(group_id=g.group_id)
         if row is not None:
             if run is None and QuietRun.opens_on(g):
@@ -136,6 +140,13 @@ def _replay(g: Group, batch: Batch, quiet: list[QuietRow | None], config: Coordi
     if run is not None:
         g = run.close()
     return g
+
+
+def _starts_anew(g: Group, event_type: str | None) -> bool:
+    """A removed group's next record starts a new one, as in Kafka; not a tombstone, which
+    Kafka ignores for a group it no longer has (a streams group's topology tombstone comes
+    after its group epoch's), so the removed group, Dead, stays what the tables show."""
+    return g.gone and not (event_type or "").endswith("TOMBSTONE")
 
 
 def apply(group: Group | str, event: Event,
@@ -195,8 +206,6 @@ def _reason_not_applied(e: Event, g: Group) -> str | None:
     if problem is not None:
         return errors.malformed(problem)
     if e.event_type == errors.UNSUPPORTED_RECORD or e.event_type in _NOT_REPLAYED:
-        # Share- and streams-group records are decoded but not replayed yet: they take the
-        # path their UNSUPPORTED_RECORD rows took before they were decoded, reason and all.
         return errors.UNSUPPORTED_RECORD
     if e.event_type not in HANDLERS:
         return f"{errors.UNSUPPORTED_RECORD}: {e.event_type} is not modelled yet"
@@ -205,6 +214,12 @@ def _reason_not_applied(e: Event, g: Group) -> str | None:
         # (KIP-848 online migration); that path is not modelled.
         return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a consumer (KIP-848) group: "
                 "classic-protocol members of consumer groups are not modelled")
+    if e.event_type in PROTOCOL_REQUESTS and g.modern is not None:
+        # Kafka refuses a JoinGroup to a share group or a live streams group
+        # (INCONSISTENT_GROUP_PROTOCOL) and converts an empty streams group; neither the
+        # refusal nor the conversion of a request is modelled.
+        return (f"{errors.UNSUPPORTED_RECORD}: {e.event_type} to a {g.group_type} group: "
+                "classic-protocol requests to share and streams groups are not modelled")
     return None
 
 

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from pipeline.fold.context import Row, Step
 from pipeline.fold.events import member_identity, topic_id_rows, tp_rows
-from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group, Member
-from pipeline.fold.states import MEMBER_STATE_NAMES
+from pipeline.fold.model import (
+    ConsumerGroup,
+    ConsumerMember,
+    Group,
+    Member,
+    ShareGroup,
+    ShareMember,
+    StreamsMember,
+)
+from pipeline.fold.states import MEMBER_STATE_NAMES, STREAMS_MEMBER_STATE_NAMES
 
 _KIP848_MEMBER_FIELDS = dict.fromkeys((
     "member_epoch", "previous_member_epoch", "member_state", "rack_id", "server_assignor",
@@ -26,7 +34,7 @@ def record_shape(before: Group, after: Group, step: Step) -> Group:
     if _same_shape(before, after):
         return after
     shape = group_shape_row(after, heartbeats=False)
-    if before.consumer is not None and group_shape_row(before, heartbeats=False) == shape:
+    if before.modern is not None and group_shape_row(before, heartbeats=False) == shape:
         return after
     step.out.history.append(shape | {
         "event_time": step.now, "log_partition": step.log_partition,
@@ -39,7 +47,8 @@ def _same_shape(before: Group, after: Group) -> bool:
     """A cheap check that the shape did not move, run after every step: the scalars, then
     the classic members pair by pair, where a member the step did not touch is the same object
     (a heartbeat replaces one member, and only its last_heartbeat, which the shape omits)."""
-    if not (before.consumer is after.consumer and before.state == after.state
+    if not (before.consumer is after.consumer and before.share is after.share
+            and before.streams is after.streams and before.state == after.state
             and before.generation_id == after.generation_id and before.exists == after.exists
             and before.leader_id == after.leader_id and before.protocol == after.protocol
             and before.protocol_type == after.protocol_type
@@ -64,7 +73,7 @@ def _member_shape(m: Member, protocol: str | None) -> tuple[object, ...]:
 def group_shape_row(g: Group, heartbeats: bool) -> Row:
     """What DescribeGroups would show of the group (the group_history columns but time and
     position); without `heartbeats`, members' last_heartbeat is null."""
-    c = g.consumer
+    c = g.modern
     return {
         "group_id": g.group_id,
         "state": g.state,
@@ -82,13 +91,62 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
                 **_KIP848_MEMBER_FIELDS,
             }
             for m in g.members
-        ] if c is None else [_consumer_member_row(c, m, heartbeats) for m in c.members],
+        ] if c is None else _modern_member_rows(g, heartbeats),
         "member_count": len(g.member_ids),
         "state_since": g.state_since,
         "rebalance_count": g.rebalance_count,
         "group_type": g.group_type,
         "group_epoch": None if c is None else c.group_epoch,
         "assignment_epoch": None if c is None else c.assignment_epoch,
+    }
+
+
+def _modern_member_rows(g: Group, heartbeats: bool) -> list[Row]:
+    if g.consumer is not None:
+        return [_consumer_member_row(g.consumer, m, heartbeats) for m in g.consumer.members]
+    if g.share is not None:
+        return [_share_member_row(g.share, m, heartbeats) for m in g.share.members]
+    assert g.streams is not None
+    return [_streams_member_row(m, heartbeats) for m in g.streams.members]
+
+
+def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
+    """A share member as the STATE_MEMBER struct holds it: its assigned partitions by topic id,
+    and by name where the share state partitions name the topic."""
+    names = s.topic_names()
+    return {
+        "member_id": m.member_id, "group_instance_id": None, "client_id": m.client_id,
+        "client_host": m.client_host, "session_timeout_ms": None, "rebalance_timeout_ms": None,
+        "subscription": list(m.subscribed_topic_names),
+        "assignment": [{"topic": names[t], "partition": p}
+                       for t, ps in m.assigned_partitions if t in names for p in ps],
+        "last_heartbeat": m.last_record if heartbeats else None,
+        "joined_at": m.joined_at,
+        "member_epoch": m.member_epoch,
+        "previous_member_epoch": m.previous_member_epoch,
+        "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
+        "rack_id": m.rack_id, "server_assignor": None, "subscribed_topic_regex": None,
+        "assigned_partitions": topic_id_rows(m.assigned_partitions),
+        "partitions_pending_revocation": None,
+        "target_partitions": topic_id_rows(s.target(m.member_id)),
+    }
+
+
+def _streams_member_row(m: StreamsMember, heartbeats: bool) -> Row:
+    """A streams member as the STATE_MEMBER struct holds it: no column yet for its tasks,
+    process, endpoint, client tags or topology epoch (the group_state tables gain them later)."""
+    return {
+        "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+        "client_id": m.client_id, "client_host": m.client_host, "session_timeout_ms": None,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscription": [], "assignment": [],
+        "last_heartbeat": m.last_record if heartbeats else None,
+        "joined_at": m.joined_at,
+        "member_epoch": m.member_epoch,
+        "previous_member_epoch": m.previous_member_epoch,
+        "member_state": STREAMS_MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
+        "rack_id": m.rack_id, "server_assignor": None, "subscribed_topic_regex": None,
+        "assigned_partitions": None, "partitions_pending_revocation": None,
+        "target_partitions": None,
     }
 
 

@@ -1,8 +1,9 @@
-"""The fold's state: a consumer group, its members, committed and pending offsets, as frozen values.
+"""The fold's state: a group, its members, committed and pending offsets, as frozen values.
 
 Names follow Kafka's classic group (`ClassicGroup`, `ClassicGroupMember`, `OffsetAndMetadata`)
-and, for KIP-848 groups, its `ConsumerGroup` and `ConsumerGroupMember`: a Group whose
-`consumer` is set is a consumer group, and that part holds what only such groups have.
+and, for its other group types, `ConsumerGroup`, `ShareGroup` and `StreamsGroup` with their
+members: a Group whose `consumer`, `share` or `streams` part is set is a group of that type
+(at most one is set), and that part holds what only such groups have.
 Collections are tuples, or dicts that are never mutated once a Group holds them: every
 change builds a new Group with `dataclasses.replace`, so a refused request, which raises
 before anything is built, leaves the group exactly as it was.
@@ -14,11 +15,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pipeline.fold.events import Protocol, TopicIdPartitions, TopicMetadata, TopicPartition
+from pipeline.fold.events import (
+    KeyValues,
+    Protocol,
+    ShareTopics,
+    Subtopology,
+    Tasks,
+    TopicIdPartitions,
+    TopicMetadata,
+    TopicNames,
+    TopicPartition,
+)
 from pipeline.fold.partitioning import JavaHashOrder, java_string_hash
-from pipeline.fold.states import DEAD, MEMBER_STABLE
+from pipeline.fold.states import DEAD, EMPTY, MEMBER_STABLE, STREAMS_MEMBER_STABLE
 
-CLASSIC, CONSUMER = "classic", "consumer"  # Kafka's group types
+CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"  # Kafka's group types
 _INT32 = 2**32
 
 
@@ -204,6 +215,141 @@ class ConsumerGroup:
         return {t.topic_id: t.topic_name for t in self.subscription_metadata}
 
 
+@dataclass(frozen=True, slots=True)
+class ShareMember:
+    """A share-group member as Kafka's `ShareGroupMember` holds it: metadata from its
+    SHARE_GROUP_MEMBER_METADATA record (type 10), epochs, state and partitions from its
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT record (type 14); defaults are Kafka's Builder's."""
+
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    member_state: int = MEMBER_STABLE
+    assigned_partitions: TopicIdPartitions = ()
+    joined_at: int = 0
+    last_record: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStatePartitions:
+    """A SHARE_GROUP_STATE_PARTITION_METADATA record (type 15): the share partitions whose
+    state the share coordinator is initializing, has initialized, or is deleting."""
+
+    initializing: ShareTopics = ()
+    initialized: ShareTopics = ()
+    deleting: TopicNames = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroup:
+    """What a share group (KIP-932) holds beyond every group's fields, as Kafka's `ShareGroup`.
+
+    `state_partitions` is None until a type-15 record, and again after its tombstone (Kafka
+    keeps it in a map beside the group, keyed by group id)."""
+
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    metadata_hash: int | None = None
+    members: tuple[ShareMember, ...] = ()
+    targets: tuple[tuple[str, TopicIdPartitions], ...] = ()  # target assignment per member id
+    state_partitions: ShareStatePartitions | None = None
+
+    def member(self, member_id: str | None) -> ShareMember | None:
+        return next((m for m in self.members if m.member_id == member_id), None)
+
+    def target(self, member_id: str) -> TopicIdPartitions | None:
+        return next((t for owner, t in self.targets if owner == member_id), None)
+
+    def topic_names(self) -> dict[str, str]:
+        """Topic id -> name, as far as the share state partitions say (4.1+ writes no other
+        record with names: type 9 went with 4.0)."""
+        sp = self.state_partitions
+        if sp is None:
+            return {}
+        return {**{t: n for t, n in sp.deleting}, **{t: n for t, n, _ in sp.initializing},
+                **{t: n for t, n, _ in sp.initialized}}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsTasks:
+    """A streams member's active, standby and warm-up tasks (a target, or pending revocation)."""
+
+    active: Tasks = ()
+    standby: Tasks = ()
+    warmup: Tasks = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.active or self.standby or self.warmup)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsMember:
+    """A streams-group member as Kafka's `StreamsGroupMember` holds it: metadata from its
+    STREAMS_GROUP_MEMBER_METADATA record (type 19), epochs, state and tasks from its
+    STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT record (type 22); defaults are Kafka's Builder's."""
+
+    member_id: str
+    group_instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    topology_epoch: int = -1
+    process_id: str = ""
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: KeyValues = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    member_state: int = STREAMS_MEMBER_STABLE
+    assigned: StreamsTasks = StreamsTasks()
+    pending_revocation: StreamsTasks = StreamsTasks()
+    joined_at: int = 0
+    last_record: int = 0
+
+    def reconciled_to(self, assignment_epoch: int) -> bool:
+        """Kafka's `StreamsGroupMember.isReconciledTo`."""
+        return self.member_state == STREAMS_MEMBER_STABLE and self.member_epoch == assignment_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsTopology:
+    """A STREAMS_GROUP_TOPOLOGY record: the topology's epoch and subtopologies."""
+
+    epoch: int
+    subtopologies: tuple[Subtopology, ...] = ()
+
+    def source_topics(self) -> frozenset[str]:
+        """Kafka's `StreamsTopology.sourceTopicMap` keys: source and repartition source topics."""
+        return frozenset(t for s in self.subtopologies for t in s.source_topics) | frozenset(
+            t.name for s in self.subtopologies for t in s.repartition_source_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroup:
+    """What a streams group (KIP-1071) holds beyond every group's fields, as Kafka's
+    `StreamsGroup`. Epochs start at 0, as Kafka's TimelineIntegers do, the validated
+    topology epoch included; a STREAMS_GROUP_METADATA record sets it (-1: not validated)."""
+
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    metadata_hash: int | None = None
+    validated_topology_epoch: int = 0
+    assignment_configs: KeyValues = ()
+    members: tuple[StreamsMember, ...] = ()
+    targets: tuple[tuple[str, StreamsTasks], ...] = ()  # target assignment per member id
+    topology: StreamsTopology | None = None
+
+    def member(self, member_id: str | None) -> StreamsMember | None:
+        return next((m for m in self.members if m.member_id == member_id), None)
+
+    def target(self, member_id: str) -> StreamsTasks | None:
+        return next((t for owner, t in self.targets if owner == member_id), None)
+
+
 @dataclass(frozen=True)
 class Group:
     group_id: str
@@ -237,6 +383,8 @@ class Group:
     snapshot_mismatch_count: int = 0
     late_count: int = 0  # rows that arrived behind the stream's watermark (applied all the same)
     consumer: ConsumerGroup | None = None  # set: a KIP-848 consumer group
+    share: ShareGroup | None = None  # set: a KIP-932 share group
+    streams: StreamsGroup | None = None  # set: a KIP-1071 streams group
 
     def evolve(self, **changes: Any) -> Group:
         """A copy with `changes`, as `dataclasses.replace` but without re-running `__init__`:
@@ -324,11 +472,21 @@ class Group:
 
     @property
     def group_type(self) -> str:
-        return CONSUMER if self.consumer is not None else CLASSIC
+        if self.consumer is not None:
+            return CONSUMER
+        if self.share is not None:
+            return SHARE
+        return STREAMS if self.streams is not None else CLASSIC
+
+    @property
+    def modern(self) -> ConsumerGroup | ShareGroup | StreamsGroup | None:
+        """The consumer, share or streams part, whichever is set; None for a classic group."""
+        return self.consumer or self.share or self.streams
 
     @property
     def member_ids(self) -> tuple[str, ...]:
-        members = self.consumer.members if self.consumer is not None else self.members
+        part = self.modern
+        members = part.members if part is not None else self.members
         return tuple(m.member_id for m in members)
 
     @property
@@ -338,6 +496,14 @@ class Group:
     @property
     def subscribed_topics(self) -> frozenset[str] | None:
         """Topics the group consumes, or None when unknown (Kafka's `subscribedTopics`)."""
+        if self.share is not None:
+            return frozenset(t for m in self.share.members for t in m.subscribed_topic_names)
+        if self.streams is not None:
+            # Kafka's `StreamsGroup.isSubscribedToTopic`: nothing while Empty, so offsets expire.
+            topology = self.streams.topology
+            if self.state == EMPTY or topology is None:
+                return frozenset()
+            return topology.source_topics()
         if self.consumer is not None:
             c = self.consumer
             patterns = {m.subscribed_topic_regex for m in c.members}
@@ -349,7 +515,14 @@ class Group:
         return frozenset().union(*(m.topics_for(protocol) for m in self.members))
 
     def owners(self) -> dict[TopicPartition, str]:
-        """Partition -> owning member; a consumer group's partitions are keyed by topic id."""
+        """Partition -> owning member; a consumer group's partitions are keyed by topic id, a
+        streams group's active tasks by subtopology id (a share group's partitions are shared:
+        its members own none alone)."""
+        if self.streams is not None:
+            return {(t.subtopology_id, p): m.member_id for m in self.streams.members
+                    for t in m.assigned.active for p in t.partitions}
+        if self.share is not None:
+            return {}
         if self.consumer is not None:
             return {(t, p): m.member_id for m in self.consumer.members
                     for t, ps in m.assigned_partitions for p in ps}

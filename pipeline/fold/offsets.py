@@ -3,10 +3,11 @@
 A commit row with a generation is a request and is checked as Kafka's
 `ClassicGroup.validateOffsetCommit` does (`validated_commit`); a commit row without one is a
 record read from `__consumer_offsets`, already accepted by the coordinator that wrote it, and
-is applied as it stands. A request to a KIP-848 consumer group is checked by member epoch
-instead (`consumer_groups`). Expiry follows KIP-211, as
-`OffsetMetadataManager.cleanupExpiredOffsets` does, on the event-time clock; a consumer
-group's offsets expire, from their commit, only for topics it does not subscribe to.
+is applied as it stands. A request to a KIP-848 consumer group or a streams group is checked
+by member epoch instead (`consumer_groups`, `streams_groups`); a share group takes none.
+Expiry follows KIP-211, as `OffsetMetadataManager.cleanupExpiredOffsets` does, on the
+event-time clock; a consumer or streams group's offsets expire, from their commit, only for
+topics it does not subscribe to (a streams group subscribes to none while Empty).
 The quiet path (`runs.QuietRun`) applies most commits and markers without these handlers,
 through the same rules: `validated_commit`, `metadata_too_large`, `from_request`, `settle`.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
-from pipeline.fold import errors
+from pipeline.fold import errors, streams_groups
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.consumer_groups import validate_commit
 from pipeline.fold.context import Step
@@ -33,8 +34,17 @@ LogPosition = tuple[int, int]  # (log_partition, log_offset): where a record was
 def on_commit(g: Group, e: Event, step: Step) -> Group:
     assert e.topic is not None and e.partition is not None and e.committed_offset is not None
     transactional = e.producer_id is not None
+    if g.share is not None:
+        # `ShareGroup.validateOffsetCommit` throws GroupIdNotFoundException ("is not a consumer
+        # group"), so Kafka never writes a share group's commit. Kafka's loader would store a
+        # commit record all the same, where no request can read it (validateOffsetFetch throws
+        # too); the fold refuses the record as the request is refused, to show it.
+        raise Refused(errors.GROUP_ID_NOT_FOUND)
     if e.generation_id is not None and g.consumer is not None:
         validate_commit(g, e, transactional)
+        _check_metadata_size(e, step.config)
+    elif e.generation_id is not None and g.streams is not None:
+        streams_groups.validate_commit(g, e, transactional)
         _check_metadata_size(e, step.config)
     elif e.generation_id is not None:
         g = _accept_request(g, e, step, transactional)
@@ -209,7 +219,8 @@ def expiry_deadline(g: Group, cfg: CoordinatorConfig, before: int | None = None)
     best = min((t for _, t in _thresholds(g, cfg, before)), default=None)
     if best is not None:
         best = sweep_time(best, cfg)
-    if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
+    if (g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns
+            and g.share is None):  # `ShareGroup.shouldExpire` is false
         death = sweep_time(g.state_since or 0, cfg)
         best = death if best is None else min(best, death)
     return best
@@ -252,8 +263,10 @@ def expiration_base(g: Group) -> Callable[[Offset], int] | None:
     """The group's `offsetExpirationCondition`: from when an offset's retention counts, or
     None when nothing may expire (a rebalance under way, a non-consumer protocol while active).
     """
-    if g.consumer is not None:
-        return _committed_at  # `ConsumerGroup`: always, from the commit
+    if g.share is not None:
+        return None  # `ShareGroup.offsetExpirationCondition`: none (it holds no offsets)
+    if g.consumer is not None or g.streams is not None:
+        return _committed_at  # `ConsumerGroup`, `StreamsGroup`: always, from the commit
     if not g.exists or g.protocol_type is None:
         return _committed_at  # a simple group
     if g.state == EMPTY:
@@ -280,16 +293,27 @@ def expire(g: Group, step: Step) -> Group:
         step.offset_row(g.group_id, tp, _at(o, step), "EXPIRED")
         step.record("OFFSET_TOMBSTONE", g.group_id, topic=tp[0], partition=tp[1])
     g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
-    if g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns:
-        g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
-        if g.consumer is not None:
-            # An empty consumer group's tombstones (`createGroupTombstoneRecords`).
-            for record in ("CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE",
-                           "CONSUMER_GROUP_PARTITION_METADATA_TOMBSTONE",
-                           "CONSUMER_GROUP_METADATA_TOMBSTONE"):
+    if (g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns
+            and g.share is None):
+        if g.modern is not None:
+            # An empty group's tombstones (`createGroupTombstoneRecords`); Kafka has no
+            # transition table for these types, so the move to Dead is not checked.
+            for record in _EMPTY_GROUP_TOMBSTONES[g.group_type]:
                 step.record(record, g.group_id)
-            g = g.evolve(consumer=None, protocol_type=None)
+            after = g.evolve(state=DEAD, state_since=step.now)
+            g = step.transition_row(g, after, Cause.OFFSETS_EXPIRED, None, None)
+            g = g.evolve(consumer=None, streams=None, protocol_type=None)
         else:
+            g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
             step.record("GROUP_TOMBSTONE", g.group_id)
         g = g.evolve(exists=False)
     return g
+
+
+_EMPTY_GROUP_TOMBSTONES = {
+    "consumer": ("CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE",
+                 "CONSUMER_GROUP_PARTITION_METADATA_TOMBSTONE",
+                 "CONSUMER_GROUP_METADATA_TOMBSTONE"),
+    "streams": ("STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE",
+                "STREAMS_GROUP_METADATA_TOMBSTONE", "STREAMS_GROUP_TOPOLOGY_TOMBSTONE"),
+}

@@ -5,7 +5,8 @@ A quiet row cannot change the group's shape: it renews a member's session or put
 moves the position, nothing else. The kinds:
 
 - a plain commit: an OFFSET_COMMIT record as `__consumer_offsets` holds it (no generation,
-  so no request), to a group that exists, transactional (a producer id) or not;
+  so no request), to a group that exists and is no share group, transactional (a producer
+  id) or not;
 - a transaction marker, to a group whose log carries no requests (where timers run, an
   abort may let older offsets expire sooner, so the general path works the timers out);
 - a commit request (a generation, no producer) that Kafka's `validateOffsetCommit` accepts,
@@ -14,7 +15,7 @@ moves the position, nothing else. The kinds:
   generation (the admin client, a consumer with manual assignment);
 - a heartbeat to a Stable classic group from a member in its generation.
 
-Requests are quiet only to a group whose log carries requests already: the first one turns
+Requests are quiet only to a classic group whose log carries requests already: the first one turns
 the group's timers on (`timers.is_request`), which is the general path's business.
 
 All of them nothing undecodable and nothing nested, on the group's own partition, past the
@@ -110,6 +111,12 @@ class Batch:
         return Event.from_row({name: value for name, column in self.columns.items()
                                if (value := column[i]) is not None})
 
+    def event_type(self, i: int) -> str | None:
+        if self.events is not None:
+            return self.events[i].event_type
+        column = self.columns.get("event_type")
+        return None if column is None else column[i]
+
     def event_times(self) -> list[int | None]:
         if self.events is not None:
             return [e.event_time for e in self.events]
@@ -132,7 +139,8 @@ class Batch:
         rows = [i for i, t in enumerate(types) if t in _TYPES]
         for name in _MUST_BE_NULL:
             column = self.columns.get(name)
-            if column:
+            # A column all null (most are, in a batch of commits) is counted in C, not walked.
+            if column and (not isinstance(column, list) or column.count(None) != len(column)):
                 rows = [i for i in rows if column[i] is None]
         values = list(zip(*(self._column(n) for n in QUIET_COLUMNS), strict=True))
         return _quiet(values, rows, group_id, home, partitions)
@@ -171,7 +179,7 @@ class QuietRun:
         # Requests are quiet only to a classic group whose log carries requests already (the
         # first request of a records-only log turns its timers on: general), and only while
         # it is Stable or Empty (a rebalance is short; its requests go through the handlers).
-        self.requests = g.journal and g.consumer is None and g.state in (STABLE, EMPTY)
+        self.requests = g.journal and g.modern is None and g.state in (STABLE, EMPTY)
         # No timer can fire in a group whose log carries no requests: `take_records` applies
         # its plain commit records in one loop.
         self.records_only = not g.journal
@@ -202,7 +210,8 @@ class QuietRun:
 
     @staticmethod
     def opens_on(g: Group) -> bool:
-        return g.exists  # a commit to no group creates it
+        # A commit to no group creates it; one to a share group is refused (`offsets.on_commit`).
+        return g.exists and g.share is None
 
     def take_records(self, rows: list[QuietRow | None], order: list[int], start: int,
                      out: Outputs) -> int:

@@ -11,7 +11,8 @@ version; an older format is upgraded by explicit steps in `_UPGRADES` before it 
 Format 2 added `consumer`, the KIP-848 part of a group (null for classic groups); a format-1
 state upgrades to null. Format 3 added `member_capacity`, the table size of Kafka's members
 HashMap (leader succession follows its order); a format-2 state gets the smallest table its
-members fit.
+members fit. Format 4 added `share` and `streams`, the KIP-932 and KIP-1071 parts of a group
+(null for other types); a format-3 state upgrades to null for both.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from pipeline.fold.events import Protocol, TopicIdPartitions, TopicMetadata
+from pipeline.fold.events import (
+    Protocol,
+    Subtopology,
+    Task,
+    Tasks,
+    TopicIdPartitions,
+    TopicInfo,
+    TopicMetadata,
+)
 from pipeline.fold.model import (
     ConsumerGroup,
     ConsumerMember,
@@ -32,9 +41,16 @@ from pipeline.fold.model import (
     PendingMember,
     Rebalance,
     ResolvedRegex,
+    ShareGroup,
+    ShareMember,
+    ShareStatePartitions,
+    StreamsGroup,
+    StreamsMember,
+    StreamsTasks,
+    StreamsTopology,
 )
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _LEVEL = 6  # zlib's default: level 9 saves <1 % more on a group's state
 
 _MEMBER = [f.name for f in fields(Member)]
@@ -47,8 +63,10 @@ _GROUP_SCALARS = [
     f.name for f in fields(Group)
     if f.name not in ("members", "pending_members", "pending_sync", "rebalance",
                       "stable_owners", "stable_members", "offsets", "pending_txns",
-                      "position", "recent", "consumer")
+                      "position", "recent", "consumer", "share", "streams")
 ]
+_SHARE_MEMBER = [f.name for f in fields(ShareMember)]
+_STREAMS_MEMBER = [f.name for f in fields(StreamsMember)]
 
 
 class StateFormatError(ValueError):
@@ -75,6 +93,8 @@ def document(g: Group) -> dict[str, Any]:
     doc["position"] = None if g.position is None else list(g.position)
     doc["recent"] = [list(p) for p in g.recent]
     doc["consumer"] = None if g.consumer is None else _consumer_doc(g.consumer)
+    doc["share"] = None if g.share is None else _share_doc(g.share)
+    doc["streams"] = None if g.streams is None else _streams_doc(g.streams)
     return doc
 
 
@@ -169,6 +189,137 @@ def _consumer_member(values: list[Any]) -> ConsumerMember:
     return ConsumerMember(**kw)
 
 
+def _share_doc(s: ShareGroup) -> dict[str, Any]:
+    sp = s.state_partitions
+    return {
+        "group_epoch": s.group_epoch,
+        "assignment_epoch": s.assignment_epoch,
+        "metadata_hash": s.metadata_hash,
+        "members": [_share_member_list(m) for m in s.members],
+        "targets": [[m, _tid_list(t)] for m, t in s.targets],
+        "state_partitions": None if sp is None else [
+            [[t, n, list(ps)] for t, n, ps in sp.initializing],
+            [[t, n, list(ps)] for t, n, ps in sp.initialized],
+            [[t, n] for t, n in sp.deleting]],
+    }
+
+
+def _share(doc: dict[str, Any]) -> ShareGroup:
+    sp = doc["state_partitions"]
+    return ShareGroup(
+        group_epoch=doc["group_epoch"],
+        assignment_epoch=doc["assignment_epoch"],
+        metadata_hash=doc["metadata_hash"],
+        members=tuple(_share_member(m) for m in doc["members"]),
+        targets=tuple((m, _tid(t)) for m, t in doc["targets"]),
+        state_partitions=None if sp is None else ShareStatePartitions(
+            tuple((t, n, tuple(ps)) for t, n, ps in sp[0]),
+            tuple((t, n, tuple(ps)) for t, n, ps in sp[1]),
+            tuple((t, n) for t, n in sp[2])),
+    )
+
+
+def _share_member_list(m: ShareMember) -> list[Any]:
+    values = [getattr(m, n) for n in _SHARE_MEMBER]
+    values[_SHARE_MEMBER.index("subscribed_topic_names")] = list(m.subscribed_topic_names)
+    values[_SHARE_MEMBER.index("assigned_partitions")] = _tid_list(m.assigned_partitions)
+    return values
+
+
+def _share_member(values: list[Any]) -> ShareMember:
+    kw = dict(zip(_SHARE_MEMBER, values, strict=True))
+    kw["subscribed_topic_names"] = tuple(kw["subscribed_topic_names"])
+    kw["assigned_partitions"] = _tid(kw["assigned_partitions"])
+    return ShareMember(**kw)
+
+
+def _streams_doc(s: StreamsGroup) -> dict[str, Any]:
+    return {
+        "group_epoch": s.group_epoch,
+        "assignment_epoch": s.assignment_epoch,
+        "metadata_hash": s.metadata_hash,
+        "validated_topology_epoch": s.validated_topology_epoch,
+        "assignment_configs": [list(kv) for kv in s.assignment_configs],
+        "members": [_streams_member_list(m) for m in s.members],
+        "targets": [[m, _stasks_list(t)] for m, t in s.targets],
+        "topology": None if s.topology is None else [
+            s.topology.epoch, [_subtopology_list(x) for x in s.topology.subtopologies]],
+    }
+
+
+def _streams(doc: dict[str, Any]) -> StreamsGroup:
+    topology = doc["topology"]
+    return StreamsGroup(
+        group_epoch=doc["group_epoch"],
+        assignment_epoch=doc["assignment_epoch"],
+        metadata_hash=doc["metadata_hash"],
+        validated_topology_epoch=doc["validated_topology_epoch"],
+        assignment_configs=tuple((k, v) for k, v in doc["assignment_configs"]),
+        members=tuple(_streams_member(m) for m in doc["members"]),
+        targets=tuple((m, _stasks(t)) for m, t in doc["targets"]),
+        topology=None if topology is None else StreamsTopology(
+            topology[0], tuple(_subtopology(x) for x in topology[1])),
+    )
+
+
+def _streams_member_list(m: StreamsMember) -> list[Any]:
+    values = [getattr(m, n) for n in _STREAMS_MEMBER]
+    at = _STREAMS_MEMBER.index
+    values[at("user_endpoint")] = None if m.user_endpoint is None else list(m.user_endpoint)
+    values[at("client_tags")] = [list(kv) for kv in m.client_tags]
+    values[at("assigned")] = _stasks_list(m.assigned)
+    values[at("pending_revocation")] = _stasks_list(m.pending_revocation)
+    return values
+
+
+def _streams_member(values: list[Any]) -> StreamsMember:
+    kw = dict(zip(_STREAMS_MEMBER, values, strict=True))
+    kw["user_endpoint"] = None if kw["user_endpoint"] is None else tuple(kw["user_endpoint"])
+    kw["client_tags"] = tuple((k, v) for k, v in kw["client_tags"])
+    kw["assigned"] = _stasks(kw["assigned"])
+    kw["pending_revocation"] = _stasks(kw["pending_revocation"])
+    return StreamsMember(**kw)
+
+
+def _tasks_list(tasks: Tasks) -> list[Any]:
+    return [[t.subtopology_id, list(t.partitions),
+             None if t.assignment_epochs is None else list(t.assignment_epochs)] for t in tasks]
+
+
+def _tasks(rows: list[Any]) -> Tasks:
+    return tuple(Task(i, tuple(ps), None if es is None else tuple(es)) for i, ps, es in rows)
+
+
+def _stasks_list(t: StreamsTasks) -> list[Any]:
+    return [_tasks_list(t.active), _tasks_list(t.standby), _tasks_list(t.warmup)]
+
+
+def _stasks(rows: list[Any]) -> StreamsTasks:
+    return StreamsTasks(*(_tasks(r) for r in rows))
+
+
+def _topic_info_list(t: TopicInfo) -> list[Any]:
+    return [t.name, t.partitions, t.replication_factor, [list(kv) for kv in t.topic_configs]]
+
+
+def _topic_info(v: list[Any]) -> TopicInfo:
+    return TopicInfo(v[0], v[1], v[2], tuple((k, x) for k, x in v[3]))
+
+
+def _subtopology_list(s: Subtopology) -> list[Any]:
+    return [s.subtopology_id, list(s.source_topics), list(s.source_topic_regex),
+            [_topic_info_list(t) for t in s.state_changelog_topics],
+            list(s.repartition_sink_topics),
+            [_topic_info_list(t) for t in s.repartition_source_topics],
+            [[list(a), list(b), list(c)] for a, b, c in s.copartition_groups]]
+
+
+def _subtopology(v: list[Any]) -> Subtopology:
+    return Subtopology(v[0], tuple(v[1]), tuple(v[2]), tuple(_topic_info(t) for t in v[3]),
+                       tuple(v[4]), tuple(_topic_info(t) for t in v[5]),
+                       tuple((tuple(a), tuple(b), tuple(c)) for a, b, c in v[6]))
+
+
 def _regex(values: list[Any]) -> ResolvedRegex:
     kw = dict(zip(_REGEX, values, strict=True))
     kw["topics"] = tuple(kw["topics"])
@@ -206,6 +357,8 @@ def _group(doc: dict[str, Any]) -> Group:
         position=None if doc["position"] is None else tuple(doc["position"]),
         recent=tuple(tuple(p) for p in doc["recent"]),
         consumer=None if doc["consumer"] is None else _consumer(doc["consumer"]),
+        share=None if doc["share"] is None else _share(doc["share"]),
+        streams=None if doc["streams"] is None else _streams(doc["streams"]),
     )
 
 
@@ -223,5 +376,11 @@ def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "v": 3, "member_capacity": capacity}
 
 
+def _v3_to_v4(doc: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 had no share or streams groups."""
+    return {**doc, "v": 4, "share": None, "streams": None}
+
+
 # format version -> step that rewrites a document of that version into the next one.
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}

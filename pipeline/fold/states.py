@@ -21,6 +21,13 @@ MEMBER_STABLE = 0
 MEMBER_STATE_NAMES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS",
                       127: "UNKNOWN"}
 
+# Streams groups (Kafka's StreamsGroupState; share groups use Empty and Stable only).
+NOT_READY = "NotReady"
+# A streams member's state (Kafka's streams MemberState): there is no 0.
+STREAMS_MEMBER_STABLE = 1
+STREAMS_MEMBER_STATE_NAMES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS",
+                              127: "UNKNOWN"}
+
 VALID_PREVIOUS: dict[str, frozenset[str]] = {
     EMPTY: frozenset({PREPARING_REBALANCE}),
     PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
