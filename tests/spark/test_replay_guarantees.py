@@ -4,6 +4,7 @@ whatever the micro-batches, and bad input that never stops it."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -103,6 +104,12 @@ def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
     assert len(assert_oracle_agrees(spark, warehouse, samples, cut, LagConfig())) > 50
 
 
+def _with_pair(warehouse: str, table: str, version: int) -> bool:
+    """Whether the commit `version` of `table` carries a Delta (txnAppId, txnVersion) pair."""
+    commit = Path(warehouse, table, "_delta_log", f"{version:020d}.json").read_text()
+    return any("txn" in json.loads(line) for line in commit.splitlines())
+
+
 def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_deltas_check(
         spark: SparkSession, tmp_path: Path) -> None:
     log = str(tmp_path / "events")
@@ -131,6 +138,10 @@ def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_de
     after = versions()
     assert {t for t in OUTPUT_TABLES if after[t] != start[t]} == set(filled) - {"offset_history"}
     assert rows("offset_history") == once
+    # A table made empty and never written cannot hold the batch: no need of Delta's pair,
+    # whose check costs a Spark job. Its first commit is a marked one only.
+    assert not {t for t in set(filled) - {"offset_history"} if _with_pair(warehouse, t, 1)}
+    assert _with_pair(warehouse, "offset_history", 1)
     # The progress line's figures: each table the writer wrote (offset_history too: Delta's
     # pair, not the writer, turned that write into no commit), with its seconds.
     assert set(writer.progress[5]["tables"]) == set(filled)

@@ -7,8 +7,10 @@ Exactly once: every commit carries the batch's mark in its `userMetadata` (the s
 id and the batch id). Before writing a table, the writer reads the table's newest commits
 and skips the table if its last mark for this app is this batch or a later one: a batch
 Spark runs again after a crash writes only the tables it had not committed. A table with no
-mark of this app yet (new, backfilled, or written before marks) is written with Delta's own
-`txnAppId`/`txnVersion` as well, which Delta checks itself. Marks, not Delta's pair, on
+mark of this app yet (backfilled, or written before marks) is written with Delta's own
+`txnAppId`/`txnVersion` as well, which Delta checks itself; one whose whole log is in view
+and holds no write yet (made empty, its properties set) cannot hold the batch, and is
+written as a marked one: the first batch of a new warehouse. Marks, not Delta's pair, on
 every other write: Delta answers its check by rebuilding the table's snapshot state in a
 Spark job before each write, which costs a small append several times its own time
 (docs/performance.md). What the pair would add beyond this: when
@@ -66,19 +68,26 @@ def _marked_batch(metadata: str | None, app_id: str) -> int | None:
     return None
 
 
+NEVER_WRITTEN = -1  # `last_batch`: the table has never held a row, nobody's batch is in it
+# Commits that add no row: how `tables.creation` makes a table, and the properties set later.
+NO_ROWS = frozenset({"CREATE TABLE", "SET TBLPROPERTIES"})
+
+
 def last_batch(spark: SparkSession, path: str, app_id: str) -> int | None:
     """The batch of `app_id`'s newest mark among the commits of the table at `path`, newest
-    first (a page of them, then the whole history); None if no commit carries one."""
+    first (a page of them, then the whole history); NEVER_WRITTEN if the whole log is in view
+    (from version 0) and none of its commits added rows; None if no commit carries a mark."""
     table = DeltaTable.forPath(spark, path)
     for limit in (HISTORY_PAGE, None):
         history = table.history(limit) if limit else table.history()
-        commits = history.select("userMetadata").collect()
-        for (metadata,) in commits:
+        commits = history.select("version", "operation", "userMetadata").collect()
+        for _, _, metadata in commits:
             batch = _marked_batch(metadata, app_id)
             if batch is not None:
                 return batch
-        if limit is not None and len(commits) < limit:
-            break
+        if limit is None or len(commits) < limit:
+            whole = bool(commits) and min(v for v, _, _ in commits) == 0
+            return NEVER_WRITTEN if whole and {op for _, op, _ in commits} <= NO_ROWS else None
     return None
 
 
@@ -158,7 +167,8 @@ class BatchWriter:
     def _write_once(self, spark: SparkSession, table: str, commit: Callable[[], None],
                     batch_id: int, unmarked: list[str], seconds: dict[str, float]) -> None:
         """Write `table` unless its marks say this batch is in it; a table without a mark of
-        this app is left in `unmarked` for a write under Delta's own pair."""
+        this app, and written before, is left in `unmarked` for a write under Delta's own
+        pair."""
         last = self.marks.get(table)
         if last is None:
             last = last_batch(spark, self.path(table), self.app_id)
