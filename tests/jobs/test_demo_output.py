@@ -1,10 +1,9 @@
-"""The demo as a new user runs it prints only the project's own lines: its jobs' progress and
-answers, never a line from Spark, Hive, Derby, the JVM or pip that nobody can act on; with
---log-level they come back."""
+"""A job prints only the project's own lines; with --log-level Spark's come back. The demo's
+own output, as a new user runs it, is checked on the run the docs' examples use
+(tests/spark/test_readme_examples.py)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -14,29 +13,6 @@ import pytest
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
-
-# What the demo may print: a job's log line (time, logger, message), a table of answers,
-# a title, a blank line, and the demo's last line.
-OURS = re.compile(
-    r"\d\d:\d\d:\d\d (generate|replay|query|backfill|progress|catalog) .*"  # our loggers
-    r"|[|+].*"  # DataFrame.show's grid
-    r"|== .*"  # a question's title
-    r"|demo finished in \d+ s; tables under .*"
-    r"|Prometheus metrics of them: .* --metrics-port \d+, then http://\S+/metrics .*"
-    r"|")
-
-
-def test_the_demo_prints_only_the_projects_lines(tmp_path: Path) -> None:
-    env = dict(os.environ, DEMO_OUT=str(tmp_path / "demo"), DEMO_GROUPS="5",
-               DEMO_EVENTS="2000")
-    done = subprocess.run(["bash", str(ROOT / "jobs" / "demo.sh")], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    foreign = [line for line in output.splitlines() if not OURS.fullmatch(line)]
-    assert not foreign, "\n".join(foreign[:20])
-    assert "== groups furthest behind now, with the cause" in done.stdout
-    assert "jobs/serve.py --warehouse" in done.stdout.splitlines()[-1]  # where the metrics are
 
 
 def test_a_log_level_brings_sparks_lines_back(tmp_path: Path) -> None:

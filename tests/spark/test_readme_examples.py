@@ -2,12 +2,12 @@
 
 The pages and sections that hold examples are EXAMPLE_SOURCES, below. Every
 `jobs/query.py`, `jobs/export_offsets.py` and `jobs/report.py` command in their bash blocks
-is run in-process, by the job's own `main(argv, spark)`, against one warehouse built as the
-demo builds it (the generator's and the replay's flags are read from jobs/demo.sh), with
-`out/demo/` pointing at a temporary folder. Each must exit 0, and every table a query prints
-must hold a row: an example that silently matches nothing (a group or a time not in the log)
+is run in-process, by the job's own `main(argv, spark)`, against the warehouse `bash
+jobs/demo.sh` leaves (run once, as a new user runs it, its `out/demo/` a temporary folder;
+its printed lines are checked too). Each must exit 0, and every table a query prints must
+hold a row: an example that silently matches nothing (a group or a time not in the log)
 fails. A `jobs/generate.py` or `jobs/replay.py` command there (the tour's) must ask what
-the demo's own asks, which the fixture runs.
+the demo's own asks (their flags read from jobs/demo.sh).
 
 Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/backfill.py
 --until T` builds from the same log, and must answer the same.
@@ -18,10 +18,13 @@ Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/b
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,14 +32,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.events.eventlog import write_event_log
-from pipeline.spark.lag.lagflow import LagOptions
-from pipeline.spark.lag.samples import write_samples
-from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
-from pipeline.spark.tables.options import interval_ms
 from schemas import OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from tests.jobs.jobs import load_job
@@ -132,31 +129,51 @@ def runs_here(job: str, argv: list[str]) -> bool:
     return (job, argv) in EXAMPLES or (job in DEMO_JOBS and same_as_demo(job, argv))
 
 
+# What the demo may print: a job's log line (time, logger, message), a table of answers,
+# a title, a blank line, and the demo's last line.
+OURS = re.compile(
+    r"\d\d:\d\d:\d\d (generate|replay|query|backfill|progress|catalog) .*"  # our loggers
+    r"|[|+].*"  # DataFrame.show's grid
+    r"|== .*"  # a question's title
+    r"|demo finished in \d+ s; tables under .*"
+    r"|Prometheus metrics of them: .* --metrics-port \d+, then http://\S+/metrics .*"
+    r"|")
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    out: Path  # what jobs/demo.sh leaves in out/demo
+    stdout: str
+    stderr: str
+
+
 @pytest.fixture(scope="module")
-def demo(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """out/demo: the event log, end offsets and warehouse jobs/demo.sh would leave there,
-    built by the calls its jobs make (in this session, which their own main would stop)."""
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`bash jobs/demo.sh` as a new user runs it, its out/demo in a temporary folder: one
+    run for the demo's own output and for every example below, which run on its warehouse."""
     out = tmp_path_factory.mktemp("demo")
-    gen_job, replay_job = load_job("generate"), load_job("replay")
-    g = gen_job.parse(demo_argv("generate.py", out))
-    spec = LogSpec(groups=g.groups, events=g.events, seed=g.seed, log_kind=g.log_kind,
-                   bad_rows=g.bad_rows, out_of_order=g.out_of_order,
-                   config=gen_job.coordinator_config(g.coordinator_conf),
-                   sample_interval_ms=interval_ms(g.sample_interval))
-    events = generate(spec)
-    write_event_log(spark, events, g.output, g.commits)
-    assert g.end_offsets, "jobs/demo.sh no longer writes end offsets: update this fixture"
-    write_samples(spark, end_offset_samples(spec, last_event_ms(events)), g.end_offsets)
-    r = replay_job.parse(demo_argv("replay.py", out))
-    assert r.end_offsets == g.end_offsets and r.lag_conf is None, r
-    # No catalog database: the suite's one session keeps no tables of this test.
-    run_replay(spark, ReplayOptions(
-        events=r.events, warehouse=r.warehouse, checkpoint=r.checkpoint, trigger=r.trigger,
-        database=None, watermark_delay=r.watermark_delay,
-        max_files_per_trigger=r.max_files_per_trigger,
-        config=replay_job.coordinator_config(r.coordinator_conf),
-        lag=LagOptions(r.end_offsets)))
-    return out
+    done = subprocess.run(["bash", str(ROOT / "jobs" / "demo.sh")], cwd=ROOT,
+                          env=dict(os.environ, DEMO_OUT=str(out)),
+                          capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return DemoRun(out, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def demo(demo_run: DemoRun) -> Path:
+    """out/demo: the event log, end offsets and warehouse jobs/demo.sh left there."""
+    return demo_run.out
+
+
+def test_the_demo_prints_only_the_projects_lines(demo_run: DemoRun) -> None:
+    """The demo prints only the project's own lines: its jobs' progress and answers, never a
+    line from Spark, Hive, Derby, the JVM or pip that nobody can act on
+    (tests/jobs/test_demo_output.py: with --log-level they come back)."""
+    output = demo_run.stdout + demo_run.stderr
+    foreign = [line for line in output.splitlines() if not OURS.fullmatch(line)]
+    assert not foreign, "\n".join(foreign[:20])
+    assert "== groups furthest behind now, with the cause" in demo_run.stdout
+    assert "jobs/serve.py --warehouse" in demo_run.stdout.splitlines()[-1]  # the metrics
 
 
 def in_demo(argv: list[str], demo: Path) -> list[str]:

@@ -64,12 +64,13 @@ def test_any_cut_into_micro_batches_gives_the_same_tables(
 
 
 def _in_flight(checkpoint: Path) -> bool:
-    """A batch has been planned (offsets/N) but not committed (commits/N), after two did."""
+    """A batch has been planned (offsets/N) but not committed (commits/N), after one did: its
+    restart begins from a committed state store and tables that hold a batch already."""
     def ids(name: str) -> set[str]:
         d = checkpoint / name
         return {p.name for p in d.iterdir() if p.name.isdigit()} if d.exists() else set()
     done = ids("commits")
-    return len(done) >= 2 and bool(ids("offsets") - done)
+    return len(done) >= 1 and bool(ids("offsets") - done)
 
 
 def test_killed_mid_batch_and_restarted_it_writes_every_row_exactly_once(
