@@ -29,32 +29,21 @@ from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event, Protocol
 from pipeline.fold.model import ConsumerGroup, ConsumerMember, Group, ResolvedRegex
-from pipeline.fold.modern import LEAVE_GROUP_MEMBER_EPOCH, Handler
-from pipeline.fold.states import ASSIGNING, EMPTY, RECONCILING, STABLE
+from pipeline.fold.modern import Handler
+from pipeline.fold.states import EMPTY
 
 
 def derive_state(c: ConsumerGroup) -> str:
     """Kafka's `ConsumerGroup.maybeUpdateGroupState`."""
-    if not c.members:
-        return EMPTY
-    if c.group_epoch > c.assignment_epoch:
-        return ASSIGNING
-    if any(not m.reconciled_to(c.assignment_epoch) for m in c.members):
-        return RECONCILING
-    return STABLE
+    return modern.assignment_state(c) if c.members else EMPTY
 
 
 KIND: modern.Kind[ConsumerGroup, ConsumerMember] = modern.Kind(
     part="consumer", records="CONSUMER_GROUP", label="consumer group (KIP-848)",
     empty=ConsumerGroup, new_member=ConsumerMember, derive=derive_state, rebalances=True,
     replaces_simple=True)
-
-
-def _left(member: ConsumerMember, now: int) -> ConsumerMember:
-    """What a CURRENT_MEMBER_ASSIGNMENT tombstone leaves of a member until its metadata goes."""
-    return replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                   previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned_partitions=(),
-                   partitions_pending_revocation=(), last_record=now)
+# A member's assignment as its CURRENT_MEMBER_ASSIGNMENT tombstone leaves it (at epoch -1).
+UNASSIGNED = {"assigned_partitions": (), "partitions_pending_revocation": ()}
 
 
 # ----------------------------------------------------------------- type 3: group epoch
@@ -166,7 +155,7 @@ def validate_commit(g: Group, e: Event, transactional: bool) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, modern.assigned_partitions, _left, quote_epoch=False,
+    **modern.handlers(KIND, modern.assigned_partitions, UNASSIGNED, quote_epoch=False,
                        targets_first=True),
     "CONSUMER_GROUP_METADATA": on_group_epoch,
     "CONSUMER_GROUP_PARTITION_METADATA": on_partition_metadata,

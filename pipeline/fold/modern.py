@@ -6,12 +6,13 @@ assignments and their epoch, and the member and group tombstones, with the invar
 loader enforces on them stated once, their refusals naming the type's records), and the
 group's end (`delete`). Each type's own records are handled in `consumer_groups`,
 `share_groups` and `streams_groups`, and each derives its own state, as each of Kafka's group
-classes does in its `maybeUpdateGroupState`.
+classes does in its `maybeUpdateGroupState` (the consumer and streams rules end alike:
+`assignment_state`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, replace
 from functools import partial
 from typing import Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
@@ -20,23 +21,23 @@ from pipeline.fold import errors
 from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event
-from pipeline.fold.model import CLASSIC, Group, Rebalance
+from pipeline.fold.model import (
+    CLASSIC,
+    ConsumerGroup,
+    ConsumerMember,
+    Group,
+    Rebalance,
+    ShareMember,
+    StreamsGroup,
+    StreamsMember,
+)
 from pipeline.fold.rebalance import ABANDONED, COMPLETED, EMPTIED, create_group, finish_rebalance
 from pipeline.fold.states import ASSIGNING, DEAD, NOT_READY, RECONCILING, STABLE, Cause
 
 Handler = Callable[[Group, Event, Step], Group]
 LEAVE_GROUP_MEMBER_EPOCH = -1
 _NO_PART = {"consumer": None, "share": None, "streams": None}
-
-
-class _Member(Protocol):
-    """What the shared rules read of a member: `ConsumerMember`, `ShareMember`, `StreamsMember`."""
-
-    @property
-    def member_id(self) -> str: ...
-
-    @property
-    def member_epoch(self) -> int: ...
+ModernMember = ConsumerMember | ShareMember | StreamsMember
 
 
 class _Part(Protocol):
@@ -52,7 +53,7 @@ class _Part(Protocol):
     def assignment_epoch(self) -> int: ...
 
     @property
-    def members(self) -> tuple[_Member, ...]: ...
+    def members(self) -> tuple[ModernMember, ...]: ...
 
     @property
     def targets(self) -> tuple[tuple[str, object], ...]: ...
@@ -63,7 +64,7 @@ class _Part(Protocol):
 
 
 P = TypeVar("P", bound=_Part)
-M = TypeVar("M", bound=_Member)
+M = TypeVar("M", bound=ModernMember)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,18 @@ def with_target(part: P, member_id: str, target: object) -> P:
         (m, target if m == member_id else t) for m, t in part.targets))
 
 
+def assignment_state(part: ConsumerGroup | StreamsGroup) -> str:
+    """The states a consumer and a streams group with members (and, for streams, a ready
+    topology) derive alike from their epochs, as both of Kafka's `maybeUpdateGroupState` do:
+    group epoch above the target assignment epoch -> Assigning; a member not reconciled to
+    the assignment epoch -> Reconciling; else Stable."""
+    if part.group_epoch > part.assignment_epoch:
+        return ASSIGNING
+    if any(not m.reconciled_to(part.assignment_epoch) for m in part.members):
+        return RECONCILING
+    return STABLE
+
+
 def settle(g: Group, kind: Kind[P, M], value: P, e: Event, step: Step) -> Group:
     """Install `value` as the group's part and move to the state the kind derives from it; a
     change writes a transition and, where the kind has rebalances, starts one when the group
@@ -233,14 +246,18 @@ def on_member_metadata_tombstone(g: Group, e: Event, step: Step, kind: Kind[P, M
 
 
 def on_current_assignment_tombstone(g: Group, e: Event, step: Step, kind: Kind[P, M],
-                                    left: Callable[[M, int], M]) -> Group:
-    """The member stays, as `left` makes it (epoch -1, nothing assigned), until its
-    MEMBER_METADATA tombstone."""
+                                    unassigned: Mapping[str, Any]) -> Group:
+    """The member stays, at epoch -1 (its previous epoch too) with nothing assigned (the
+    member's fields `unassigned` names, at the values it gives), until its MEMBER_METADATA
+    tombstone."""
     known = tombstoned_member(g, e, step, kind)
     if known is None:
         return g
     found, part, member = known
-    return settle(found, kind, with_member(part, left(member, step.now)), e, step)
+    left = replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                   previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, last_record=step.now,
+                   **unassigned)
+    return settle(found, kind, with_member(part, left), e, step)
 
 
 def on_target_member(g: Group, e: Event, step: Step, kind: Kind[P, M],
@@ -303,8 +320,9 @@ def assigned_partitions(e: Event) -> object:
     return e.assigned_partitions or ()
 
 
-def handlers(kind: Kind[P, M], target: Callable[[Event], object], left: Callable[[M, int], M],
-             *, quote_epoch: bool, targets_first: bool) -> dict[str, Handler]:
+def handlers(kind: Kind[P, M], target: Callable[[Event], object],
+             unassigned: Mapping[str, Any], *, quote_epoch: bool, targets_first: bool
+             ) -> dict[str, Handler]:
     """The handlers of the records the three types write alike (a target assignment, its
     epoch, and the member and group tombstones), for `kind`'s record names; each type's
     module adds its own records'. The arguments are what tells the types apart here."""
@@ -322,7 +340,7 @@ def handlers(kind: Kind[P, M], target: Callable[[Event], object], left: Callable
         f"{records}_TARGET_ASSIGNMENT_MEMBER_TOMBSTONE": partial(
             on_target_member_tombstone, kind=kind),
         f"{records}_CURRENT_MEMBER_ASSIGNMENT_TOMBSTONE": partial(
-            on_current_assignment_tombstone, kind=kind, left=left),
+            on_current_assignment_tombstone, kind=kind, unassigned=unassigned),
     }
 
 

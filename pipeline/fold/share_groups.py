@@ -30,7 +30,7 @@ from pipeline.fold import modern
 from pipeline.fold.context import Step
 from pipeline.fold.events import Event
 from pipeline.fold.model import Group, ShareGroup, ShareMember, ShareStatePartitions
-from pipeline.fold.modern import LEAVE_GROUP_MEMBER_EPOCH, Handler
+from pipeline.fold.modern import Handler
 from pipeline.fold.states import EMPTY, STABLE
 
 
@@ -42,13 +42,8 @@ def derive_state(s: ShareGroup) -> str:
 KIND: modern.Kind[ShareGroup, ShareMember] = modern.Kind(
     part="share", records="SHARE_GROUP", label="share group (KIP-932)", empty=ShareGroup,
     new_member=ShareMember, derive=derive_state, rebalances=False, replaces_simple=False)
-
-
-def _left(member: ShareMember, now: int) -> ShareMember:
-    """What a CURRENT_MEMBER_ASSIGNMENT tombstone leaves of a member until its metadata goes."""
-    return replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                   previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned_partitions=(),
-                   last_record=now)
+# A member's assignment as its CURRENT_MEMBER_ASSIGNMENT tombstone leaves it (at epoch -1).
+UNASSIGNED = {"assigned_partitions": ()}
 
 
 # ----------------------------------------------------------------- type 11: group epoch
@@ -104,7 +99,7 @@ def on_state_partitions_tombstone(g: Group, e: Event, step: Step) -> Group:
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, modern.assigned_partitions, _left, quote_epoch=True,
+    **modern.handlers(KIND, modern.assigned_partitions, UNASSIGNED, quote_epoch=True,
                        targets_first=True),
     "SHARE_GROUP_MEMBER_METADATA": on_member_metadata,
     "SHARE_GROUP_METADATA": on_group_epoch,

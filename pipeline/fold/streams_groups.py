@@ -36,8 +36,8 @@ from pipeline.fold.context import Step
 from pipeline.fold.errors import Refused
 from pipeline.fold.events import Event
 from pipeline.fold.model import Group, StreamsGroup, StreamsMember, StreamsTasks, StreamsTopology
-from pipeline.fold.modern import LEAVE_GROUP_MEMBER_EPOCH, Handler
-from pipeline.fold.states import ASSIGNING, EMPTY, NOT_READY, RECONCILING, STABLE
+from pipeline.fold.modern import Handler
+from pipeline.fold.states import EMPTY, NOT_READY
 
 
 def derive_state(s: StreamsGroup) -> str:
@@ -46,24 +46,15 @@ def derive_state(s: StreamsGroup) -> str:
         return EMPTY
     if s.topology is None or s.topology.epoch != s.validated_topology_epoch:
         return NOT_READY
-    if s.group_epoch > s.assignment_epoch:
-        return ASSIGNING
-    if any(not m.reconciled_to(s.assignment_epoch) for m in s.members):
-        return RECONCILING
-    return STABLE
+    return modern.assignment_state(s)
 
 
 KIND: modern.Kind[StreamsGroup, StreamsMember] = modern.Kind(
     part="streams", records="STREAMS_GROUP", label="streams group (KIP-1071)",
     empty=StreamsGroup, new_member=StreamsMember, derive=derive_state, rebalances=True,
     replaces_simple=True)
-
-
-def _left(member: StreamsMember, now: int) -> StreamsMember:
-    """What a CURRENT_MEMBER_ASSIGNMENT tombstone leaves of a member until its metadata goes."""
-    return replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                   previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned=StreamsTasks(),
-                   pending_revocation=StreamsTasks(), last_record=now)
+# A member's assignment as its CURRENT_MEMBER_ASSIGNMENT tombstone leaves it (at epoch -1).
+UNASSIGNED = {"assigned": StreamsTasks(), "pending_revocation": StreamsTasks()}
 
 
 def _tasks(e: Event, pending: bool = False) -> StreamsTasks:
@@ -154,7 +145,7 @@ def validate_commit(g: Group, e: Event, transactional: bool) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, _tasks, _left, quote_epoch=True, targets_first=False),
+    **modern.handlers(KIND, _tasks, UNASSIGNED, quote_epoch=True, targets_first=False),
     "STREAMS_GROUP_METADATA": on_group_epoch,
     "STREAMS_GROUP_MEMBER_METADATA": on_member_metadata,
     "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": on_current_assignment,
