@@ -5,25 +5,22 @@ writes when a member joins, reconciles or leaves and when the group is deleted."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pipeline.fold import Event
 from pipeline.fold.events import TopicMetadata
-from tests.fold.records import Log
+from tests.fold.records import ModernLog, Partitions, tids
 
 ORDERS_ID = "AAAAAAAAAAAAAAAAAAAAAQ"  # Kafka prints topic ids as URL-safe base64
 PAYMENTS_ID = "AAAAAAAAAAAAAAAAAAAAAg"
 TOPICS = {ORDERS_ID: ("orders", 4), PAYMENTS_ID: ("payments", 2)}
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2
 
-Partitions = dict[str, list[int]]  # topic id -> partitions
-
-
-def _tids(partitions: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    return tuple((t, tuple(ps)) for t, ps in partitions.items())
-
 
 @dataclass
-class ConsumerLog(Log):
+class ConsumerLog(ModernLog):
+    RECORDS: ClassVar[str] = "CONSUMER_GROUP"
+    DELETED_LAST: ClassVar[tuple[str, ...]] = ("PARTITION_METADATA", "METADATA")  # 4, 3
     group: str = "cg"
 
     # ------------------------------------------------------------- one record each
@@ -43,28 +40,20 @@ class ConsumerLog(Log):
                         subscribed_topic_regex=regex, rebalance_timeout_ms=300_000,
                         server_assignor="uniform")
 
-    def target_epoch(self, epoch: int) -> Event:
-        return self.add("CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA", assignment_epoch=epoch)
-
     def target(self, member_id: str, partitions: Partitions) -> Event:
         return self.add("CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER", member_id=member_id,
-                        assigned_partitions=_tids(partitions))
+                        assigned_partitions=tids(partitions))
 
     def current(self, member_id: str, epoch: int, assigned: Partitions,
                 state: int = STABLE, previous: int | None = None,
                 pending: Partitions | None = None) -> Event:
-        return self.add("CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT", member_id=member_id,
-                        member_epoch=epoch,
-                        previous_member_epoch=epoch - 1 if previous is None else previous,
-                        member_state=state, assigned_partitions=_tids(assigned),
-                        partitions_pending_revocation=_tids(pending or {}))
+        return self.assignment(member_id, epoch, previous, state,
+                               assigned_partitions=tids(assigned),
+                               partitions_pending_revocation=tids(pending or {}))
 
     def regex(self, pattern: str, topics: tuple[str, ...]) -> Event:
         return self.add("CONSUMER_GROUP_REGULAR_EXPRESSION", regular_expression=pattern,
                         regex_topics=topics, regex_version=1, regex_timestamp_ms=self.now)
-
-    def tombstone(self, record: str, member_id: str | None = None) -> Event:
-        return self.add(f"CONSUMER_GROUP_{record}_TOMBSTONE", member_id=member_id)
 
     def record_commit(self, topic: str, partition: int, offset: int) -> Event:
         """An OFFSET_COMMIT record as `__consumer_offsets` holds it: no generation."""
@@ -77,31 +66,10 @@ class ConsumerLog(Log):
         bumped group epoch, then the new target assignment (every member's) and its epoch."""
         self.member(member_id)
         self.partition_metadata()
-        self.epoch(epoch)
-        for m, partitions in targets.items():
-            self.target(m, partitions)
-        self.target_epoch(epoch)
-
-    def leaves(self, member_id: str) -> None:
-        """A member leaves: current assignment, target, then metadata tombstones."""
-        self.tombstone("CURRENT_MEMBER_ASSIGNMENT", member_id)
-        self.tombstone("TARGET_ASSIGNMENT_MEMBER", member_id)
-        self.tombstone("MEMBER_METADATA", member_id)
+        self.assigns(epoch, targets)
 
     def stable_with(self, member_id: str = "a-1", partitions: list[int] | None = None) -> None:
         """A one-member group at epoch 1 that owns `partitions` (all four by default)."""
         owned = {ORDERS_ID: partitions if partitions is not None else [0, 1, 2, 3]}
         self.joins(member_id, 1, {member_id: owned})
         self.current(member_id, 1, owned)
-
-    def deleted(self, members: tuple[str, ...]) -> None:
-        """Kafka's `createGroupTombstoneRecords`: every 8, every 7, 6, every 5, 4, 3."""
-        for m in members:
-            self.tombstone("CURRENT_MEMBER_ASSIGNMENT", m)
-        for m in members:
-            self.tombstone("TARGET_ASSIGNMENT_MEMBER", m)
-        self.tombstone("TARGET_ASSIGNMENT_METADATA")
-        for m in members:
-            self.tombstone("MEMBER_METADATA", m)
-        self.tombstone("PARTITION_METADATA")
-        self.tombstone("METADATA")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pipeline.fold import CoordinatorConfig, Event, FoldResult, Protocol, SnapshotMember, fold
 from pipeline.fold.partitioning import partition_for
@@ -104,6 +104,72 @@ class Log:
         for m in members[1:]:
             self.sync(m, 1)
         return self
+
+
+Partitions = dict[str, list[int]]  # topic id (or a streams subtopology id) -> partitions
+
+
+def tids(partitions: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Partitions as a KIP-848 or KIP-932 record holds them: (topic id, partitions) pairs."""
+    return tuple((t, tuple(ps)) for t, ps in partitions.items())
+
+
+@dataclass
+class ModernLog(Log):
+    """A log of one record-backed group (consumer, share or streams): the records and write
+    sequences Kafka's coordinator writes alike for the three types, named with the type's
+    record prefix `RECORDS`; each type's log adds its own records and its `epoch`, `target`
+    and `current`, which take its own values."""
+
+    RECORDS: ClassVar[str]
+    DELETED_LAST: ClassVar[tuple[str, ...]]  # the type's own tombstones, last in a deletion
+
+    def epoch(self, epoch: int) -> Event:
+        raise NotImplementedError
+
+    def target(self, member_id: str, assigned: Partitions) -> Event:
+        raise NotImplementedError
+
+    def target_epoch(self, epoch: int) -> Event:
+        return self.add(f"{self.RECORDS}_TARGET_ASSIGNMENT_METADATA", assignment_epoch=epoch)
+
+    def assignment(self, member_id: str, epoch: int, previous: int | None, state: int,
+                   **assigned: Any) -> Event:
+        """A CURRENT_MEMBER_ASSIGNMENT record; the previous epoch is one less by default."""
+        return self.add(f"{self.RECORDS}_CURRENT_MEMBER_ASSIGNMENT", member_id=member_id,
+                        member_epoch=epoch,
+                        previous_member_epoch=epoch - 1 if previous is None else previous,
+                        member_state=state, **assigned)
+
+    def tombstone(self, record: str, member_id: str | None = None) -> Event:
+        return self.add(f"{self.RECORDS}_{record}_TOMBSTONE", member_id=member_id)
+
+    def assigns(self, epoch: int, targets: dict[str, Partitions]) -> None:
+        """The bumped group epoch, then the new target assignment (every member's) and its
+        epoch, as a heartbeat that changes the group writes them."""
+        self.epoch(epoch)
+        for m, assigned in targets.items():
+            self.target(m, assigned)
+        self.target_epoch(epoch)
+
+    def leaves(self, member_id: str) -> None:
+        """A member leaves: current assignment, target, then metadata tombstones."""
+        self.tombstone("CURRENT_MEMBER_ASSIGNMENT", member_id)
+        self.tombstone("TARGET_ASSIGNMENT_MEMBER", member_id)
+        self.tombstone("MEMBER_METADATA", member_id)
+
+    def deleted(self, members: tuple[str, ...]) -> None:
+        """Kafka's `createGroupTombstoneRecords`: every current assignment, every target, the
+        target epoch, every member's metadata, then the type's own (`DELETED_LAST`)."""
+        for m in members:
+            self.tombstone("CURRENT_MEMBER_ASSIGNMENT", m)
+        for m in members:
+            self.tombstone("TARGET_ASSIGNMENT_MEMBER", m)
+        self.tombstone("TARGET_ASSIGNMENT_METADATA")
+        for m in members:
+            self.tombstone("MEMBER_METADATA", m)
+        for record in self.DELETED_LAST:
+            self.tombstone(record)
 
 
 NO_DELAY = CoordinatorConfig(initial_rebalance_delay_ms=0)

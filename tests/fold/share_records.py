@@ -5,17 +5,20 @@ member joins or leaves and when the group is deleted (`ShareGroup.createGroupTom
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pipeline.fold import Event
-from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID, Partitions, _tids
-from tests.fold.records import Log
+from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID
+from tests.fold.records import ModernLog, Partitions, tids
 
 NAMES = {ORDERS_ID: "orders", PAYMENTS_ID: "payments"}
 STABLE = 0
 
 
 @dataclass
-class ShareLog(Log):
+class ShareLog(ModernLog):
+    RECORDS: ClassVar[str] = "SHARE_GROUP"
+    DELETED_LAST: ClassVar[tuple[str, ...]] = ("STATE_PARTITION_METADATA", "METADATA")  # 15, 11
     group: str = "sg"
 
     # ------------------------------------------------------------- one record each
@@ -30,19 +33,14 @@ class ShareLog(Log):
         return self.add("SHARE_GROUP_METADATA", group_epoch=epoch, metadata_hash=0,
                         record_layout="kafka-4.1+")
 
-    def target_epoch(self, epoch: int) -> Event:
-        return self.add("SHARE_GROUP_TARGET_ASSIGNMENT_METADATA", assignment_epoch=epoch)
-
     def target(self, member_id: str, partitions: Partitions) -> Event:
         return self.add("SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER", member_id=member_id,
-                        assigned_partitions=_tids(partitions))
+                        assigned_partitions=tids(partitions))
 
     def current(self, member_id: str, epoch: int, assigned: Partitions,
                 previous: int | None = None, state: int = STABLE) -> Event:
-        return self.add("SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT", member_id=member_id,
-                        member_epoch=epoch,
-                        previous_member_epoch=epoch - 1 if previous is None else previous,
-                        member_state=state, assigned_partitions=_tids(assigned))
+        return self.assignment(member_id, epoch, previous, state,
+                               assigned_partitions=tids(assigned))
 
     def state_partitions(self, initializing: Partitions | None = None,
                          initialized: Partitions | None = None,
@@ -55,40 +53,16 @@ class ShareLog(Log):
                         deleting_topics=tuple((t, NAMES[t]) for t in deleting),
                         record_layout="kafka-4.1+")
 
-    def tombstone(self, record: str, member_id: str | None = None) -> Event:
-        return self.add(f"SHARE_GROUP_{record}_TOMBSTONE", member_id=member_id)
-
     # ------------------------------------------------------------- Kafka's write sequences
 
     def joins(self, member_id: str, epoch: int, targets: dict[str, Partitions]) -> None:
         """A heartbeat from a new member: its metadata and the bumped group epoch, then the
         new target assignment (every member's) and its epoch, then its current assignment."""
         self.member(member_id)
-        self.epoch(epoch)
-        for m, partitions in targets.items():
-            self.target(m, partitions)
-        self.target_epoch(epoch)
+        self.assigns(epoch, targets)
         self.current(member_id, epoch, targets[member_id], previous=0)
-
-    def leaves(self, member_id: str) -> None:
-        """A member leaves: current assignment, target, then metadata tombstones."""
-        self.tombstone("CURRENT_MEMBER_ASSIGNMENT", member_id)
-        self.tombstone("TARGET_ASSIGNMENT_MEMBER", member_id)
-        self.tombstone("MEMBER_METADATA", member_id)
 
     def stable_with(self, member_id: str = "a-1") -> None:
         """A one-member group at epoch 1, its orders partitions initialized, sharing all four."""
         self.joins(member_id, 1, {member_id: {ORDERS_ID: [0, 1, 2, 3]}})
         self.state_partitions(initialized={ORDERS_ID: [0, 1, 2, 3]})
-
-    def deleted(self, members: tuple[str, ...]) -> None:
-        """`ShareGroup.createGroupTombstoneRecords`: every 14, every 13, 12, every 10, 15, 11."""
-        for m in members:
-            self.tombstone("CURRENT_MEMBER_ASSIGNMENT", m)
-        for m in members:
-            self.tombstone("TARGET_ASSIGNMENT_MEMBER", m)
-        self.tombstone("TARGET_ASSIGNMENT_METADATA")
-        for m in members:
-            self.tombstone("MEMBER_METADATA", m)
-        self.tombstone("STATE_PARTITION_METADATA")
-        self.tombstone("METADATA")

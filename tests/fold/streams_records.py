@@ -6,10 +6,11 @@ when a member joins or leaves and when the group is deleted
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pipeline.fold import Event
 from pipeline.fold.events import Subtopology, Task, TopicInfo
-from tests.fold.records import Log
+from tests.fold.records import ModernLog
 
 STABLE, UNREVOKED, UNRELEASED = 1, 2, 3  # streams MemberState: there is no 0
 Tasks = dict[str, list[int]]  # subtopology id -> partitions
@@ -28,7 +29,9 @@ def _tasks(tasks: Tasks | None) -> tuple[Task, ...]:
 
 
 @dataclass
-class StreamsLog(Log):
+class StreamsLog(ModernLog):
+    RECORDS: ClassVar[str] = "STREAMS_GROUP"
+    DELETED_LAST: ClassVar[tuple[str, ...]] = ("METADATA", "TOPOLOGY")  # 17, 23
     group: str = "app"
 
     # ------------------------------------------------------------- one record each
@@ -50,9 +53,6 @@ class StreamsLog(Log):
                         rebalance_timeout_ms=300_000, topology_epoch=topology_epoch,
                         process_id=process, user_endpoint=endpoint, client_tags=tags)
 
-    def target_epoch(self, epoch: int) -> Event:
-        return self.add("STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA", assignment_epoch=epoch)
-
     def target(self, member_id: str, active: Tasks, standby: Tasks | None = None,
                warmup: Tasks | None = None) -> Event:
         return self.add("STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER", member_id=member_id,
@@ -62,16 +62,11 @@ class StreamsLog(Log):
     def current(self, member_id: str, epoch: int, active: Tasks, state: int = STABLE,
                 previous: int | None = None, standby: Tasks | None = None,
                 pending_active: Tasks | None = None) -> Event:
-        return self.add("STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT", member_id=member_id,
-                        member_epoch=epoch,
-                        previous_member_epoch=epoch - 1 if previous is None else previous,
-                        member_state=state, active_tasks=_tasks(active),
-                        standby_tasks=_tasks(standby), warmup_tasks=(),
-                        active_tasks_pending_revocation=_tasks(pending_active),
-                        standby_tasks_pending_revocation=(), warmup_tasks_pending_revocation=())
-
-    def tombstone(self, record: str, member_id: str | None = None) -> Event:
-        return self.add(f"STREAMS_GROUP_{record}_TOMBSTONE", member_id=member_id)
+        return self.assignment(member_id, epoch, previous, state, active_tasks=_tasks(active),
+                               standby_tasks=_tasks(standby), warmup_tasks=(),
+                               active_tasks_pending_revocation=_tasks(pending_active),
+                               standby_tasks_pending_revocation=(),
+                               warmup_tasks_pending_revocation=())
 
     # ------------------------------------------------------------- Kafka's write sequences
 
@@ -81,16 +76,7 @@ class StreamsLog(Log):
         validated topology epoch), then the new target assignment (every member's) and its
         epoch."""
         self.member(member_id, process)
-        self.epoch(epoch)
-        for m, tasks in targets.items():
-            self.target(m, tasks)
-        self.target_epoch(epoch)
-
-    def leaves(self, member_id: str) -> None:
-        """A member leaves: current assignment, target, then metadata tombstones."""
-        self.tombstone("CURRENT_MEMBER_ASSIGNMENT", member_id)
-        self.tombstone("TARGET_ASSIGNMENT_MEMBER", member_id)
-        self.tombstone("MEMBER_METADATA", member_id)
+        self.assigns(epoch, targets)
 
     def stable_with(self, member_id: str = "m-1") -> None:
         """A new group: the first member's topology, then its join; it owns all four tasks of
@@ -99,15 +85,3 @@ class StreamsLog(Log):
         self.topology()
         self.joins(member_id, 1, {member_id: owned})
         self.current(member_id, 1, owned, previous=0)
-
-    def deleted(self, members: tuple[str, ...]) -> None:
-        """`StreamsGroup.createGroupTombstoneRecords`: every 22, every 21, 20, every 19, 17, 23."""
-        for m in members:
-            self.tombstone("CURRENT_MEMBER_ASSIGNMENT", m)
-        for m in members:
-            self.tombstone("TARGET_ASSIGNMENT_MEMBER", m)
-        self.tombstone("TARGET_ASSIGNMENT_METADATA")
-        for m in members:
-            self.tombstone("MEMBER_METADATA", m)
-        self.tombstone("METADATA")
-        self.tombstone("TOPOLOGY")

@@ -8,11 +8,12 @@ from dataclasses import replace
 import pytest
 
 from pipeline.decode import decode_record, encode_record
-from pipeline.fold import CoordinatorConfig, Event, Group, advance, dumps, fold, group_state_row, loads
+from pipeline.fold import CoordinatorConfig, Event, advance, dumps, fold, group_state_row, loads
 from pipeline.fold.consumer_groups import derive_state
 from pipeline.fold.model import ConsumerGroup, ConsumerMember
 from pipeline.fold.serde import document
 from pipeline.fold.timers import next_deadline
+from tests.fold.checks import assert_chunking_law, assert_ghost_tombstones_ignored, refused_as_malformed
 from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID, UNRELEASED, UNREVOKED, ConsumerLog
 from tests.fold.records import T0, Log, reasons, states
 
@@ -153,12 +154,9 @@ def test_group_tombstone_while_members_remain_is_malformed_and_changes_nothing()
 
 
 def test_tombstones_for_an_unknown_group_or_member_are_ignored() -> None:
-    log = ConsumerLog()
-    for record in ("METADATA", "PARTITION_METADATA", "TARGET_ASSIGNMENT_METADATA"):
-        log.tombstone(record)
-    log.tombstone("CURRENT_MEMBER_ASSIGNMENT", "ghost")
-    r = log.replay()
-    assert (r.outputs.rejected, r.outputs.transitions, r.group.exists) == ([], [], False)
+    assert_ghost_tombstones_ignored(
+        ConsumerLog(), ("METADATA", "PARTITION_METADATA", "TARGET_ASSIGNMENT_METADATA"),
+        ("CURRENT_MEMBER_ASSIGNMENT",))
 
 
 def test_records_only_commits_are_applied_to_a_consumer_group() -> None:
@@ -328,15 +326,7 @@ def test_classic_protocol_requests_to_a_consumer_group_are_unsupported(request_t
 def test_a_malformed_kip848_row_is_rejected_and_changes_nothing(values: dict[str, object]) -> None:
     log = ConsumerLog()
     log.stable_with("a-1")
-    before = log.replay().group
-    row = {"log_partition": 22, "log_offset": 99, "event_time": T0 + 1, "group_id": "cg",
-           **values}
-    r = fold(before, [Event.from_row(row)], CONFIG)
-    (reason,) = reasons(r)
-    assert reason.startswith("MALFORMED: ")
-    bookkeeping = dict(position=None, recent=(), seq=0, clock=None, last_event_time=None,
-                       rejected_count=0)
-    assert replace(r.group, **bookkeeping) == replace(before, **bookkeeping)
+    r = refused_as_malformed(log, values)
     assert r.outputs.rejected[0]["event_type"] == values["event_type"]
 
 
@@ -373,17 +363,8 @@ def test_chunking_law_holds_for_consumer_groups() -> None:
     log.deleted(("a-1",))
     events = log.events
     whole = fold("cg", events, CONFIG)
-    for size in (1, 2, 3, 5, 8):
-        g: Group | str = "cg"
-        outputs = []
-        for lo in range(0, len(events), size):
-            r = fold(g, events[lo:lo + size], CONFIG)
-            g = loads(dumps(r.group))
-            outputs.append(r.outputs)
-        assert g == whole.group
-        for table in ("transitions", "rebalances", "offset_history", "rejected"):
-            assert [row for o in outputs for row in getattr(o, table)] == getattr(
-                whole.outputs, table), (size, table)
+    assert_chunking_law(events, whole,
+                        ("transitions", "rebalances", "offset_history", "rejected"))
 
 
 def test_decoded_kafka_records_fold_like_the_rows_they_were_written_from() -> None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 
-from pipeline.fold import CoordinatorConfig, Event, Group, advance, dumps, fold, group_state_row, loads
+from pipeline.fold import CoordinatorConfig, advance, dumps, fold, group_state_row, loads
 from pipeline.fold.model import ShareGroup, ShareMember, ShareStatePartitions
 from pipeline.fold.serde import document
 from pipeline.fold.share_groups import derive_state
 from pipeline.fold.timers import next_deadline
+from tests.fold.checks import assert_chunking_law, assert_ghost_tombstones_ignored, refused_as_malformed
 from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID, ConsumerLog
 from tests.fold.records import T0, Log, reasons, states
 from tests.fold.share_records import ShareLog
@@ -204,13 +204,8 @@ def test_a_deleted_group_id_starts_a_new_group_at_its_next_record() -> None:
 
 
 def test_tombstones_for_an_unknown_group_or_member_are_ignored() -> None:
-    log = ShareLog()
-    for record in ("METADATA", "TARGET_ASSIGNMENT_METADATA", "STATE_PARTITION_METADATA"):
-        log.tombstone(record)
-    for record in ("CURRENT_MEMBER_ASSIGNMENT", "TARGET_ASSIGNMENT_MEMBER", "MEMBER_METADATA"):
-        log.tombstone(record, "ghost")
-    r = log.replay()
-    assert (r.outputs.rejected, r.outputs.transitions, r.group.exists) == ([], [], False)
+    assert_ghost_tombstones_ignored(
+        ShareLog(), ("METADATA", "TARGET_ASSIGNMENT_METADATA", "STATE_PARTITION_METADATA"))
     log = ShareLog()
     log.stable_with("a-1")
     before = log.replay().group.share
@@ -320,15 +315,7 @@ def test_an_empty_share_group_never_expires() -> None:
 def test_a_malformed_share_row_is_rejected_and_changes_nothing(values: dict[str, object]) -> None:
     log = ShareLog()
     log.stable_with("a-1")
-    before = log.replay().group
-    row = {"log_partition": log.partition, "log_offset": 99, "event_time": T0 + 1,
-           "group_id": "sg", **values}
-    r = fold(before, [Event.from_row(row)], CONFIG)
-    (reason,) = reasons(r)
-    assert reason.startswith("MALFORMED: ")
-    bookkeeping = dict(position=None, recent=(), seq=0, clock=None, last_event_time=None,
-                       rejected_count=0)
-    assert replace(r.group, **bookkeeping) == replace(before, **bookkeeping)
+    refused_as_malformed(log, values)
 
 
 def test_share_group_state_round_trips_through_bytes() -> None:
@@ -369,14 +356,4 @@ def test_chunking_law_holds_for_share_groups() -> None:
     whole = fold("sg", events, CONFIG)
     assert reasons(whole) == ["MALFORMED: SHARE_GROUP_METADATA_TOMBSTONE while the group still "
                               "has 2 members"]
-    for size in (1, 2, 3, 5, 8):
-        g: Group | str = "sg"
-        outputs = []
-        for lo in range(0, len(events), size):
-            r = fold(g, events[lo:lo + size], CONFIG)
-            g = loads(dumps(r.group))
-            outputs.append(r.outputs)
-        assert g == whole.group
-        for table in ("transitions", "rebalances", "rejected", "history"):
-            assert [row for o in outputs for row in getattr(o, table)] == getattr(
-                whole.outputs, table), (size, table)
+    assert_chunking_law(events, whole, ("transitions", "rebalances", "rejected", "history"))

@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from pipeline.fold import CoordinatorConfig, Event, Group, advance, dumps, fold, group_state_row, loads
+from pipeline.fold import CoordinatorConfig, advance, dumps, fold, group_state_row, loads
 from pipeline.fold.events import Task
 from pipeline.fold.group_replay import result_tables
 from pipeline.fold.model import StreamsGroup, StreamsMember, StreamsTopology
 from pipeline.fold.streams_groups import derive_state
+from tests.fold.checks import assert_chunking_law, assert_ghost_tombstones_ignored, refused_as_malformed
 from tests.fold.consumer_records import ConsumerLog
 from tests.fold.records import T0, reasons, states
 from tests.fold.share_records import ShareLog
@@ -223,13 +224,8 @@ def test_kafkas_deletion_order_removes_the_group_and_the_id_starts_anew() -> Non
 
 
 def test_tombstones_for_an_unknown_group_or_member_are_ignored() -> None:
-    log = StreamsLog()
-    for record in ("METADATA", "TARGET_ASSIGNMENT_METADATA", "TOPOLOGY"):
-        log.tombstone(record)
-    for record in ("CURRENT_MEMBER_ASSIGNMENT", "TARGET_ASSIGNMENT_MEMBER", "MEMBER_METADATA"):
-        log.tombstone(record, "ghost")
-    r = log.replay()
-    assert (r.outputs.rejected, r.outputs.transitions, r.group.exists) == ([], [], False)
+    assert_ghost_tombstones_ignored(
+        StreamsLog(), ("METADATA", "TARGET_ASSIGNMENT_METADATA", "TOPOLOGY"))
 
 
 # ------------------------------------------------------------------ one type per group id
@@ -335,15 +331,7 @@ def test_a_generation_less_commit_to_an_empty_streams_group_and_its_expiry() -> 
 def test_a_malformed_streams_row_is_rejected_and_changes_nothing(values: dict[str, object]) -> None:
     log = StreamsLog()
     log.stable_with("m-1")
-    before = log.replay().group
-    row = {"log_partition": log.partition, "log_offset": 99, "event_time": T0 + 1,
-           "group_id": "app", **values}
-    r = fold(before, [Event.from_row(row)], CONFIG)
-    (reason,) = reasons(r)
-    assert reason.startswith("MALFORMED: ")
-    bookkeeping = dict(position=None, recent=(), seq=0, clock=None, last_event_time=None,
-                       rejected_count=0)
-    assert replace(r.group, **bookkeeping) == replace(before, **bookkeeping)
+    refused_as_malformed(log, values)
 
 
 def test_streams_group_state_round_trips_through_bytes() -> None:
@@ -369,17 +357,8 @@ def test_chunking_law_holds_for_streams_groups() -> None:
     events = log.events
     whole = fold("app", events, CONFIG)
     assert len(reasons(whole)) == 1
-    for size in (1, 2, 3, 5, 8):
-        g: Group | str = "app"
-        outputs = []
-        for lo in range(0, len(events), size):
-            r = fold(g, events[lo:lo + size], CONFIG)
-            g = loads(dumps(r.group))
-            outputs.append(r.outputs)
-        assert g == whole.group
-        for table in ("transitions", "rebalances", "offset_history", "rejected", "history"):
-            assert [row for o in outputs for row in getattr(o, table)] == getattr(
-                whole.outputs, table), (size, table)
+    assert_chunking_law(events, whole,
+                        ("transitions", "rebalances", "offset_history", "rejected", "history"))
 
 
 def test_share_and_streams_logs_fold_alike_as_columns_and_as_events() -> None:
