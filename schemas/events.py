@@ -19,6 +19,8 @@ TOPICS_METADATA = (
 KEY_VALUES = "array<struct<key:string,value:string>>"
 TASKS = "array<struct<subtopology_id:string,partitions:array<int>,assignment_epochs:array<int>>>"
 SHARE_TOPICS = "array<struct<topic_id:string,topic_name:string,partitions:array<int>>>"
+TOPIC_NAMES = "array<struct<topic_id:string,topic_name:string>>"
+USER_ENDPOINT = "struct<host:string,port:int>"
 _TOPIC_INFO = f"struct<name:string,partitions:int,replication_factor:smallint,topic_configs:{KEY_VALUES}>"
 _INDEXES = "array<smallint>"
 SUBTOPOLOGIES = (
@@ -113,7 +115,7 @@ EVENT_COLUMNS: tuple[Column, ...] = (
            doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state being initialized (null in 4.0)"),
     Column("initialized_topics", SHARE_TOPICS,
            doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state initialized"),
-    Column("deleting_topics", "array<struct<topic_id:string,topic_name:string>>",
+    Column("deleting_topics", TOPIC_NAMES,
            doc="SHARE_GROUP_STATE_PARTITION_METADATA: share state being deleted"),
     Column("validated_topology_epoch", "int",
            doc="STREAMS_GROUP_METADATA: topology epoch validated against metadata; -1 none"),
@@ -128,7 +130,7 @@ EVENT_COLUMNS: tuple[Column, ...] = (
                "computed, epoch ms (Kafka 4.3+); null when not recorded"),
     Column("topology_epoch", "int", doc="STREAMS_GROUP_MEMBER_METADATA, STREAMS_GROUP_TOPOLOGY"),
     Column("process_id", "string", doc="STREAMS_GROUP_MEMBER_METADATA: the Streams process"),
-    Column("user_endpoint", "struct<host:string,port:int>",
+    Column("user_endpoint", USER_ENDPOINT,
            doc="STREAMS_GROUP_MEMBER_METADATA: interactive-query endpoint; null if none"),
     Column("client_tags", KEY_VALUES, doc="STREAMS_GROUP_MEMBER_METADATA"),
     *(Column(name, TASKS, doc="STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER (no pending revocation, "

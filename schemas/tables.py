@@ -6,21 +6,93 @@ since the epoch and the Spark adapter converts at the edge.
 
 from __future__ import annotations
 
-from schemas.columns import TP, Column
-from schemas.events import EVENT_COLUMNS, TOPIC_ID_PARTITIONS
+from schemas.columns import TP, Column, struct
+from schemas.events import (
+    EVENT_COLUMNS,
+    KEY_VALUES,
+    SHARE_TOPICS,
+    SUBTOPOLOGIES,
+    TASKS,
+    TOPIC_ID_PARTITIONS,
+    TOPIC_NAMES,
+    USER_ENDPOINT,
+)
 
-# The fields after joined_at are a KIP-848 member's (null for classic members); as stored, its
-# `assignment` lists only partitions whose topic id the log's subscription metadata names (Kafka
-# 4.0; 4.1+ writes none). The SQL views and the report add the rest through TOPICS.
-STATE_MEMBER = (
-    "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
-    "session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,"
-    f"assignment:array<{TP}>,last_heartbeat:timestamp,joined_at:timestamp,"
-    "member_epoch:int,previous_member_epoch:int,member_state:string,rack_id:string,"
-    "server_assignor:string,subscribed_topic_regex:string,"
-    f"assigned_partitions:{TOPIC_ID_PARTITIONS},"
-    f"partitions_pending_revocation:{TOPIC_ID_PARTITIONS},"
-    f"target_partitions:{TOPIC_ID_PARTITIONS}>"
+GROUP_TYPE_DOC = "classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071)"
+
+# Share groups (KIP-932) and streams groups (KIP-1071): what their group_state and
+# group_history rows add, declared once as nested types.
+STREAMS_TASKS = struct((
+    Column("active", TASKS, doc="tasks the member processes: (subtopology id, partitions)"),
+    Column("standby", TASKS, doc="standby replicas of other members' tasks' state"),
+    Column("warmup", TASKS, doc="tasks whose state the member restores before taking them"),
+))
+SHARE_STATE_PARTITIONS = struct((
+    Column("initializing", SHARE_TOPICS, doc="share partitions whose state is being initialized"),
+    Column("initialized", SHARE_TOPICS, doc="share partitions with state: only these are assigned"),
+    Column("deleting", TOPIC_NAMES, doc="topics whose share state is being deleted"),
+))
+TOPOLOGY = struct((
+    Column("epoch", "int", doc="the topology's epoch"),
+    Column("subtopologies", SUBTOPOLOGIES,
+           doc="as the STREAMS_GROUP_TOPOLOGY record lists them: source topics and regexes, "
+               "changelog and repartition topics, copartition groups"),
+))
+
+# A member of group_state and group_history. The fields after joined_at are a KIP-848, share or
+# streams member's (null for classic members); as stored, `assignment` lists only partitions
+# whose topic id the log names (a KIP-848 group's subscription metadata, Kafka 4.0 only; a share
+# group's state partitions). The SQL views and the report add the rest through TOPICS.
+STATE_MEMBER_FIELDS: tuple[Column, ...] = (
+    Column("member_id", "string"),
+    Column("group_instance_id", "string", doc="static membership id (classic, KIP-848, streams)"),
+    Column("client_id", "string"),
+    Column("client_host", "string"),
+    Column("session_timeout_ms", "int", doc="classic members"),
+    Column("rebalance_timeout_ms", "int", doc="classic, KIP-848 and streams members"),
+    Column("subscription", "array<string>", doc="subscribed topics (streams: empty)"),
+    Column("assignment", f"array<{TP}>",
+           doc="assigned partitions by topic name (streams: empty, see assigned_tasks)"),
+    Column("last_heartbeat", "timestamp",
+           doc="classic: the last heartbeat; others: the member's last record"),
+    Column("joined_at", "timestamp"),
+    Column("member_epoch", "int"),
+    Column("previous_member_epoch", "int"),
+    Column("member_state", "string",
+           doc="Kafka's MemberState name (streams: STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS)"),
+    Column("rack_id", "string"),
+    Column("server_assignor", "string", doc="KIP-848 members"),
+    Column("subscribed_topic_regex", "string", doc="KIP-848 members"),
+    Column("assigned_partitions", TOPIC_ID_PARTITIONS, doc="KIP-848 and share: current, by topic id"),
+    Column("partitions_pending_revocation", TOPIC_ID_PARTITIONS, doc="KIP-848 members"),
+    Column("target_partitions", TOPIC_ID_PARTITIONS,
+           doc="KIP-848 and share: the target assignment, by topic id"),
+    Column("process_id", "string", doc="streams: the Kafka Streams process (PROCESS)"),
+    Column("user_endpoint", USER_ENDPOINT, doc="streams: the interactive-query endpoint, if any"),
+    Column("client_tags", KEY_VALUES, doc="streams: the client's rack-aware assignment tags"),
+    Column("topology_epoch", "int", doc="streams: the topology epoch the member runs"),
+    Column("assigned_tasks", STREAMS_TASKS, doc="streams: current tasks (ASSIGNMENTS)"),
+    Column("tasks_pending_revocation", STREAMS_TASKS,
+           doc="streams: tasks the member still has to give up before taking its target"),
+    Column("target_tasks", STREAMS_TASKS,
+           doc="streams: the target assignment (TARGET-ASSIGNMENT); null when none"),
+)
+STATE_MEMBER = struct(STATE_MEMBER_FIELDS)
+
+# The group columns of group_state and group_history that only share or streams groups fill.
+SHARE_STREAMS_GROUP: tuple[Column, ...] = (
+    Column("share_state_partitions", SHARE_STATE_PARTITIONS,
+           doc="share groups: the share partitions the share coordinator initializes, holds "
+               "and deletes state for (SHARE_GROUP_STATE_PARTITION_METADATA); null before its "
+               "first record and after its tombstone"),
+    Column("topology", TOPOLOGY,
+           doc="streams groups: the topology (STREAMS_GROUP_TOPOLOGY); null while there is none"),
+    Column("validated_topology_epoch", "int",
+           doc="streams groups: the topology epoch the coordinator validated (-1: none); the "
+               "group is NotReady while it is not topology.epoch"),
+    Column("assignment_configs", KEY_VALUES,
+           doc="streams groups: the assignment configs the last assignment used "
+               "(num.standby.replicas, ...; Kafka 4.2+)"),
 )
 
 GROUP_STATE: tuple[Column, ...] = (
@@ -45,9 +117,12 @@ GROUP_STATE: tuple[Column, ...] = (
     Column("late_count", "bigint", False, "rows that arrived behind the watermark"),
     Column("pending_transactions", "int", False),
     Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
-    Column("group_type", "string", False, "classic, or consumer (KIP-848)"),
-    Column("group_epoch", "int", doc="consumer groups: the group epoch (also generation_id)"),
-    Column("assignment_epoch", "int", doc="consumer groups: the target assignment epoch"),
+    Column("group_type", "string", False, GROUP_TYPE_DOC),
+    Column("group_epoch", "int",
+           doc="consumer, share and streams groups: the group epoch (also generation_id)"),
+    Column("assignment_epoch", "int",
+           doc="consumer, share and streams groups: the target assignment epoch"),
+    *SHARE_STREAMS_GROUP,
 )
 
 _OFFSET_BASE: tuple[Column, ...] = (
@@ -123,12 +198,13 @@ GROUP_HISTORY: tuple[Column, ...] = (
     Column("member_count", "int", False),
     Column("state_since", "timestamp"),
     Column("rebalance_count", "bigint", False),
-    Column("group_type", "string", False),
+    Column("group_type", "string", False, GROUP_TYPE_DOC),
     Column("group_epoch", "int"),
     Column("assignment_epoch", "int"),
     Column("departures", "array<struct<member_id:string,cause:string>>", False,
            "members this step removed and why (SESSION_TIMEOUT, MEMBER_LEFT, REBALANCE_TIMEOUT "
            "for a member that did not rejoin, ...); empty when none left"),
+    *SHARE_STREAMS_GROUP,
 )
 
 REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (

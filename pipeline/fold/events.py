@@ -223,16 +223,14 @@ class Event:
             row[name] = topic_id_rows(getattr(self, name))
         for name in ("initializing_topics", "initialized_topics"):
             row[name] = share_topic_rows(getattr(self, name))
-        row["deleting_topics"] = None if self.deleting_topics is None else [
-            {"topic_id": t, "topic_name": n} for t, n in self.deleting_topics]
+        row["deleting_topics"] = topic_name_rows(self.deleting_topics)
         for name in ("assignment_configs", "client_tags"):
             row[name] = key_value_rows(getattr(self, name))
-        row["user_endpoint"] = None if self.user_endpoint is None else {
-            "host": self.user_endpoint[0], "port": self.user_endpoint[1]}
+        row["user_endpoint"] = endpoint_row(self.user_endpoint)
         for name in TASK_COLUMNS:
             row[name] = task_rows(getattr(self, name))
         row["subtopologies"] = None if self.subtopologies is None else [
-            _subtopology_row(s) for s in self.subtopologies]
+            subtopology_row(s) for s in self.subtopologies]
         return row
 
 
@@ -255,6 +253,14 @@ def share_topic_rows(value: ShareTopics | None) -> list[dict[str, Any]] | None:
     return [{"topic_id": t, "topic_name": n, "partitions": list(ps)} for t, n, ps in value]
 
 
+def topic_name_rows(value: TopicNames | None) -> list[dict[str, Any]] | None:
+    return None if value is None else [{"topic_id": t, "topic_name": n} for t, n in value]
+
+
+def endpoint_row(value: tuple[str, int] | None) -> dict[str, Any] | None:
+    return None if value is None else {"host": value[0], "port": value[1]}
+
+
 def key_value_rows(value: KeyValues | None) -> list[dict[str, Any]] | None:
     return None if value is None else [{"key": k, "value": v} for k, v in value]
 
@@ -273,7 +279,7 @@ def _topic_info_row(t: TopicInfo) -> dict[str, Any]:
             "topic_configs": key_value_rows(t.topic_configs)}
 
 
-def _subtopology_row(s: Subtopology) -> dict[str, Any]:
+def subtopology_row(s: Subtopology) -> dict[str, Any]:
     return {
         "subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
         "source_topic_regex": list(s.source_topic_regex),

@@ -9,7 +9,17 @@ commits leave the shape alone and write nothing; a cheap identity check skips th
 from __future__ import annotations
 
 from pipeline.fold.context import Row, Step
-from pipeline.fold.events import member_identity, topic_id_rows, tp_rows
+from pipeline.fold.events import (
+    endpoint_row,
+    key_value_rows,
+    member_identity,
+    share_topic_rows,
+    subtopology_row,
+    task_rows,
+    topic_id_rows,
+    topic_name_rows,
+    tp_rows,
+)
 from pipeline.fold.model import (
     ConsumerGroup,
     ConsumerMember,
@@ -17,15 +27,16 @@ from pipeline.fold.model import (
     Member,
     ShareGroup,
     ShareMember,
+    StreamsGroup,
     StreamsMember,
+    StreamsTasks,
 )
 from pipeline.fold.states import MEMBER_STATE_NAMES, STREAMS_MEMBER_STATE_NAMES
+from schemas.tables import SHARE_STREAMS_GROUP, STATE_MEMBER_FIELDS
 
-_KIP848_MEMBER_FIELDS = dict.fromkeys((
-    "member_epoch", "previous_member_epoch", "member_state", "rack_id", "server_assignor",
-    "subscribed_topic_regex", "assigned_partitions", "partitions_pending_revocation",
-    "target_partitions",
-))
+# Every field of a member struct null: each kind of member fills its own on top.
+_MEMBER_NULLS: Row = dict.fromkeys(c.name for c in STATE_MEMBER_FIELDS)
+_GROUP_NULLS: Row = dict.fromkeys(c.name for c in SHARE_STREAMS_GROUP)
 
 
 def record_shape(before: Group, after: Group, step: Step) -> Group:
@@ -83,12 +94,12 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
         "leader_id": g.leader_id,
         "members": [
             {
+                **_MEMBER_NULLS,
                 **member_identity(m),
                 "subscription": list(m.topics_for(g.protocol)),
                 "assignment": tp_rows(m.assignment),
                 "last_heartbeat": m.last_heartbeat if heartbeats else None,
                 "joined_at": m.joined_at,
-                **_KIP848_MEMBER_FIELDS,
             }
             for m in g.members
         ] if c is None else _modern_member_rows(g, heartbeats),
@@ -98,7 +109,36 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
         "group_type": g.group_type,
         "group_epoch": None if c is None else c.group_epoch,
         "assignment_epoch": None if c is None else c.assignment_epoch,
+        **_GROUP_NULLS,
+        **(_share_group_columns(g.share) if g.share is not None else
+           _streams_group_columns(g.streams) if g.streams is not None else {}),
     }
+
+
+def _share_group_columns(s: ShareGroup) -> Row:
+    sp = s.state_partitions
+    return {"share_state_partitions": None if sp is None else {
+        "initializing": share_topic_rows(sp.initializing),
+        "initialized": share_topic_rows(sp.initialized),
+        "deleting": topic_name_rows(sp.deleting)}}
+
+
+def _streams_group_columns(s: StreamsGroup) -> Row:
+    topology = s.topology
+    return {
+        "topology": None if topology is None else {
+            "epoch": topology.epoch,
+            "subtopologies": [subtopology_row(st) for st in topology.subtopologies]},
+        "validated_topology_epoch": s.validated_topology_epoch,
+        "assignment_configs": key_value_rows(s.assignment_configs),
+    }
+
+
+def _tasks_row(t: StreamsTasks | None) -> Row | None:
+    if t is None:
+        return None
+    return {"active": task_rows(t.active), "standby": task_rows(t.standby),
+            "warmup": task_rows(t.warmup)}
 
 
 def _modern_member_rows(g: Group, heartbeats: bool) -> list[Row]:
@@ -107,7 +147,7 @@ def _modern_member_rows(g: Group, heartbeats: bool) -> list[Row]:
     if g.share is not None:
         return [_share_member_row(g.share, m, heartbeats) for m in g.share.members]
     assert g.streams is not None
-    return [_streams_member_row(m, heartbeats) for m in g.streams.members]
+    return [_streams_member_row(g.streams, m, heartbeats) for m in g.streams.members]
 
 
 def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
@@ -115,6 +155,7 @@ def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
     and by name where the share state partitions name the topic."""
     names = s.topic_names()
     return {
+        **_MEMBER_NULLS,
         "member_id": m.member_id, "group_instance_id": None, "client_id": m.client_id,
         "client_host": m.client_host, "session_timeout_ms": None, "rebalance_timeout_ms": None,
         "subscription": list(m.subscribed_topic_names),
@@ -125,17 +166,18 @@ def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
         "member_epoch": m.member_epoch,
         "previous_member_epoch": m.previous_member_epoch,
         "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id, "server_assignor": None, "subscribed_topic_regex": None,
+        "rack_id": m.rack_id,
         "assigned_partitions": topic_id_rows(m.assigned_partitions),
-        "partitions_pending_revocation": None,
         "target_partitions": topic_id_rows(s.target(m.member_id)),
     }
 
 
-def _streams_member_row(m: StreamsMember, heartbeats: bool) -> Row:
-    """A streams member as the STATE_MEMBER struct holds it: no column yet for its tasks,
-    process, endpoint, client tags or topology epoch (the group_state tables gain them later)."""
+def _streams_member_row(s: StreamsGroup, m: StreamsMember, heartbeats: bool) -> Row:
+    """A streams member as the STATE_MEMBER struct holds it: its process, endpoint, client
+    tags and topology epoch, and its tasks (current, pending revocation, target) by
+    subtopology; no topic partitions (`assignment` empty, the partition fields null)."""
     return {
+        **_MEMBER_NULLS,
         "member_id": m.member_id, "group_instance_id": m.group_instance_id,
         "client_id": m.client_id, "client_host": m.client_host, "session_timeout_ms": None,
         "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscription": [], "assignment": [],
@@ -144,15 +186,21 @@ def _streams_member_row(m: StreamsMember, heartbeats: bool) -> Row:
         "member_epoch": m.member_epoch,
         "previous_member_epoch": m.previous_member_epoch,
         "member_state": STREAMS_MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id, "server_assignor": None, "subscribed_topic_regex": None,
-        "assigned_partitions": None, "partitions_pending_revocation": None,
-        "target_partitions": None,
+        "rack_id": m.rack_id,
+        "process_id": m.process_id,
+        "user_endpoint": endpoint_row(m.user_endpoint),
+        "client_tags": key_value_rows(m.client_tags),
+        "topology_epoch": m.topology_epoch,
+        "assigned_tasks": _tasks_row(m.assigned),
+        "tasks_pending_revocation": _tasks_row(m.pending_revocation),
+        "target_tasks": _tasks_row(s.target(m.member_id)),
     }
 
 
 def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) -> Row:
     names = c.topic_names()
     return {
+        **_MEMBER_NULLS,
         **member_identity(m),
         "subscription": list(m.subscribed_topic_names),
         "assignment": [{"topic": names[t], "partition": p}

@@ -79,7 +79,8 @@ def test_first_member_topology_join_assigning_reconciling_then_stable() -> None:
     (mr,) = row["members"]
     assert (mr["member_id"], mr["client_id"], mr["rebalance_timeout_ms"], mr["member_epoch"],
             mr["member_state"]) == ("m-1", "p-1-StreamThread-1", 300_000, 1, "STABLE")
-    assert mr["assignment"] == [] and mr["assigned_partitions"] is None  # tasks: no column yet
+    assert mr["assignment"] == [] and mr["assigned_partitions"] is None  # tasks, not partitions
+    assert mr["assigned_tasks"]["active"][0]["subtopology_id"] == "0"
 
 
 def test_second_member_joins_and_tasks_move_through_revocation() -> None:

@@ -113,7 +113,7 @@ def _top_level_split(body: str) -> list[str]:
     return parts
 
 
-_INTS = {"int": 2**31, "bigint": 2**63}
+_INTS = {"smallint": 2**15, "int": 2**31, "bigint": 2**63}
 
 
 def encode_value(value: Any, kind: Any, where: str) -> Any:

@@ -14,7 +14,7 @@ from schemas import OUTPUT_TABLES
 from tests.golden.files import case_names, read_case
 from tests.golden.tables import Replayed, parse_type, replay
 
-_RANGES = {"int": 2**31, "bigint": 2**63, "timestamp": 2**63}
+_RANGES = {"smallint": 2**15, "int": 2**31, "bigint": 2**63, "timestamp": 2**63}
 _PYTHON = {"string": str, "boolean": bool, "binary": bytes}
 
 
