@@ -161,6 +161,10 @@ GROUP_TRANSITIONS: tuple[Column, ...] = (
     Column("member_count", "int", False),
     Column("detail", "string"),
     Column("seq", "int", False, "order of rows caused by the same log position"),
+    Column("group_type", "string", False,
+           "the group's type after the change (a group created by a share or streams record "
+           "is of that type from its GROUP_CREATED row; the Dead row of a deleted group is of "
+           "the type that died): " + GROUP_TYPE_DOC),
 )
 
 REBALANCES: tuple[Column, ...] = (
@@ -180,6 +184,8 @@ REBALANCES: tuple[Column, ...] = (
     Column("outcome", "string", False, "COMPLETED, EMPTIED (no member left) or ABANDONED"),
     Column("log_partition", "int"),
     Column("log_offset", "bigint"),
+    Column("group_type", "string", False, "classic, consumer or streams (share groups have no "
+           "rebalances)"),
 )
 
 GROUP_HISTORY: tuple[Column, ...] = (
@@ -211,6 +217,8 @@ REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("reason", "string", False, "Kafka's error name, MALFORMED: <what>, DUPLICATE, ..."),
     Column("group_state", "string", doc="the group's state when the row was refused"),
     Column("group_generation_id", "int"),
+    Column("group_type", "string",
+           doc="the group's type when the row was refused; null when there was no group"),
 )
 
 ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
@@ -220,6 +228,8 @@ ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
            "heartbeat during PreparingRebalance: the session is kept alive)"),
     Column("group_state", "string", doc="the group's state after the request"),
     Column("group_generation_id", "int"),
+    Column("group_type", "string", doc="the group's type after the request (classic: only "
+                                       "classic requests are answered so)"),
 )
 
 # Not written by the fold (it cannot know names: Kafka 4.1+ writes no subscription metadata

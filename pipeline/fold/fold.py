@@ -238,6 +238,7 @@ def rejected_row(e: Event, reason: str, g: Group | None) -> Row:
     row["reason"] = reason
     row["group_state"] = g.state if g is not None and g.exists else None
     row["group_generation_id"] = g.generation_id if g is not None and g.exists else None
+    row["group_type"] = g.group_type if g is not None and g.exists else None
     return row
 
 
@@ -246,6 +247,7 @@ def answered_row(e: Event, response: str, g: Group) -> Row:
     row["response"] = response
     row["group_state"] = g.state if g.exists else None
     row["group_generation_id"] = g.generation_id if g.exists else None
+    row["group_type"] = g.group_type if g.exists else None
     return row
 
 

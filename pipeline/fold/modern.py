@@ -119,8 +119,8 @@ def persisted(g: Group, e: Event, step: Step, create: bool, kind: Kind[Any, Any]
         return None
     detail = kind.label + ("; replaces the simple classic group that held its offsets"
                            if replaced else "")
-    fresh = create_group(g, step, Cause.GROUP_CREATED, detail)
-    return fresh.evolve(**{kind.part: kind.empty()}, protocol_type=kind.part, generation_id=0)
+    return create_group(g, step, Cause.GROUP_CREATED, detail,
+                        **{kind.part: kind.empty()}, protocol_type=kind.part)
 
 
 def created(g: Group, e: Event, step: Step, kind: Kind[P, M]) -> tuple[Group, P]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 from pipeline.fold.context import Step
 from pipeline.fold.model import Group, Member, Rebalance, next_generation
@@ -34,15 +35,17 @@ def transition(g: Group, step: Step, target: str, cause: str,
 
 
 def create_group(g: Group, step: Step, cause: str = Cause.GROUP_CREATED,
-                 detail: str | None = None) -> Group:
-    """A new Empty group with generation 0; offsets that outlived a previous life are kept."""
+                 detail: str | None = None, **typed: Any) -> Group:
+    """A new Empty group with generation 0; offsets that outlived a previous life are kept.
+    `typed`: the new group's part of its type and its protocol type (`streams=StreamsGroup(),
+    protocol_type="streams"`), so that its GROUP_CREATED row already says its type."""
     fresh = Group(
         group_id=g.group_id, exists=True, state=EMPTY, state_since=step.now,
         offsets=g.offsets, pending_txns=g.pending_txns, clock=g.clock, position=g.position,
         recent=g.recent, seq=g.seq, journal=g.journal, last_event_time=g.last_event_time,
         rebalance_count=g.rebalance_count, rejected_count=g.rejected_count,
         duplicate_count=g.duplicate_count, out_of_order_count=g.out_of_order_count,
-        snapshot_mismatch_count=g.snapshot_mismatch_count, late_count=g.late_count,
+        snapshot_mismatch_count=g.snapshot_mismatch_count, late_count=g.late_count, **typed,
     )
     return step.transition_row(g, fresh, cause, None, detail)
 
@@ -198,6 +201,7 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "outcome": outcome,
         "log_partition": step.log_partition,
         "log_offset": step.log_offset,
+        "group_type": g.group_type,
     })
     g = g.evolve(rebalance=None, rebalance_count=g.rebalance_count + 1)
     if outcome != ABANDONED:

@@ -164,3 +164,44 @@ def test_kafkas_share_records_fill_the_state_partitions() -> None:
     assert [(t["topic_name"], t["partitions"]) for t in sp["initializing"]] == [("payments", [3])]
     assert [t["topic_name"] for t in sp["deleting"]] == ["old"]
     assert row["topology"] is None
+
+
+def test_every_row_of_a_group_says_its_type_from_its_group_created_row_on() -> None:
+    share, streams, consumer = ShareLog(), StreamsLog(), ConsumerLog()
+    share.stable_with("a-1")
+    share.commit("orders", 0, 1, generation=None)  # refused: a share group takes no offsets
+    streams.stable_with("m-1")
+    consumer.stable_with("a-1")
+    classic = Log("classic").stable_group("a-1")
+    classic.join("b-2", new=True)  # answered MEMBER_ID_REQUIRED: an error_responses row
+    for log, kind in ((share, "share"), (streams, "streams"), (consumer, "consumer"),
+                      (classic, "classic")):
+        tables = replay_group(log.group, None, log.events, None, CONFIG).tables
+        typed = {t: {r["group_type"] for r in rows} for t, rows in tables.items()
+                 if t not in ("committed_offsets", "offset_history")}
+        assert tables["group_transitions"][0]["cause"] == "GROUP_CREATED"
+        assert {frozenset(types) for types in typed.values()} == {frozenset({kind})}, typed
+    assert "rejected_events" in replay_group(share.group, None, share.events, None,
+                                             CONFIG).tables
+    assert "error_responses" in replay_group(classic.group, None, classic.events, None,
+                                             CONFIG).tables
+
+
+def test_a_deleted_group_dies_as_its_type_and_its_offsets_live_on_in_a_classic_one() -> None:
+    log = StreamsLog()
+    log.commit("words", 0, 10)  # a simple classic group, which the streams records replace
+    log.stable_with("m-1")
+    log.at(5_000).deleted(("m-1",))
+    r = log.replay()
+    shown = [(t["from_state"], t["to_state"], t["group_type"]) for t in r.outputs.transitions]
+    assert shown[0] == (None, "Empty", "classic")
+    assert shown[1] == ("Empty", "Empty", "streams")  # GROUP_CREATED: the streams group
+    assert shown[-2:] == [("Empty", "Dead", "streams"), (None, "Empty", "classic")]
+
+
+def test_a_rejected_row_without_a_group_says_no_type() -> None:
+    log = ShareLog()
+    log.tombstone("METADATA")  # ignored: no group
+    log.add("SHARE_GROUP_METADATA", group_epoch=-5, metadata_hash=0)  # malformed, no group
+    (row,) = replay_group(log.group, None, log.events, None, CONFIG).tables["rejected_events"]
+    assert (row["group_state"], row["group_type"]) == (None, None)
