@@ -179,13 +179,21 @@ REBALANCES: tuple[Column, ...] = (
     Column("member_count", "int", False),
     Column("members_joined", "int", False),
     Column("members_left", "int", False),
-    Column("partitions_moved", "int", False),
-    Column("partitions_total", "int", False),
+    Column("partitions_moved", "int",
+           doc="partitions whose owner changed (classic, consumer groups; null for streams "
+               "groups, whose members own tasks: active_tasks_moved)"),
+    Column("partitions_total", "int",
+           doc="partitions assigned after it (null for streams groups: active_tasks_total)"),
     Column("outcome", "string", False, "COMPLETED, EMPTIED (no member left) or ABANDONED"),
     Column("log_partition", "int"),
     Column("log_offset", "bigint"),
     Column("group_type", "string", False, "classic, consumer or streams (share groups have no "
            "rebalances)"),
+    Column("active_tasks_moved", "int",
+           doc="streams groups: active tasks (subtopology, partition) whose owner changed; "
+               "null for other groups"),
+    Column("active_tasks_total", "int",
+           doc="streams groups: active tasks assigned after it; null for other groups"),
 )
 
 GROUP_HISTORY: tuple[Column, ...] = (

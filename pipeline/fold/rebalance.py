@@ -182,7 +182,11 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
     before_members = set(g.stable_members)
     after = before if outcome == ABANDONED else (g.owners() if outcome == COMPLETED else {})
     after_members = set(g.member_ids)
-    moved = sum(1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
+    moved = 0 if outcome == ABANDONED else sum(
+        1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
+    # A streams group's members own active tasks, keyed (subtopology, partition): counted as
+    # tasks, its partition columns null.
+    tasks = g.streams is not None
     started = None if r is None else r.started_at
     step.out.rebalances.append({
         "group_id": g.group_id,
@@ -196,12 +200,14 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "member_count": len(after_members),
         "members_joined": len(after_members - before_members),
         "members_left": len(before_members - after_members),
-        "partitions_moved": 0 if outcome == ABANDONED else moved,
-        "partitions_total": len(after),
+        "partitions_moved": None if tasks else moved,
+        "partitions_total": None if tasks else len(after),
         "outcome": outcome,
         "log_partition": step.log_partition,
         "log_offset": step.log_offset,
         "group_type": g.group_type,
+        "active_tasks_moved": moved if tasks else None,
+        "active_tasks_total": len(after) if tasks else None,
     })
     g = g.evolve(rebalance=None, rebalance_count=g.rebalance_count + 1)
     if outcome != ABANDONED:

@@ -7,8 +7,9 @@ topology whose epoch is not the validated topology epoch of the last STREAMS_GRO
 record -> NotReady; group epoch above the target assignment epoch -> Assigning; a member not
 STABLE at the assignment epoch -> Reconciling; else Stable. Rebalances are as for consumer
 groups (`modern.settle`): one starts when a group epoch bump puts the group in Assigning and
-completes when it is next Stable; NotReady holds it open. Its partitions, in the rebalances
-table, are the members' active tasks. generation_id is the group epoch.
+completes when it is next Stable; NotReady holds it open. What its rebalances move are the
+members' active tasks, counted in the rebalances table's `active_tasks_moved` and
+`active_tasks_total` (its partition columns null). generation_id is the group epoch.
 
 What a Kafka 4.1 log cannot tell: 4.1 wrote no validated topology epoch (the tag came in 4.2;
 a record without it reads as -1) and took NotReady from the broker's metadata image (whether

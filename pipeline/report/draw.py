@@ -219,30 +219,46 @@ def draw_state(ax: Axes, transitions: pd.DataFrame, w: Window) -> None:
         label.set_color(STATE_COLORS[s])
 
 
+def moved_and_total(rebalances: pd.DataFrame) -> tuple[pd.Series, pd.Series, str]:
+    """What each rebalance moved and what was assigned after it, as whole numbers, and what
+    they count: partitions, or a streams group's active tasks (its rows' partition columns
+    null, the `active_tasks_*` ones set)."""
+    tasks = rebalances["partitions_total"].isna() & rebalances["active_tasks_total"].notna()
+
+    def counted(partitions: str, active_tasks: str) -> pd.Series:
+        values = rebalances[partitions].where(~tasks, rebalances[active_tasks])
+        return pd.to_numeric(values, errors="coerce").fillna(0).astype(int)
+    unit = ("active tasks" if len(tasks) and tasks.all() else
+            "partitions / active tasks" if tasks.any() else "partitions")
+    return (counted("partitions_moved", "active_tasks_moved"),
+            counted("partitions_total", "active_tasks_total"), unit)
+
+
 def draw_assignment(ax: Axes, rebalances: pd.DataFrame, w: Window) -> None:
-    _heading(ax, "Assignment: partitions moved by each rebalance (dark) of those assigned "
+    moved, total, unit = moved_and_total(rebalances)
+    _heading(ax, f"Assignment: {unit} moved by each rebalance (dark) of those assigned "
                  "after it (light);  +joined −left members")
     done = rebalances
     width = w.frac(0.006)
-    ax.bar(done["completed_at"], done["partitions_total"], width=width, color="#cfd8e3",
+    ax.bar(done["completed_at"], total, width=width, color="#cfd8e3",
            align="center", gid="partitions-total")
-    ax.bar(done["completed_at"], done["partitions_moved"], width=width, color="#3d5a80",
+    ax.bar(done["completed_at"], moved, width=width, color="#3d5a80",
            align="center", gid="partitions-moved")
-    top = max(1, int(done["partitions_total"].max()) if len(done) else 1)
+    top = max(1, int(total.max()) if len(done) else 1)
     ax.set_ylim(0, top * 1.9)
     placed: list[tuple[pd.Timestamp, float]] = []
-    for r in done.itertuples(index=False):
+    for r, n_moved, n_total in zip(done.itertuples(index=False), moved, total, strict=True):
         # Labels of rebalances close in time are stacked rather than drawn over each other.
-        y = r.partitions_total + top * 0.04
+        y = n_total + top * 0.04
         for x, used in placed:
             if abs(r.completed_at - x) < w.frac(0.03) and abs(used - y) < top * 0.35:
                 y = used + top * 0.4
         placed.append((r.completed_at, y))
         ax.text(r.completed_at, y,
-                f"{r.partitions_moved}/{r.partitions_total}\n+{r.members_joined} −{r.members_left}",
+                f"{n_moved}/{n_total}\n+{r.members_joined} −{r.members_left}",
                 ha="center", va="bottom", fontsize=6.5, color="#333333", linespacing=0.95,
                 clip_on=True)
-    ax.set_ylabel("partitions", fontsize=8)
+    ax.set_ylabel(unit, fontsize=8)
     ax.tick_params(axis="y", labelsize=8)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 

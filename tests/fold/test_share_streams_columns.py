@@ -205,3 +205,21 @@ def test_a_rejected_row_without_a_group_says_no_type() -> None:
     log.add("SHARE_GROUP_METADATA", group_epoch=-5, metadata_hash=0)  # malformed, no group
     (row,) = replay_group(log.group, None, log.events, None, CONFIG).tables["rejected_events"]
     assert (row["group_state"], row["group_type"]) == (None, None)
+
+
+def test_a_streams_rebalance_counts_active_tasks_and_names_no_partition() -> None:
+    rebalances = two_member_group().replay().outputs.rebalances
+    counted = [(r["group_type"], r["active_tasks_moved"], r["active_tasks_total"],
+                r["partitions_moved"], r["partitions_total"]) for r in rebalances]
+    # m-1 takes all eight tasks, then four of them move to m-2.
+    assert counted == [("streams", 8, 8, None, None), ("streams", 4, 8, None, None)]
+
+
+def test_classic_and_consumer_rebalances_count_partitions_and_no_tasks() -> None:
+    classic = Log("classic").stable_group("a-1", "b-2")
+    consumer = ConsumerLog()
+    consumer.stable_with("a-1")
+    for log, kind in ((classic, "classic"), (consumer, "consumer")):
+        (r,) = log.replay().outputs.rebalances
+        assert (r["group_type"], r["partitions_moved"], r["partitions_total"],
+                r["active_tasks_moved"], r["active_tasks_total"]) == (kind, 4, 4, None, None)

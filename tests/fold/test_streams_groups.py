@@ -66,8 +66,9 @@ def test_first_member_topology_join_assigning_reconciling_then_stable() -> None:
     assert r.outputs.transitions[0]["detail"] == "streams group (KIP-1071)"
     (rebalance,) = r.outputs.rebalances
     assert (rebalance["generation_id"], rebalance["outcome"], rebalance["cause"],
-            rebalance["members_joined"], rebalance["partitions_total"]) == (
-        1, "COMPLETED", "STREAMS_GROUP_METADATA", 1, 8)  # 8 active tasks
+            rebalance["members_joined"], rebalance["active_tasks_total"]) == (
+        1, "COMPLETED", "STREAMS_GROUP_METADATA", 1, 8)  # 4 tasks of each subtopology
+    assert (rebalance["partitions_moved"], rebalance["partitions_total"]) == (None, None)
     g = r.group
     assert (g.group_type, g.protocol_type, g.generation_id) == ("streams", "streams", 1)
     s = g.streams
@@ -92,8 +93,8 @@ def test_second_member_joins_and_tasks_move_through_revocation() -> None:
         ("Reconciling", "Stable", "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
     ]
     second = r.outputs.rebalances[-1]
-    assert (second["generation_id"], second["members_joined"], second["partitions_moved"],
-            second["duration_ms"]) == (2, 1, 4, 2_000)
+    assert (second["generation_id"], second["members_joined"], second["active_tasks_moved"],
+            second["active_tasks_total"], second["duration_ms"]) == (2, 1, 4, 8, 2_000)
     s = r.group.streams
     assert s is not None
     m1, m2 = s.members

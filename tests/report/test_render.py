@@ -13,7 +13,10 @@ from matplotlib import image
 
 from pipeline.fold.partitioning import partition_for
 from pipeline.report import Picture, render
+from pipeline.report.draw import moved_and_total
 from pipeline.report.frames import group_frames
+from tests.fold.records import Log as GroupLog
+from tests.fold.test_streams_groups import two_member_group
 from tests.report.conftest import Log
 from tests.report.frames import busiest, pure_frames, truth
 
@@ -157,3 +160,16 @@ def test_the_widest_window_the_flags_accept_draws(journal: Log, tmp_path: Path) 
     _, tables = journal
     picture = render(tables, busiest(tables), start, end, path=tmp_path / "wide.png")
     assert picture.path.exists()
+
+
+def test_a_streams_group_draws_what_its_rebalances_moved_in_active_tasks(tmp_path: Path) -> None:
+    """A streams group's rebalances move tasks, their partition columns null: the assignment
+    panel counts the active tasks instead, and says so."""
+    log = two_member_group()
+    tables = pure_frames(log.events)
+    picture = render(tables, log.group, path=tmp_path / "streams.png")
+    assert_a_real_png(picture)
+    moved, total, unit = moved_and_total(group_frames(tables, log.group)["rebalances"])
+    assert (list(moved), list(total), unit) == ([8, 4], [8, 8], "active tasks")
+    classic = pure_frames(GroupLog("classic").stable_group("a-1", "b-2").events)
+    assert moved_and_total(classic["rebalances"])[2] == "partitions"
