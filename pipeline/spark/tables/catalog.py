@@ -5,6 +5,7 @@
   group_members_as_of(at)          its members then, one row each, with their assignment
   committed_offsets_as_of(at)      every committed offset then (from offset_history)
   rebalance_summary(since, until)  per group: count, duration mean/p50/p99, causes, cost
+                                   (partitions moved; a streams group's: active tasks)
   rebalance_storms(window_minutes, min_rebalances)
                                    every rebalance closing a window with >= N of them
   member_sessions()                each member's stays: joined, left, why
@@ -34,8 +35,9 @@ from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
-from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES
+from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, Column
 from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
+from schemas.tables import GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
 
 
 def timestamp_sql(ms: int) -> str:
@@ -129,21 +131,41 @@ def _shapes_at(at: str) -> str:
           FROM group_history WHERE event_time <= {at})"""
 
 
+def _columns(columns: tuple[Column, ...], prefix: str = "") -> str:
+    """Columns of `schemas/` as a SELECT list (each name after `prefix`, say `m.`)."""
+    return ", ".join(f"{prefix}`{c.name}`" for c in columns)
+
+
+def _returns(columns: tuple[Column, ...]) -> str:
+    """Columns of `schemas/` as a RETURNS TABLE list: their names and Spark types."""
+    return ", ".join(f"`{c.name}` {c.type}" for c in columns)
+
+
+# What group_history keeps per moment of group_state's columns (counters, positions and
+# deadlines are not kept): the as-of group_state's columns, in group_state's order.
+_SHAPE = {c.name for c in GROUP_HISTORY}
+STATE_KEPT = tuple(c for c in GROUP_STATE if c.name in _SHAPE)
+# group_state_as_of's: its members are group_members_as_of's rows.
+_STATE_FUNCTION = tuple(c for c in STATE_KEPT if c.name not in ("members", "log_partition"))
+_SINCE = Column("since", "timestamp", doc="when the group took this shape")
+
 # The shape in group_history newest at `at`, with group_state's column names.
 STATE_AS_OF = f"""
-    SELECT group_id, state, generation_id, protocol_type, protocol, leader_id, members,
-           member_count, state_since, rebalance_count, log_partition, group_type, group_epoch,
-           assignment_epoch, event_time AS since
+    SELECT {_columns(STATE_KEPT)}, event_time AS since
     FROM {_shapes_at("{at}")}
     WHERE newest = 1 AND state <> '{DEAD}'"""
 
-_MEMBER = ("member_id STRING, group_instance_id STRING, client_id STRING, client_host STRING, "
-           "session_timeout_ms INT, rebalance_timeout_ms INT, subscription ARRAY<STRING>, "
-           "assignment ARRAY<STRUCT<topic: STRING, partition: INT>>, joined_at TIMESTAMP, "
-           "assigned_partitions ARRAY<STRUCT<topic_id: STRING, partitions: ARRAY<INT>>>")
-_MEMBER_COLUMNS = ("m.member_id, m.group_instance_id, m.client_id, m.client_host, "
-                   "m.session_timeout_ms, m.rebalance_timeout_ms, m.subscription, "
-                   "m.assignment, m.joined_at, m.assigned_partitions")
+# A member's fields as group_members and group_members_as_of list them, one row each.
+MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host",
+                 "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
+                 "joined_at", "assigned_partitions", "process_id", "user_endpoint",
+                 "client_tags", "topology_epoch", "assigned_tasks", "tasks_pending_revocation",
+                 "target_tasks")
+_MEMBER_BY_NAME = {c.name: c for c in STATE_MEMBER_FIELDS}
+_MEMBER_VIEW = tuple(_MEMBER_BY_NAME[name] for name in MEMBER_FIELDS)
+_GROUP_OF_MEMBER = tuple(c for c in GROUP_STATE if c.name in ("group_id", "generation_id"))
+_MEMBER = _returns(_GROUP_OF_MEMBER + _MEMBER_VIEW)
+_MEMBER_COLUMNS = _columns(_MEMBER_VIEW, "m.")
 
 # group_state's members, one row each: what group_members_as_of answers, now.
 MEMBERS_NOW = f"""
@@ -157,18 +179,13 @@ _STATUS_CODE = ("CASE status " + " ".join(f"WHEN '{s}' THEN {STATUS_CODES[s]}" f
 FUNCTIONS: dict[str, str] = {
     "group_state_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_state_as_of(at TIMESTAMP)
-        RETURNS TABLE (group_id STRING, state STRING, generation_id INT, protocol_type STRING,
-                       protocol STRING, leader_id STRING, member_count INT,
-                       state_since TIMESTAMP, rebalance_count BIGINT, group_type STRING,
-                       group_epoch INT, assignment_epoch INT, since TIMESTAMP)
-        RETURN SELECT group_id, state, generation_id, protocol_type, protocol, leader_id,
-                      member_count, state_since, rebalance_count, group_type, group_epoch,
-                      assignment_epoch, event_time AS since
+        RETURNS TABLE ({_returns((*_STATE_FUNCTION, _SINCE))})
+        RETURN SELECT {_columns(_STATE_FUNCTION)}, event_time AS since
         FROM {_shapes_at("at")}
         WHERE newest = 1 AND state <> '{DEAD}'""",
     "group_members_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION group_members_as_of(at TIMESTAMP)
-        RETURNS TABLE (group_id STRING, generation_id INT, {_MEMBER})
+        RETURNS TABLE ({_MEMBER})
         RETURN SELECT group_id, generation_id, {_MEMBER_COLUMNS}
         FROM {_shapes_at("at")}
         LATERAL VIEW explode(members) AS m
@@ -192,14 +209,14 @@ FUNCTIONS: dict[str, str] = {
                        mean_ms DOUBLE, p50_ms DOUBLE, p99_ms DOUBLE, max_ms BIGINT,
                        causes MAP<STRING, BIGINT>, partitions_moved BIGINT,
                        members_joined BIGINT, members_left BIGINT,
-                       first_at TIMESTAMP, last_at TIMESTAMP)
+                       first_at TIMESTAMP, last_at TIMESTAMP, active_tasks_moved BIGINT)
         RETURN SELECT group_id, count(*), count_if(outcome = 'COMPLETED'),
                       avg(duration_ms), percentile(duration_ms, 0.5),
                       percentile(duration_ms, 0.99), max(duration_ms),
                       map_from_entries(collect_list(CASE WHEN k = 1 THEN struct(cause, n) END)),
                       sum(partitions_moved),
                       sum(members_joined), sum(members_left), min(completed_at),
-                      max(completed_at)
+                      max(completed_at), sum(active_tasks_moved)
         FROM (SELECT *, count(*) OVER (PARTITION BY group_id, cause) AS n,
                      row_number() OVER (PARTITION BY group_id, cause ORDER BY completed_at)
                        AS k
