@@ -121,7 +121,7 @@ class Step:
             "member_count": len(after.member_ids),
             "detail": detail,
             "seq": after.seq,
-            "group_type": after.group_type,
+            "group_type": after.shown_type,
         })
         return after.evolve(seq=after.seq + 1)
 

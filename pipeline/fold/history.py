@@ -106,7 +106,7 @@ def group_shape_row(g: Group, heartbeats: bool) -> Row:
         "member_count": len(g.member_ids),
         "state_since": g.state_since,
         "rebalance_count": g.rebalance_count,
-        "group_type": g.group_type,
+        "group_type": g.shown_type,
         "group_epoch": None if c is None else c.group_epoch,
         "assignment_epoch": None if c is None else c.assignment_epoch,
         **_GROUP_NULLS,

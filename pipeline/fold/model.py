@@ -385,6 +385,9 @@ class Group:
     consumer: ConsumerGroup | None = None  # set: a KIP-848 consumer group
     share: ShareGroup | None = None  # set: a KIP-932 share group
     streams: StreamsGroup | None = None  # set: a KIP-1071 streams group
+    # A group Kafka removed (Dead, not existing): the type it was removed as, which its rows
+    # still show (`shown_type`); None while the group exists.
+    removed_as: str | None = None
 
     def evolve(self, **changes: Any) -> Group:
         """A copy with `changes`, as `dataclasses.replace` but without re-running `__init__`:
@@ -477,6 +480,12 @@ class Group:
         if self.share is not None:
             return SHARE
         return STREAMS if self.streams is not None else CLASSIC
+
+    @property
+    def shown_type(self) -> str:
+        """The type the tables show: the group's, or, once Kafka has removed it, the type it
+        was removed as (a deleted share group's last rows say share, not classic)."""
+        return self.group_type if self.exists or self.removed_as is None else self.removed_as
 
     @property
     def modern(self) -> ConsumerGroup | ShareGroup | StreamsGroup | None:

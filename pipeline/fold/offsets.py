@@ -295,6 +295,7 @@ def expire(g: Group, step: Step) -> Group:
     g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
     if (g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns
             and g.share is None):
+        kind = g.group_type
         if g.modern is not None:
             # An empty group's tombstones (`createGroupTombstoneRecords`); Kafka has no
             # transition table for these types, so the move to Dead is not checked.
@@ -306,7 +307,7 @@ def expire(g: Group, step: Step) -> Group:
         else:
             g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
             step.record("GROUP_TOMBSTONE", g.group_id)
-        g = g.evolve(exists=False)
+        g = g.evolve(exists=False, removed_as=kind)
     return g
 
 

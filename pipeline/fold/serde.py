@@ -12,7 +12,9 @@ Format 2 added `consumer`, the KIP-848 part of a group (null for classic groups)
 state upgrades to null. Format 3 added `member_capacity`, the table size of Kafka's members
 HashMap (leader succession follows its order); a format-2 state gets the smallest table its
 members fit. Format 4 added `share` and `streams`, the KIP-932 and KIP-1071 parts of a group
-(null for other types); a format-3 state upgrades to null for both.
+(null for other types); a format-3 state upgrades to null for both. Format 5 added
+`removed_as`, the type a removed group was removed as (what its rows show); a format-4 state
+upgrades to null (a removed group then shows as classic, as format 4's rows did).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from pipeline.fold.model import (
     StreamsTopology,
 )
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 _LEVEL = 6  # zlib's default: level 9 saves <1 % more on a group's state
 
 _MEMBER = [f.name for f in fields(Member)]
@@ -381,6 +383,11 @@ def _v3_to_v4(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "v": 4, "share": None, "streams": None}
 
 
+def _v4_to_v5(doc: dict[str, Any]) -> dict[str, Any]:
+    """Format 4 did not keep the type a removed group was removed as."""
+    return {**doc, "v": 5, "removed_as": None}
+
+
 # format version -> step that rewrites a document of that version into the next one.
 _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}

@@ -93,7 +93,8 @@ def _replace(g: Group, snap: Group, step: Step, cause: str, detail: str | None) 
         g = finish_rebalance(g.evolve(members=snap.members, generation_id=snap.generation_id,
                                      protocol=snap.protocol, leader_id=snap.leader_id),
                              step, COMPLETED if snap.members else EMPTIED)
-    after = g.evolve(exists=True, state=snap.state, generation_id=snap.generation_id,
+    after = g.evolve(exists=True, removed_as=None, state=snap.state,
+        generation_id=snap.generation_id,
         protocol_type=snap.protocol_type, protocol=snap.protocol, leader_id=snap.leader_id,
         members=snap.members, pending_members=(), pending_sync=frozenset(), sync_deadline=None,
         # A coordinator's own group keeps its HashMap; a group known from records is loaded.
@@ -115,8 +116,8 @@ def on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
     if g.rebalance is not None:
         g = finish_rebalance(g, step, ABANDONED)
     g = checked_transition(g, step, DEAD, Cause.GROUP_TOMBSTONE)
-    g = g.evolve(exists=False, members=(), pending_members=(), pending_sync=frozenset(),
-                sync_deadline=None, leader_id=None, protocol=None)
+    g = g.evolve(exists=False, removed_as=g.group_type, members=(), pending_members=(),
+                 pending_sync=frozenset(), sync_deadline=None, leader_id=None, protocol=None)
     if g.offsets or g.pending_txns:
         # Offsets are separate keys and outlive the group: Kafka's loader keeps an Empty
         # group holding them.

@@ -326,7 +326,7 @@ def test_share_group_state_round_trips_through_bytes() -> None:
     g = log.replay().group
     assert g.share is not None and g.share.state_partitions is not None
     assert loads(dumps(g)) == g
-    assert document(g)["v"] == 4 and document(g)["streams"] is None
+    assert document(g)["v"] == 5 and document(g)["streams"] is None
 
 
 def test_a_format_3_state_upgrades_to_no_share_or_streams_part() -> None:

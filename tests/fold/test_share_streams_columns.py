@@ -7,10 +7,13 @@ classes wrote (tests/decode/kafka_records.json)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
-from pipeline.fold import CoordinatorConfig, fold, group_state_row
+from pipeline.fold import CoordinatorConfig, dumps, fold, group_state_row, loads
 from pipeline.fold.group_replay import replay_group
+from pipeline.fold.serde import document
 from schemas.tables import SHARE_STREAMS_GROUP, STATE_MEMBER_FIELDS
 from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID, ConsumerLog
 from tests.fold.records import Log
@@ -223,3 +226,49 @@ def test_classic_and_consumer_rebalances_count_partitions_and_no_tasks() -> None
         (r,) = log.replay().outputs.rebalances
         assert (r["group_type"], r["partitions_moved"], r["partitions_total"],
                 r["active_tasks_moved"], r["active_tasks_total"]) == (kind, 4, 4, None, None)
+
+
+def test_a_removed_group_rows_show_the_type_it_was_removed_as() -> None:
+    """Kafka removes a deleted share, streams or consumer group; its last group_history and
+    group_state rows (Dead) say the type that died, as its Dead transition does, and the
+    id's next record starts a group of whatever type that record makes."""
+    share = ShareLog()
+    share.stable_with("a-1")
+    share.at(4_000).deleted(("a-1",))
+    consumer = ConsumerLog()
+    consumer.stable_with("a-1")
+    consumer.deleted(("a-1",))
+    streams = StreamsLog()
+    streams.stable_with("m-1")
+    streams.deleted(("m-1",))
+    for log, kind in ((share, "share"), (consumer, "consumer"), (streams, "streams")):
+        r = log.replay()
+        assert not r.group.exists and r.group.group_type == "classic"  # no part is left
+        assert r.outputs.transitions[-1]["to_state"] == "Dead"
+        last = r.outputs.history[-1]
+        row = group_state_row(r.group, CONFIG)
+        assert ([r.outputs.transitions[-1]["group_type"], last["group_type"], row["group_type"]]
+                == [kind] * 3), kind
+        assert (last["state"], row["state"]) == ("Dead", "Dead")
+        assert loads(dumps(r.group)) == r.group
+    again = ShareLog()
+    again.events = list(share.events)
+    again.next_offset = share.next_offset
+    again.at(9_000).add("GROUP_METADATA", generation_id=1, protocol_type="consumer",
+                        protocol=None, leader_id=None, members=())
+    r = again.replay()
+    assert (r.group.group_type, r.group.shown_type, r.group.removed_as) == (
+        "classic", "classic", None)
+
+
+def test_a_format_4_state_loads_with_no_removed_type() -> None:
+    log = ShareLog()
+    log.stable_with("a-1")
+    log.deleted(("a-1",))
+    g = log.replay().group
+    doc = document(g)
+    assert (doc["v"], doc["removed_as"]) == (5, "share")
+    del doc["removed_as"]
+    doc["v"] = 4
+    old = loads(json.dumps(doc).encode())
+    assert old == replace(g, removed_as=None) and old.shown_type == "classic"
