@@ -1,10 +1,11 @@
 """The golden cases: how each input log is made (only when re-freezing with `--inputs`) and
 how it is replayed (coordinator settings, watermark delay, micro-batches).
 
-Four logs come from the generator; two are written record by record with the fold tests'
+Four logs come from the generator; three are written record by record with the fold tests'
 factories, for what the generator never produces (offset expiry in its several forms,
 transaction edge cases, tombstones, static-member fencing, snapshot mismatches; KIP-848
-consumer groups). Several groups share one hand-written log, each on the partition Kafka maps it to.
+consumer groups; share and streams groups, some of their records as Kafka's own classes
+wrote them). Several groups share one hand-written log, each on the partition Kafka maps it to.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pipeline.decode import decode_record
 from pipeline.fold import CoordinatorConfig, Event
+from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
+from tests.decode import kafka_records
 from tests.fold.consumer_records import ORDERS_ID, PAYMENTS_ID, UNRELEASED, UNREVOKED, ConsumerLog
 from tests.fold.records import T0, Log
+from tests.fold.share_records import ShareLog
+from tests.fold.streams_records import UNRELEASED as STREAMS_UNRELEASED
+from tests.fold.streams_records import UNREVOKED as STREAMS_UNREVOKED
+from tests.fold.streams_records import StreamsLog
 
 DAY = 86_400_000
 TEN_MINUTES = 600_000
@@ -185,6 +193,69 @@ def kip848_by_hand() -> list[Event]:
     return _merged(moving, deleted, regex, upgraded, emptied, abandoned, clock)
 
 
+def _kafka_written(group: str, names: list[str], at_ms: int) -> list[Event]:
+    """Records Kafka's own classes wrote (tests/decode/kafka_records.json), decoded, in
+    `group`'s log a millisecond apart from T0 + `at_ms`."""
+    records = kafka_records.records()
+    return [Event.from_row({**decode_record(*records[name]), "group_id": group,
+                            "log_partition": partition_for(group), "log_offset": i,
+                            "event_time": T0 + at_ms + i})
+            for i, name in enumerate(names)]
+
+
+def share_streams_by_hand() -> list[Event]:
+    """Share and streams groups: members join, tasks move through revocation, a member
+    leaves, a group is deleted in Kafka's order, refused records and commits; the values the
+    tables add for them (state partitions, topology, tasks, group types) are frozen."""
+    shared = ShareLog("sg-queue")
+    shared.stable_with("a-1")
+    shared.at(5_000).joins("b-2", 2, {"a-1": {ORDERS_ID: [0, 1, 2, 3]},
+                                      "b-2": {ORDERS_ID: [0, 1, 2, 3]}})
+    shared.state_partitions(initializing={PAYMENTS_ID: [0, 1]}, initialized={ORDERS_ID: [0, 1, 2, 3]})
+    shared.commit("orders", 0, 7, generation=None)  # a share group takes no offsets
+    shared.tombstone("METADATA")  # members remain: malformed
+    shared.at(8_000).leaves("b-2")
+    shared.epoch(3)
+
+    gone = ShareLog("sg-deleted")
+    gone.stable_with("a-1")
+    gone.at(4_000).deleted(("a-1",))
+
+    app = StreamsLog("wordcount")
+    app.commit("words", 0, 3)  # a simple classic group, which the streams records replace
+    app.stable_with("m-1")
+    app.member("m-1", endpoint=("app-host", 8080), tags=(("zone", "eu-1"),))
+    half, other = {"0": [0, 1], "1": [0, 1]}, {"0": [2, 3], "1": [2, 3]}
+    app.at(10_000).joins("m-2", 2, {"m-1": half, "m-2": other}, process="p-2")
+    app.current("m-2", 2, {}, state=STREAMS_UNRELEASED, previous=0)
+    app.current("m-1", 1, half, state=STREAMS_UNREVOKED, previous=0, pending_active=other)
+    app.commit("words", 1, 9, member="m-1", generation=1)  # in its epoch: taken
+    app.commit("words", 2, 4, member="m-1", generation=0)  # STALE_MEMBER_EPOCH
+    app.at(12_000).current("m-1", 2, half, previous=1)
+    app.current("m-2", 2, other, previous=0)
+    app.at(20_000).deleted(("m-1", "m-2"))  # its offsets outlive it: Empty, classic
+
+    ready = StreamsLog("not-ready")
+    ready.topology()
+    ready.member("m-1")
+    ready.epoch(1, validated=-1)  # as a Kafka 4.1 log reads: NotReady
+    ready.add("STREAMS_GROUP_TOPOLOGY_TOMBSTONE")
+
+    clock = Log("clock")
+    clock.at(9 * DAY).commit("orders", 0, 1)
+    kafka = Log("kafka-written")
+    kafka.events = (_kafka_written("kafka-share", _SHARE_LIFE, 30_000)
+                    + _kafka_written("kafka-streams", _STREAMS_LIFE, 30_000))
+    return _merged(shared, gone, app, ready, kafka, clock)
+
+
+# What Kafka's classes wrote for a share group and a streams group (group-coordinator 4.2.1).
+_SHARE_LIFE = ["share_member_no_rack", "share_metadata", "share_state_partitions",
+               "share_target_member", "share_target_metadata", "share_current"]
+_STREAMS_LIFE = ["streams_topology", "streams_member_nulls", "streams_metadata_tags",
+                 "streams_target_member", "streams_target_metadata", "streams_current"]
+
+
 def _case(name: str, about: str, spec: LogSpec, **run: object) -> Case:
     make, source = _generated(spec)
     return Case(name, about, make, source, config=spec.config, **run)  # type: ignore[arg-type]
@@ -239,4 +310,12 @@ CASES: tuple[Case, ...] = (
          kip848_by_hand, "tests.golden.cases.kip848_by_hand",
          covers=("KIP-848 records", "offset expiry", "malformed rows", "unsupported records",
                  "refused requests", "group dead")),
+    Case("share-streams-by-hand",
+         "share and streams groups written record by record and as Kafka's classes wrote "
+         "them: joins, a share member leaving, streams tasks moving through revocation, a "
+         "topology never validated, deletion in Kafka's order with the streams group's "
+         "offsets outliving it, refused records and commits",
+         share_streams_by_hand, "tests.golden.cases.share_streams_by_hand",
+         covers=("share records", "streams records", "malformed rows", "refused requests",
+                 "offset expiry", "group dead")),
 )

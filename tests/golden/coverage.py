@@ -78,6 +78,10 @@ def features(events: list[Event], tables: Rows) -> set[str]:
             r["to_state"] for r in tables["group_transitions"]},
         "KIP-848 records": any(t is not None and t.startswith("CONSUMER_GROUP_") for t in types)
         and any(r["group_type"] == "consumer" for r in state),
+        "share records": any(r.get("share_state_partitions") for r in tables["group_history"])
+        and any(r["group_type"] == "share" for r in tables["group_transitions"]),
+        "streams records": any(r.get("topology") for r in tables["group_history"])
+        and any(r.get("active_tasks_moved") for r in tables["rebalances"]),
     }
     return {name for name, present in found.items() if present}
 
@@ -87,5 +91,5 @@ REQUIRED = frozenset({
     "refused requests", "duplicate rows", "out-of-order rows", "late rows", "static members",
     "cooperative assignor", "eager assignor", "transaction committed", "transaction aborted",
     "offset expiry", "offset tombstone", "session timeout", "snapshot mismatch", "group dead",
-    "KIP-848 records",
+    "KIP-848 records", "share records", "streams records",
 })

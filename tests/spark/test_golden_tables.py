@@ -32,7 +32,7 @@ def _exact(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize("name", ["classic-by-hand", "kip848-by-hand"])
+@pytest.mark.parametrize("name", ["classic-by-hand", "kip848-by-hand", "share-streams-by-hand"])
 def test_spark_builds_the_stored_golden_tables(spark: SparkSession, name: str) -> None:
     case = read_case(name, OUTPUT_TABLES)
     assert case.batches == [len(case.events)] and case.config == CONFIG
