@@ -19,6 +19,8 @@ from schemas.events import (
 )
 
 GROUP_TYPE_DOC = "classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071)"
+_SHAPE_TYPE_DOC = (GROUP_TYPE_DOC + "; a group Kafka removed (Dead) keeps the type it was "
+                   "removed as")
 
 # Share groups (KIP-932) and streams groups (KIP-1071): what their group_state and
 # group_history rows add, declared once as nested types.
@@ -117,7 +119,7 @@ GROUP_STATE: tuple[Column, ...] = (
     Column("late_count", "bigint", False, "rows that arrived behind the watermark"),
     Column("pending_transactions", "int", False),
     Column("next_deadline", "timestamp", doc="when the group next changes by itself"),
-    Column("group_type", "string", False, GROUP_TYPE_DOC),
+    Column("group_type", "string", False, _SHAPE_TYPE_DOC),
     Column("group_epoch", "int",
            doc="consumer, share and streams groups: the group epoch (also generation_id)"),
     Column("assignment_epoch", "int",
@@ -212,7 +214,7 @@ GROUP_HISTORY: tuple[Column, ...] = (
     Column("member_count", "int", False),
     Column("state_since", "timestamp"),
     Column("rebalance_count", "bigint", False),
-    Column("group_type", "string", False, GROUP_TYPE_DOC),
+    Column("group_type", "string", False, _SHAPE_TYPE_DOC),
     Column("group_epoch", "int"),
     Column("assignment_epoch", "int"),
     Column("departures", "array<struct<member_id:string,cause:string>>", False,
