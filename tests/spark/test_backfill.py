@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
@@ -15,6 +16,8 @@ from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.fold.handoff import read_manifest
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.warehouse import missing_fields
 from pipeline.times import event_time_ms
 from tests.spark.backends import (
     CONFIG,
@@ -39,6 +42,25 @@ def _replay(spark: SparkSession, log: str, root: Path, checkpoint: str = "checkp
                                     watermark_delay=DELAY, config=CONFIG))
 
 
+def _as_before_issue_37(spark: SparkSession, path: str) -> None:
+    """Rewrite the group_state table at `path` without the columns (and member fields) that
+    share and streams groups added."""
+    added = {"share_state_partitions", "topology", "validated_topology_epoch",
+             "assignment_configs"}
+    new_member = {"process_id", "user_endpoint", "client_tags", "topology_epoch",
+                  "assigned_tasks", "tasks_pending_revocation", "target_tasks"}
+    df = spark.read.format("delta").load(path)
+    member = df.schema["members"].dataType.elementType
+    old = [f.name for f in member.fields if f.name not in new_member]
+    assert len(old) < len(member.fields) and added <= set(df.columns)
+    (df.drop(*added)
+     .withColumn("members", F.transform(
+         "members", lambda m: F.struct(*[m[name].alias(name) for name in old])))
+     .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path))
+    assert missing_fields(spark.read.format("delta").load(path).schema,
+                          table_schema("group_state"))
+
+
 # The journal: its groups carry members, sessions and timers across the hand-off, where an
 # offsets-topic log's carry snapshots and offsets, which the journal's also have.
 def test_a_stream_continues_from_a_backfill_without_reapplying_or_skipping_a_record(
@@ -57,8 +79,14 @@ def test_a_stream_continues_from_a_backfill_without_reapplying_or_skipping_a_rec
     before = table_versions(spark, tmp_path / "warehouse")
     _replay(spark, log, tmp_path)
     assert table_versions(spark, tmp_path / "warehouse") == before
+    # The stream continues on a group_state as a release before issue 37 wrote it: the
+    # columns share and streams groups added (null for this log's classic groups) missing.
+    state = str(tmp_path / "warehouse" / "group_state")
+    _as_before_issue_37(spark, state)
     write_event_log(spark, events[cut:], log, commits=2, mode="append")
     _replay(spark, log, tmp_path)
+    assert not missing_fields(spark.read.format("delta").load(state).schema,
+                              table_schema("group_state"))
     _replay(spark, log, tmp_path)  # a restart on the same checkpoint adds nothing
     assert_same_tables(read_tables(spark, tmp_path / "warehouse"), pure_tables(spark, events))
 

@@ -5,12 +5,14 @@ and view and the columns' docs as comments."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from functools import partial
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import (
@@ -25,6 +27,8 @@ from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.parallel import run_all
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
+
+log = logging.getLogger(__name__)
 
 # A stream commits to each table every micro-batch. At Delta's default, every tenth commit
 # also writes a checkpoint, in the committing thread: six Spark jobs, several times a small
@@ -64,8 +68,10 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
     properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL), **UPKEEP_PROPERTIES}
     if table in APPEND_TABLES or table in LAG_TABLES:  # lag tables: all append
         properties["delta.appendOnly"] = "true"
-    if not create_table(spark, path, table_schema(table), properties):
+    schema = table_schema(table)
+    if not create_table(spark, path, schema, properties):
         _with_upkeep(spark, path)
+        _with_columns(spark, path, schema)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
@@ -79,6 +85,35 @@ def _with_upkeep(spark: SparkSession, path: str) -> None:
     if missing:
         pairs = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
         spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES ({pairs})")
+
+
+def missing_fields(have: T.DataType, want: T.DataType, at: str = "") -> list[str]:
+    """The dotted paths of the fields `want` declares and `have` lacks, looking into
+    structs, arrays' elements and maps' values: what a table written by an older release
+    lacks of the contract."""
+    if isinstance(want, T.ArrayType) and isinstance(have, T.ArrayType):
+        return missing_fields(have.elementType, want.elementType, f"{at}element.")
+    if isinstance(want, T.MapType) and isinstance(have, T.MapType):
+        return missing_fields(have.valueType, want.valueType, f"{at}value.")
+    if not isinstance(want, T.StructType) or not isinstance(have, T.StructType):
+        return []
+    had = {f.name: f.dataType for f in have.fields}
+    return [path for f in want.fields
+            for path in ([f"{at}{f.name}"] if f.name not in had
+                         else missing_fields(had[f.name], f.dataType, f"{at}{f.name}."))]
+
+
+def _with_columns(spark: SparkSession, path: str, schema: T.StructType) -> None:
+    """A table written by an older release gets the columns (and nested fields) the
+    contract added since, null in its rows, in one schema-merging commit of no rows:
+    Delta puts them after the ones it has, and every write here goes by name."""
+    have = spark.read.format("delta").load(path).schema
+    missing = missing_fields(have, schema)
+    if missing:
+        log.warning("%s: adding the columns this release writes: %s", path,
+                    ", ".join(missing))
+        (spark.createDataFrame([], schema).write.format("delta").mode("append")
+         .option("mergeSchema", "true").save(path))
 
 
 def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],
