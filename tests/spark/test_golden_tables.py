@@ -5,6 +5,7 @@ the stored rows (so the pure harness of `tests/golden/` stands for the Spark pat
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,13 @@ from schemas import OUTPUT_TABLES
 from tests.golden.files import read_case
 from tests.golden.tables import line, sort_rows
 from tests.spark.backends import CONFIG, DELAY, pure_tables
+from tests.spark.test_readme_examples import (
+    KAFKA4_EXAMPLES,
+    KAFKA4_OUT,
+    example_id,
+    in_demo,
+    runs_and_answers,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -42,3 +50,22 @@ def test_spark_builds_the_stored_golden_tables(spark: SparkSession, name: str) -
         rows = [{k: v for k, v in _exact(r.asDict(recursive=True)).items() if v is not None}
                 for r in df.collect()]
         assert [line(r) for r in sort_rows(table, rows)] == [line(r) for r in case.tables[table]], table
+
+
+@pytest.fixture(scope="module")
+def kafka4(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """out/kafka4: a warehouse of the share-streams-by-hand case's tables, as Delta tables."""
+    out = tmp_path_factory.mktemp("kafka4")
+    case = read_case("share-streams-by-hand", OUTPUT_TABLES)
+    for table, df in pure_tables(spark, case.events).items():
+        df.write.format("delta").save(str(out / "warehouse" / table))
+    return out
+
+
+@pytest.mark.parametrize("example", KAFKA4_EXAMPLES, ids=example_id)
+def test_a_share_or_streams_example_of_the_docs_answers_from_kafka_4s_groups(
+        example: tuple[str, list[str]], kafka4: Path, spark: SparkSession,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/sql.md's share and streams questions, each answered with rows."""
+    job, argv = example
+    runs_and_answers(job, in_demo(argv, kafka4, KAFKA4_OUT), spark, capsys)

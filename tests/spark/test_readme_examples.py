@@ -47,6 +47,10 @@ EXAMPLE_SOURCES: tuple[tuple[str, str | None], ...] = (
     ("docs/sql.md", None),
     ("docs/lag.md", None),
 )
+# Kafka 4's share and streams groups: the demo's log has none, so these examples run on the
+# golden case share-streams-by-hand's tables (tests/spark/test_golden_tables.py).
+KAFKA4_SOURCE = ("docs/sql.md", "## Share and streams groups")
+KAFKA4_OUT = "out/kafka4"
 JOBS = ("query.py", "export_offsets.py", "report.py")  # run by this test
 DEMO_JOBS = ("generate.py", "replay.py")  # must be the demo's; the fixture runs them
 DEMO_OUT = "out/demo"
@@ -88,11 +92,16 @@ def job_command(words: list[str], jobs: tuple[str, ...] = JOBS) -> tuple[str, li
     return None
 
 
-def source_commands(jobs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
-    """The commands of EXAMPLE_SOURCES that run one of `jobs`, each once, in page order."""
+def source_commands(jobs: tuple[str, ...],
+                    sources: tuple[tuple[str, str | None], ...] = EXAMPLE_SOURCES,
+                    ) -> list[tuple[str, list[str]]]:
+    """The commands of `sources` that run one of `jobs`, each once, in page order; a whole
+    page's without its KAFKA4_SOURCE section, unless that is the source."""
     found: list[tuple[str, list[str]]] = []
-    for page, heading in EXAMPLE_SOURCES:
+    for page, heading in sources:
         text = (ROOT / page).read_text(encoding="utf-8")
+        if heading is None and page == KAFKA4_SOURCE[0]:
+            text = text.replace(section(text, KAFKA4_SOURCE[1]), "")
         for block in bash_blocks(text if heading is None else section(text, heading)):
             for words in shell_commands(block):
                 if (c := job_command(words, jobs)) and c not in found:
@@ -101,6 +110,7 @@ def source_commands(jobs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
 
 
 EXAMPLES = source_commands(JOBS)
+KAFKA4_EXAMPLES = source_commands(("query.py",), (KAFKA4_SOURCE,))
 
 
 def demo_argv(job: str, out: Path) -> list[str]:
@@ -126,7 +136,8 @@ def same_as_demo(job: str, argv: list[str]) -> bool:
 def runs_here(job: str, argv: list[str]) -> bool:
     """Whether this test runs `job` with `argv` as a page prints it: one of the examples, or
     the demo's own generate or replay (the fixture's)."""
-    return (job, argv) in EXAMPLES or (job in DEMO_JOBS and same_as_demo(job, argv))
+    return ((job, argv) in EXAMPLES or (job, argv) in KAFKA4_EXAMPLES
+            or (job in DEMO_JOBS and same_as_demo(job, argv)))
 
 
 # What the demo may print: a job's log line (time, logger, message), a table of answers,
@@ -176,9 +187,10 @@ def test_the_demo_prints_only_the_projects_lines(demo_run: DemoRun) -> None:
     assert "jobs/serve.py --warehouse" in demo_run.stdout.splitlines()[-1]  # the metrics
 
 
-def in_demo(argv: list[str], demo: Path) -> list[str]:
-    """`out/demo/...` arguments (the warehouse, output files) moved into the test's folder."""
-    return [re.sub(rf"^{re.escape(DEMO_OUT)}(?=/|$)", str(demo), a) for a in argv]
+def in_demo(argv: list[str], demo: Path, out: str = DEMO_OUT) -> list[str]:
+    """`out/demo/...` (or `out`'s) arguments, the warehouse and output files, moved into the
+    test's folder."""
+    return [re.sub(rf"^{re.escape(out)}(?=/|$)", str(demo), a) for a in argv]
 
 
 def shown_tables(stdout: str) -> dict[str, int]:
@@ -195,6 +207,13 @@ def shown_tables(stdout: str) -> dict[str, int]:
 def example_id(example: tuple[str, list[str]]) -> str:
     job, argv = example
     return f"{job} {' '.join(argv)}"[:90]
+
+
+def test_the_share_and_streams_examples_are_queries_of_their_own_warehouse() -> None:
+    assert len(KAFKA4_EXAMPLES) >= 5
+    assert not set(map(example_id, KAFKA4_EXAMPLES)) & set(map(example_id, EXAMPLES))
+    for _, argv in KAFKA4_EXAMPLES:
+        assert argv[argv.index("--warehouse") + 1] == f"{KAFKA4_OUT}/warehouse", argv
 
 
 def test_the_docs_show_each_job_against_the_demo_warehouse() -> None:
@@ -223,7 +242,13 @@ def test_a_doc_example_runs_and_answers(example: tuple[str, list[str]], demo: Pa
                                         spark: SparkSession,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     job, argv = example
-    argv = in_demo(argv, demo)
+    runs_and_answers(job, in_demo(argv, demo), spark, capsys)
+
+
+def runs_and_answers(job: str, argv: list[str], spark: SparkSession,
+                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`job` with `argv` exits 0, and a query prints tables that each hold a row (a job
+    writing a file writes one that is not empty)."""
     try:
         result = load_job(job.removesuffix(".py")).main(argv, spark=spark)
     except SystemExit as e:
