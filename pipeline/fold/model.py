@@ -481,6 +481,11 @@ class Group:
             return SHARE
         return STREAMS if self.streams is not None else CLASSIC
 
+    def removed(self, **changes: Any) -> Group:
+        """The group as Kafka removes it (no longer existing), with `changes`: its rows still
+        show the type it had until now (`removed_as`)."""
+        return self.evolve(exists=False, removed_as=self.group_type, **changes)
+
     @property
     def shown_type(self) -> str:
         """The type the tables show: the group's, or, once Kafka has removed it, the type it

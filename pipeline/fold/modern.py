@@ -353,8 +353,7 @@ def delete(g: Group, step: Step, cause: str, detail: str | None) -> Group:
         g = finish_rebalance(g, step, ABANDONED)
     after = g.evolve(state=DEAD, state_since=step.now)
     g = step.transition_row(g, after, cause, None, detail)
-    g = g.evolve(exists=False, protocol_type=None, protocol=None, leader_id=None,
-                 removed_as=g.group_type, **_NO_PART)
+    g = g.removed(protocol_type=None, protocol=None, leader_id=None, **_NO_PART)
     if g.offsets or g.pending_txns:
         g = create_group(g, step, Cause.GROUP_CREATED, "offsets outlive the group tombstone")
     return g
@@ -371,8 +370,8 @@ def replaced_by_classic(g: Group, step: Step) -> Group:
     after = g.evolve(state=DEAD, state_since=step.now)
     g = step.transition_row(g, after, Cause.GROUP_REPLACED,
                             None, f"GROUP_METADATA replaces the {kind} group with a classic one")
-    return g.evolve(exists=False, protocol_type=None, generation_id=0,
-                    stable_owners=(), stable_members=(), removed_as=kind, **_NO_PART)
+    return g.removed(protocol_type=None, generation_id=0, stable_owners=(), stable_members=(),
+                     **_NO_PART)
 
 
 def removed_by_group_tombstone(g: Group, step: Step) -> Group:

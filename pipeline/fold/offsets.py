@@ -295,7 +295,7 @@ def expire(g: Group, step: Step) -> Group:
     g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
     if (g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns
             and g.share is None):
-        kind = g.group_type
+        parts: dict[str, None] = {}
         if g.modern is not None:
             # An empty group's tombstones (`createGroupTombstoneRecords`); Kafka has no
             # transition table for these types, so the move to Dead is not checked.
@@ -303,11 +303,11 @@ def expire(g: Group, step: Step) -> Group:
                 step.record(record, g.group_id)
             after = g.evolve(state=DEAD, state_since=step.now)
             g = step.transition_row(g, after, Cause.OFFSETS_EXPIRED, None, None)
-            g = g.evolve(consumer=None, streams=None, protocol_type=None)
+            parts = {"consumer": None, "streams": None, "protocol_type": None}
         else:
             g = transition(g, step, DEAD, Cause.OFFSETS_EXPIRED)
             step.record("GROUP_TOMBSTONE", g.group_id)
-        g = g.evolve(exists=False, removed_as=kind)
+        g = g.removed(**parts)
     return g
 
 

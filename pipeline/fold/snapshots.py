@@ -116,8 +116,8 @@ def on_group_tombstone(g: Group, e: Event, step: Step) -> Group:
     if g.rebalance is not None:
         g = finish_rebalance(g, step, ABANDONED)
     g = checked_transition(g, step, DEAD, Cause.GROUP_TOMBSTONE)
-    g = g.evolve(exists=False, removed_as=g.group_type, members=(), pending_members=(),
-                 pending_sync=frozenset(), sync_deadline=None, leader_id=None, protocol=None)
+    g = g.removed(members=(), pending_members=(), pending_sync=frozenset(),
+                  sync_deadline=None, leader_id=None, protocol=None)
     if g.offsets or g.pending_txns:
         # Offsets are separate keys and outlive the group: Kafka's loader keeps an Empty
         # group holding them.
