@@ -58,6 +58,9 @@ def main() -> None:
                    help="tables the replay writes side by side (1: one after another, each "
                         "table's own cost)")
     p.add_argument("--end-offsets", action="store_true", help="the replay with lag")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the session, over the local profile's "
+                        "(repeatable): an experiment's")
     args = p.parse_args()
     spec = LogSpec(groups=args.groups, events=args.events + args.small * args.rounds, seed=3,
                    **({"log_kind": "offsets-topic", "sample_interval_ms": 1000}
@@ -66,7 +69,8 @@ def main() -> None:
     samples = sorted(end_offset_samples(spec, last_event_ms(events)),
                      key=lambda s: s["sampled_at"]) if args.end_offsets else []
     head, tail = events[:args.events], events[args.events:]
-    spark = build_session("bench-stream", "local")
+    spark = build_session("bench-stream", "local",
+                          extra_conf=dict(c.split("=", 1) for c in args.conf))
     root = Path(tempfile.mkdtemp(prefix="bench-stream-"))
     log, other = str(root / "events"), str(root / "events-trivial")
     write_event_log(spark, head, log)

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from pipeline.spark.runtime import jars
+from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import load_properties, profile_path, session_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -241,3 +242,28 @@ def test_merge_is_idempotent_under_the_session_txn_confs(spark: SparkSession,
     assert counts() == [("a", 2), ("b", 2)]
     assert DeltaTable.forPath(spark, path).history().where(
         "operation = 'MERGE'").count() == 2
+
+
+@pytest.mark.spark
+def test_a_kept_frame_is_computed_once_outside_sparks_cache_and_released(
+        spark: SparkSession) -> None:
+    """`runtime.keep` on a local master: every partition computed by the first job (a Python
+    UDF counts its calls), read by the next jobs, never through Spark's cache (whose
+    accumulator races the heartbeat), and its blocks freed by `release`."""
+    calls = spark.sparkContext.accumulator(0)
+
+    counted = F.udf(lambda x: calls.add(1) or x, "long")  # add returns None
+
+    def stored() -> int:
+        return int(spark.sparkContext._jsc.sc().getPersistentRDDs().size())
+
+    before = stored()
+    df = spark.range(200).repartition(3).select(counted("id").alias("id"))
+    with kept(df) as held:
+        assert held.where("id % 2 = 0").limit(1).count() == 1  # one partition, then the rest
+        assert held.count() == 200 and held.agg(F.sum("id")).first()[0] == 199 * 100
+        assert calls.value == 200
+        assert stored() == before + 1
+        plan = held._jdf.queryExecution().analyzed().getClass().getSimpleName()
+        assert plan == "LogicalRDD", plan  # not an InMemoryRelation: Spark's cache unused
+    assert stored() == before

@@ -29,7 +29,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -47,6 +46,7 @@ from pyspark.sql.types import (
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
 from pipeline.spark.fold.left import LEFT_COLUMNS, LEFT_TAGS, left_rows, left_schema, left_tags
+from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
@@ -95,22 +95,19 @@ def row_schema(table: str) -> StructType:
 
 
 def counted(wire: DataFrame) -> dict[str, int]:
-    """Rows of each table on the (persisted) wire: one Spark job, which runs the fold."""
+    """Rows of each table on the (kept) wire: one Spark job, which runs the fold."""
     return {r[TABLE]: r["count"] for r in wire.groupBy(TABLE).count().collect()}
 
 
 @contextmanager
 def folded(wire: DataFrame, where: str) -> Iterator[tuple[DataFrame, dict[str, int]]]:
-    """The wire kept while the caller writes its tables from it: persisted, its rows counted
+    """The wire kept while the caller writes its tables from it (`runtime.keep`), its rows counted
     per table (the one Spark job that runs the fold), each failed group logged (`where`
-    says which run); unpersisted when the caller is done."""
-    kept = wire.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        counts = counted(kept)
-        log_failed_groups(kept, counts.get(FAILED, 0), where)
-        yield kept, counts
-    finally:
-        kept.unpersist()
+    says which run); released when the caller is done."""
+    with kept(wire) as held:
+        counts = counted(held)
+        log_failed_groups(held, counts.get(FAILED, 0), where)
+        yield held, counts
 
 
 # ---- Python to the wire --------------------------------------------------------------------

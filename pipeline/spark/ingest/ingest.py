@@ -48,6 +48,7 @@ from pipeline.errors import UsageError
 from pipeline.spark.events.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
+from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import event_schema
 from pipeline.spark.tables.creation import create_table
@@ -304,7 +305,7 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = decode_records(batch)
         if sampler is not None:
-            rows = rows.persist()  # decoded once for both the MERGE and the sampler's topics
+            rows = keep(rows)  # decoded once for both the MERGE and the sampler's topics
         try:
             n = merge_into_log(batch.sparkSession, opts.events, rows)
             log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
@@ -312,7 +313,7 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
                 sampler.observe(rows)
         finally:
             if sampler is not None:
-                rows.unpersist()
+                release(rows)
         record_cluster_topics(batch.sparkSession, opts)
 
     try:  # the topic's partitions are asked of the cluster here: it may refuse

@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -39,6 +38,7 @@ from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, p
 from pipeline.spark.lag.lagstate import STATE, Tables, ensure_state, reset_state, state_path
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
+from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, read_delta, stream_delta
@@ -141,7 +141,7 @@ class StreamLag:
     after_version: int | None = None  # the samples' version a backfill read, if continued
     written: dict[str, int] = field(default_factory=dict)  # the last batch's lag rows, by table
     _id: str | None = None
-    _persisted: list[DataFrame] = field(default_factory=list)
+    _kept: list[DataFrame] = field(default_factory=list)
 
     def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int,
                history: Mapping[str, DataFrame] | None = None) -> tuple[Writes, Writes]:
@@ -201,18 +201,18 @@ class StreamLag:
         return first, then
 
     def _keep(self, df: DataFrame) -> DataFrame:
-        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self._persisted.append(kept)
-        return kept
+        held = keep(df)
+        self._kept.append(held)
+        return held
 
     def _append(self, df: DataFrame, table: str) -> Callable[[], None]:
         path = paths.join(self.warehouse, table)
         return lambda: df.write.format("delta").mode("append").save(path)
 
     def release(self) -> None:
-        for df in self._persisted:
-            df.unpersist()
-        self._persisted.clear()
+        for df in self._kept:
+            release(df)
+        self._kept.clear()
 
 
 def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> None:
@@ -254,8 +254,7 @@ class BackfillLag:
     @classmethod
     def read(cls, spark: SparkSession, opts: LagOptions) -> BackfillLag:
         version = latest_version(spark, opts.end_offsets)
-        checked = read_samples(spark, opts.end_offsets, version).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        checked = keep(read_samples(spark, opts.end_offsets, version))
         return cls(opts, version, checked)
 
     def good(self) -> DataFrame:
@@ -270,8 +269,7 @@ class BackfillLag:
         """Each lag table's rows, over the history tables the backfill has just written."""
         good = self.good()
         history = History.read(spark, warehouse, good)
-        rows = partition_rows(good.where(self.passed(cut)), history,
-                              self.opts.config).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = keep(partition_rows(good.where(self.passed(cut)), history, self.opts.config))
         self._rows = rows
         return {"partition_lag": partition_lag(rows),
                 "group_lag": group_lag(rows, history, self.opts.config),
@@ -290,7 +288,7 @@ class BackfillLag:
         return Held(int(row[0]), row[1], row[2])
 
     def release(self) -> None:
-        self.checked.unpersist()
+        release(self.checked)
         rows = getattr(self, "_rows", None)
         if rows is not None:
-            rows.unpersist()
+            release(rows)

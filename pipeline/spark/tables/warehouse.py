@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import (
     comment_columns,
@@ -122,8 +123,7 @@ def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequen
     MERGE; how many distinct rows were offered. The range of `ranged` among them (a column
     that grows with the log: an offset, a time) lets Delta skip files by their statistics
     instead of joining the rows against the whole table. `evolve`: take new columns."""
-    source = rows.dropDuplicates(list(key)).persist()
-    try:
+    with kept(rows.dropDuplicates(list(key))) as source:
         bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min(ranged).alias("lo"),
                             F.max(ranged).alias("hi")).first()
         assert bounds is not None
@@ -134,5 +134,4 @@ def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequen
         merge = table().alias("t").merge(source.alias("s"), on).whenNotMatchedInsertAll()
         (merge.withSchemaEvolution() if evolve else merge).execute()
         return int(bounds["n"])
-    finally:
-        source.unpersist()
+
