@@ -158,7 +158,8 @@ STATE_AS_OF = f"""
 # A member's fields as group_members and group_members_as_of list them, one row each.
 MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host",
                  "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
-                 "joined_at", "assigned_partitions", "process_id", "user_endpoint",
+                 "joined_at", "assigned_partitions", "member_epoch", "member_state",
+                 "process_id", "user_endpoint",
                  "client_tags", "topology_epoch", "assigned_tasks", "tasks_pending_revocation",
                  "target_tasks")
 _MEMBER_BY_NAME = {c.name: c for c in STATE_MEMBER_FIELDS}
