@@ -44,7 +44,8 @@ TOPOLOGY = struct((
 # A member of group_state and group_history. The fields after joined_at are a KIP-848, share or
 # streams member's (null for classic members); as stored, `assignment` lists only partitions
 # whose topic id the log names (a KIP-848 group's subscription metadata, Kafka 4.0 only; a share
-# group's state partitions). The SQL views and the report add the rest through TOPICS.
+# group's state partitions), and, for a streams member, the partitions its active tasks read
+# by the group's topology. The SQL views and the report add the rest through TOPICS.
 STATE_MEMBER_FIELDS: tuple[Column, ...] = (
     Column("member_id", "string"),
     Column("group_instance_id", "string", doc="static membership id (classic, KIP-848, streams)"),
@@ -54,7 +55,7 @@ STATE_MEMBER_FIELDS: tuple[Column, ...] = (
     Column("rebalance_timeout_ms", "int", doc="classic, KIP-848 and streams members"),
     Column("subscription", "array<string>", doc="subscribed topics (streams: empty)"),
     Column("assignment", f"array<{TP}>",
-           doc="assigned partitions by topic name (streams: empty, see assigned_tasks)"),
+           doc="assigned partitions by topic name (streams: those its active tasks read)"),
     Column("last_heartbeat", "timestamp",
            doc="classic: the last heartbeat; others: the member's last record"),
     Column("joined_at", "timestamp"),

@@ -175,12 +175,15 @@ def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
 def _streams_member_row(s: StreamsGroup, m: StreamsMember, heartbeats: bool) -> Row:
     """A streams member as the STATE_MEMBER struct holds it: its process, endpoint, client
     tags and topology epoch, and its tasks (current, pending revocation, target) by
-    subtopology; no topic partitions (`assignment` empty, the partition fields null)."""
+    subtopology; as `assignment`, the topic partitions its active tasks read by the group's
+    topology (none without one); the partition fields null."""
+    read = () if s.topology is None else s.topology.task_partitions(m.assigned.active)
     return {
         **_MEMBER_NULLS,
         "member_id": m.member_id, "group_instance_id": m.group_instance_id,
         "client_id": m.client_id, "client_host": m.client_host, "session_timeout_ms": None,
-        "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscription": [], "assignment": [],
+        "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscription": [],
+        "assignment": [{"topic": topic, "partition": p} for topic, p in read],
         "last_heartbeat": m.last_record if heartbeats else None,
         "joined_at": m.joined_at,
         "member_epoch": m.member_epoch,

@@ -327,6 +327,21 @@ class StreamsTopology:
         return frozenset(t for s in self.subtopologies for t in s.source_topics) | frozenset(
             t.name for s in self.subtopologies for t in s.repartition_source_topics)
 
+    def task_partitions(self, tasks: Tasks) -> tuple[tuple[str, int], ...]:
+        """The topic partitions `tasks` (active ones) read, as the streams member's consumer
+        is assigned them (Kafka's `StreamsMembershipManager.topicPartitionsForActiveTasks`):
+        partition p of every source and repartition source topic of the task's
+        subtopology, unchecked against the topics' partition counts; a subtopology the
+        topology lacks reads nothing."""
+        by_id = {s.subtopology_id: s for s in self.subtopologies}
+        read: set[tuple[str, int]] = set()
+        for task in tasks:
+            sub = by_id.get(task.subtopology_id)
+            if sub is not None:
+                topics = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
+                read |= {(topic, p) for topic in topics for p in task.partitions}
+        return tuple(sorted(read))
+
 
 @dataclass(frozen=True, slots=True)
 class StreamsGroup:

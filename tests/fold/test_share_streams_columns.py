@@ -53,8 +53,11 @@ def test_streams_members_carry_process_endpoint_tags_topology_epoch_and_tasks() 
         "tasks_pending_revocation": _tasks({}),
         "target_tasks": _tasks(owned),
     }
-    # A streams member owns tasks, not topic partitions: those fields stay empty or null.
-    assert (m["assignment"], m["assigned_partitions"], m["target_partitions"]) == ([], None, None)
+    # A streams member owns tasks: by name, the partitions its active tasks read (both
+    # subtopologies' topics, tasks 0-3); nothing by topic id.
+    assert m["assignment"] == [{"topic": t, "partition": p}
+                               for t in ("app-repartition", "words") for p in range(4)]
+    assert (m["assigned_partitions"], m["target_partitions"]) == (None, None)
 
 
 def test_tasks_pending_revocation_and_targets_as_tasks_move_between_members() -> None:

@@ -80,8 +80,34 @@ def test_first_member_topology_join_assigning_reconciling_then_stable() -> None:
     (mr,) = row["members"]
     assert (mr["member_id"], mr["client_id"], mr["rebalance_timeout_ms"], mr["member_epoch"],
             mr["member_state"]) == ("m-1", "p-1-StreamThread-1", 300_000, 1, "STABLE")
-    assert mr["assignment"] == [] and mr["assigned_partitions"] is None  # tasks, not partitions
+    # Its active tasks' partitions: 0-3 of `words` (subtopology 0) and of the repartition
+    # topic (1); no partitions by topic id.
+    assert mr["assignment"] == [{"topic": t, "partition": p}
+                                for t in ("app-repartition", "words") for p in range(4)]
+    assert mr["assigned_partitions"] is None
     assert mr["assigned_tasks"]["active"][0]["subtopology_id"] == "0"
+
+
+def test_a_members_partitions_are_those_its_active_tasks_read() -> None:
+    """Kafka's StreamsMembershipManager.topicPartitionsForActiveTasks: task (s, p) reads
+    partition p of every source and repartition source topic of subtopology s, counts
+    unchecked; standby tasks, and subtopologies the topology lacks, read nothing."""
+    topo = StreamsTopology(0, WORD_COUNT)
+    tasks = (Task("1", (3, 7)), Task("0", (1,)), Task("9", (0,)))
+    assert topo.task_partitions(tasks) == (
+        ("app-repartition", 3), ("app-repartition", 7), ("words", 1))
+    assert topo.task_partitions(()) == ()
+    log = StreamsLog()
+    log.stable_with("m-1")
+    log.at(10_000).joins("m-2", 2, {"m-1": {"0": [0, 1]}, "m-2": {"0": [2, 3]}},
+                         process="p-2")
+    log.current("m-2", 2, {"0": [2]}, standby={"1": [0]}, previous=0)
+    row = group_state_row(log.replay().group, CONFIG)
+    m2 = next(m for m in row["members"] if m["member_id"] == "m-2")
+    assert m2["assignment"] == [{"topic": "words", "partition": 2}]  # not its standby task
+    log.add("STREAMS_GROUP_TOPOLOGY_TOMBSTONE")
+    row = group_state_row(log.replay().group, CONFIG)
+    assert all(m["assignment"] == [] for m in row["members"])  # no topology: nothing known
 
 
 def test_second_member_joins_and_tasks_move_through_revocation() -> None:

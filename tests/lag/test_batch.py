@@ -9,10 +9,22 @@ from dataclasses import dataclass
 
 import pytest
 
+from pipeline.fold import CoordinatorConfig
+from pipeline.fold.group_replay import replay_group
 from pipeline.lag import LagConfig
 from pipeline.lag.batch import TP, Rows, run
 from pipeline.lag.engine import assigned_partitions
-from tests.lag.test_engine import CASES, Batches, Row, assert_same, replayed, synthetic
+from tests.fold.records import T0
+from tests.fold.streams_records import StreamsLog
+from tests.lag.test_engine import (
+    CASES,
+    Batches,
+    History,
+    Row,
+    assert_same,
+    replayed,
+    synthetic,
+)
 
 KINDS = ("changes", "shapes", "transitions", "rebalances")
 
@@ -80,3 +92,40 @@ def test_the_fallback_runs_and_keeps_the_rows_exact() -> None:
         assert_same(groups, want_groups, f"group_lag, seed {seed}")
         rebuilt += n
     assert rebuilt
+
+
+def streams_history() -> History:
+    """A streams group of two members (tasks 0-1 of both subtopologies on m-1, 2-3 on m-2),
+    one commit of `words`-0, then a sample of every partition its active tasks read."""
+    log = StreamsLog()
+    log.stable_with("m-1")
+    halves = {"m-1": {"0": [0, 1], "1": [0, 1]}, "m-2": {"0": [2, 3], "1": [2, 3]}}
+    log.at(10_000).joins("m-2", 2, halves, process="p-2")
+    log.current("m-1", 2, halves["m-1"], previous=1)
+    log.current("m-2", 2, halves["m-2"], previous=0)
+    log.at(20_000).commit("words", 0, 5, generation=None)
+    tables = replay_group(log.group, None, log.events, None, CoordinatorConfig()).tables
+
+    def timed(rows: list[Row]) -> list[Row]:
+        return [{**r, "t": r["event_time"]} for r in rows]
+
+    at = T0 + 30_000
+    samples = [{"topic": topic, "partition": p, "log_end_offset": 9, "log_start_offset": 0,
+                "sampled_at": at, "t": at} for topic in ("words", "app-repartition")
+               for p in range(4)]
+    return History(samples, timed(tables["offset_history"]), timed(tables["group_history"]),
+                   timed(tables["group_transitions"]), tables["rebalances"])
+
+
+def test_a_streams_partition_is_owned_by_the_member_whose_active_task_reads_it() -> None:
+    """A streams member's `assignment` is what its active tasks read (the fold), so the lag
+    tables name it as the owner, in the oracle and in the stream's loop alike."""
+    h, cfg = streams_history(), LagConfig()
+    want_parts, want_groups = h.oracle(cfg)
+    owners = {(r["topic"], r["partition"]): r["member_id"] for r in want_parts}
+    assert owners == {(topic, p): "m-1" if p < 2 else "m-2"
+                      for topic in ("words", "app-repartition") for p in range(4)}
+    assert {r["offset_status"] for r in want_parts} == {"COMMITTED", "NO_COMMIT"}
+    parts, groups, _ = replay_batches(Batches.cut(h, 2, random.Random(1)), cfg)
+    assert_same(parts, want_parts, "partition_lag")
+    assert_same(groups, want_groups, "group_lag")
