@@ -315,6 +315,11 @@ class StreamsMember:
         return self.member_state == STREAMS_MEMBER_STABLE and self.member_epoch == assignment_epoch
 
 
+def read_topics(sub: Subtopology) -> tuple[str, ...]:
+    """The topics a subtopology's tasks read: its source and repartition source topics."""
+    return (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
+
+
 @dataclass(frozen=True, slots=True)
 class StreamsTopology:
     """A STREAMS_GROUP_TOPOLOGY record: the topology's epoch and subtopologies."""
@@ -324,8 +329,7 @@ class StreamsTopology:
 
     def source_topics(self) -> frozenset[str]:
         """Kafka's `StreamsTopology.sourceTopicMap` keys: source and repartition source topics."""
-        return frozenset(t for s in self.subtopologies for t in s.source_topics) | frozenset(
-            t.name for s in self.subtopologies for t in s.repartition_source_topics)
+        return frozenset(t for s in self.subtopologies for t in read_topics(s))
 
     def task_partitions(self, tasks: Tasks) -> tuple[tuple[str, int], ...]:
         """The topic partitions `tasks` (active ones) read, as the streams member's consumer
@@ -338,8 +342,7 @@ class StreamsTopology:
         for task in tasks:
             sub = by_id.get(task.subtopology_id)
             if sub is not None:
-                topics = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
-                read |= {(topic, p) for topic in topics for p in task.partitions}
+                read |= {(topic, p) for topic in read_topics(sub) for p in task.partitions}
         return tuple(sorted(read))
 
 
