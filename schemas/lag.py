@@ -97,6 +97,8 @@ PARTITION_LAG: tuple[Column, ...] = (
     Column("client_host", "string", doc="that member's host"),
     Column("state", "string", doc="the group's state then (null: the group did not exist yet)"),
     Column("generation_id", "int", doc="the group's generation then"),
+    Column("group_type", "string", doc="the group's type then: classic, consumer or streams "
+                                       "(null: the group did not exist yet)"),
     Column("status", "string",
            doc="Burrow's partition status then: OK, WARN, STOP, STALL or REWIND, by Burrow's "
                "rules in its code's order with sampled_at as 'now'; null without a committed "
@@ -121,6 +123,7 @@ GROUP_LAG: tuple[Column, ...] = (
     Column("group_id", "string", False),
     Column("state", "string", doc="the group's state then"),
     Column("generation_id", "int"),
+    Column("group_type", "string", doc="the group's type then, as in partition_lag"),
     Column("total_lag", "bigint", doc="sum of the partitions' lags (null when none is known)"),
     Column("max_lag", "bigint", doc="the greatest partition lag"),
     Column("max_lag_ms", "bigint", doc="the greatest partition time lag"),

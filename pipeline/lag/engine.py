@@ -405,6 +405,7 @@ class GroupState:
         return Moment(
             state=None if s is None else s["state"],
             generation_id=None if s is None else s["generation_id"],
+            group_type=None if s is None else s.get("group_type"),  # a state kept before it
             state_since_ms=None if s is None else s["state_since"],
             last_cause=None if last is None else last["cause"],
             rebalance_started=None if entered is None else (entered["t"], entered["cause"]),
@@ -442,8 +443,8 @@ def _shape_fact(r: Mapping[str, Any]) -> Row:
                 "assigned": [[a["topic"], a["partition"]] for a in m.get("assignment") or ()]}
                for m in r.get("members") or ()]
     return {"t": r["t"], **{c: r.get(c) for c in GROUP_ORDER}, "state": r["state"],
-            "generation_id": r["generation_id"], "state_since": r["state_since"],
-            "members": members}
+            "generation_id": r["generation_id"], "group_type": r.get("group_type"),
+            "state_since": r["state_since"], "members": members}
 
 
 def _transition_fact(r: Mapping[str, Any]) -> Row:
@@ -529,7 +530,8 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
             row.update({"member_id": owner and owner["member_id"],
                         "client_id": owner and owner["client_id"],
                         "client_host": owner and owner["client_host"],
-                        "state": moment.state, "generation_id": moment.generation_id})
+                        "state": moment.state, "generation_id": moment.generation_id,
+                        "group_type": moment.group_type})
             parts.append(row)
         if parts:
             groups_out.append(group_row(group_id, t, parts, moment, cfg))

@@ -165,6 +165,7 @@ class Moment:
 
     state: str | None = None
     generation_id: int | None = None
+    group_type: str | None = None
     state_since_ms: int | None = None
     last_cause: str | None = None  # the cause of its last state transition
     # (time, cause) of its last transition into a rebalance from outside one
@@ -242,7 +243,8 @@ def group_row(group: str, t: int, parts: Sequence[Mapping[str, Any]], moment: Mo
         if has_lag else None
     return {
         "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
-        "total_lag": sum(lags) if lags else None, "max_lag": max(lags, default=None),
+        "group_type": moment.group_type, "total_lag": sum(lags) if lags else None,
+        "max_lag": max(lags, default=None),
         "max_lag_ms": max_lag_ms, "partitions": len(parts),
         "partitions_unknown": len(parts) - len(lags),
         "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)

@@ -90,7 +90,8 @@ def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int]
         "lag": None if committed is None else rules.lag(end, committed),
         "member_id": owner and owner["member_id"], "client_id": owner and owner["client_id"],
         "client_host": owner and owner["client_host"], "state": moment.state,
-        "generation_id": moment.generation_id, "moment": moment,
+        "generation_id": moment.generation_id, "group_type": moment.group_type,
+        "moment": moment,
         "prev_t": times[-2] if len(times) > 1 else None,
     }
     row.update(_timed(committed, [rules.Sample(s, points[s][0]) for s in times], t))
@@ -143,6 +144,7 @@ def _moment(group: str, t: int, shapes: Sequence[Row], transitions: Sequence[Row
                  ("log_partition", "log_offset"), time="completed_at")
     moment = rules.Moment(
         state=shape and shape["state"], generation_id=shape and shape["generation_id"],
+        group_type=shape and shape.get("group_type"),
         state_since_ms=shape and shape["state_since"], last_cause=last and last["cause"],
         rebalance_started=entered and (entered["t"], entered["cause"]),
         empty_entered_ms=into and into["t"], empty_left_ms=out and out["t"],

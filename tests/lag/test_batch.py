@@ -76,6 +76,10 @@ def test_the_batch_loop_gives_the_oracles_rows(seed: int, kind: str, n: int,
     want_parts, want_groups = h.oracle(cfg)
     assert_same(parts, want_parts, "partition_lag")
     assert_same(groups, want_groups, "group_lag")
+    # a row says the group's type whenever it says its state
+    assert {(r["state"] is None, r["group_type"] is None) for r in parts + groups} <= {
+        (True, True), (False, False)}
+    assert {r["group_type"] for r in parts if r["state"]} == {"classic"}  # the generator's
 
 
 def test_the_fallback_runs_and_keeps_the_rows_exact() -> None:
@@ -126,6 +130,7 @@ def test_a_streams_partition_is_owned_by_the_member_whose_active_task_reads_it()
     assert owners == {(topic, p): "m-1" if p < 2 else "m-2"
                       for topic in ("words", "app-repartition") for p in range(4)}
     assert {r["offset_status"] for r in want_parts} == {"COMMITTED", "NO_COMMIT"}
+    assert {r["group_type"] for r in want_parts + want_groups} == {"streams"}
     parts, groups, _ = replay_batches(Batches.cut(h, 2, random.Random(1)), cfg)
     assert_same(parts, want_parts, "partition_lag")
     assert_same(groups, want_groups, "group_lag")

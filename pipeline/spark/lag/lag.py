@@ -179,7 +179,7 @@ def related_pairs(changes: DataFrame, shapes: DataFrame) -> DataFrame:
 
 def owned_shapes(shapes: DataFrame, pairs: DataFrame) -> DataFrame:
     """Each group shape once for every partition of the group (`pairs`), with what a
-    partition's row takes from it: state, generation, and the member owning the partition
+    partition's row takes from it: state, generation, type, and the member owning the partition
     then (null when none does), partitioned by topic partition."""
     owners = F.filter(F.col("members"), lambda m: F.exists(
         F.coalesce(m["assignment"], F.array()),
@@ -187,7 +187,8 @@ def owned_shapes(shapes: DataFrame, pairs: DataFrame) -> DataFrame:
     owner = F.try_element_at(owners, F.lit(1))
     return by_tp(shapes.join(pairs.select(*PAIR), "group_id")
             .select(*PAIR, ms("event_time").alias("t"), "log_partition", "log_offset", "seq",
-                    F.struct("state", "generation_id", owner["member_id"].alias("member_id"),
+                    F.struct("state", "generation_id", "group_type",
+                             owner["member_id"].alias("member_id"),
                              owner["client_id"].alias("client_id"),
                              owner["client_host"].alias("client_host")).alias("shape")))
 
@@ -341,7 +342,8 @@ def emitted(rows: DataFrame) -> DataFrame:
     an assignment without a commit. With the shape's state, generation and owner."""
     shaped = rows.select(
         "*", *[F.col(f"shape.{c}").alias(c) for c in
-               ("member_id", "client_id", "client_host", "state", "generation_id")])
+               ("member_id", "client_id", "client_host", "state", "generation_id",
+                "group_type")])
     status, state = F.col("offset_status"), F.col("state")
     alive = state.isNotNull() & (state != DEAD)
     return shaped.where((status == COMMITTED)
@@ -420,7 +422,8 @@ def group_lag(rows: DataFrame, history: History, cfg: LagConfig) -> DataFrame:
         F.count_if(F.col("offset_status") == EXPIRED).alias("expired"),
         F.min(F.when(F.col("offset_status") == DELETED, F.col("committed_at"))).alias("deleted_at"),
         F.count_if(F.col("offset_status") == DELETED).alias("deleted"),
-        F.max("state").alias("state"), F.max("generation_id").alias("generation_id"))
+        F.max("state").alias("state"), F.max("generation_id").alias("generation_id"),
+        F.max("group_type").alias("group_type"))
     summed = summed.join(group_as_of(summed.select("group_id", "t"), history.shapes,
                                      history.transitions, history.rebalances),
                          ["group_id", "t"], "left")
