@@ -71,16 +71,17 @@ def _ensure_table(spark: SparkSession, path: str, table: str, database: str | No
         properties["delta.appendOnly"] = "true"
     schema = table_schema(table)
     if not create_table(spark, path, schema, properties):
-        _with_upkeep(spark, path)
-        _with_columns(spark, path, schema)
+        table_ = DeltaTable.forPath(spark, path)  # one snapshot for both checks
+        _with_upkeep(spark, path, table_)
+        _with_columns(spark, path, schema, table_)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
 
 
-def _with_upkeep(spark: SparkSession, path: str) -> None:
+def _with_upkeep(spark: SparkSession, path: str, table: DeltaTable) -> None:
     """A table made before auto compaction was set gets it, in one commit, once."""
-    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    detail = table.detail().select("properties").first()
     have = {} if detail is None or detail[0] is None else dict(detail[0])
     missing = {k: v for k, v in UPKEEP_PROPERTIES.items() if have.get(k) != v}
     if missing:
@@ -104,12 +105,12 @@ def missing_fields(have: T.DataType, want: T.DataType, at: str = "") -> list[str
                          else missing_fields(had[f.name], f.dataType, f"{at}{f.name}."))]
 
 
-def _with_columns(spark: SparkSession, path: str, schema: T.StructType) -> None:
+def _with_columns(spark: SparkSession, path: str, schema: T.StructType,
+                  table: DeltaTable) -> None:
     """A table written by an older release gets the columns (and nested fields) the
     contract added since, null in its rows, in one schema-merging commit of no rows:
     Delta puts them after the ones it has, and every write here goes by name."""
-    have = spark.read.format("delta").load(path).schema
-    missing = missing_fields(have, schema)
+    missing = missing_fields(table.toDF().schema, schema)
     if missing:
         log.warning("%s: adding the columns this release writes: %s", path,
                     ", ".join(missing))
