@@ -15,25 +15,15 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_log_level_brings_sparks_lines_back(tmp_path: Path) -> None:
-    """A job started with --log-level INFO shows what the quiet default keeps back: Spark's
-    INFO lines and the JVM's incubator-module warning."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "generate.py"), "--output",
-         str(tmp_path / "events"), "--groups", "2", "--events", "50", "--log-level", "INFO"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "WARNING: Using incubator modules" in done.stderr
-    assert re.search(r"^\S+ \S+ INFO SparkContext: ", done.stderr, re.M), done.stderr[-2000:]
-
-
 # A job that ran a stateful stream, then left `job_session`: is the driver's state-store
 # maintenance still scheduled? `spark.stop()` alone leaves it so, and when it fires after the
-# stop it prints a WARN and a Java stack trace on a job that ended well.
+# stop it prints a WARN and a Java stack trace on a job that ended well. The job runs at
+# --log-level INFO (one JVM for both checks: a process costs a minute of the suite).
 AFTER_A_STREAM = """
 import sys
-from pipeline.jobs._common import job_session
-with job_session("maintenance", "local") as spark:
+from pipeline.jobs._common import JobParser, job_session
+args = JobParser("probe.py", "a probe").parse_args(["--log-level", "INFO"])
+with job_session("maintenance", "local", args=args) as spark:
     table, checkpoint = sys.argv[1] + "/t", sys.argv[1] + "/c"
     spark.range(10).selectExpr("id % 3 AS k").write.format("delta").save(table)
     (spark.readStream.format("delta").load(table).groupBy("k").count().writeStream
@@ -45,9 +35,15 @@ print("maintenance after the job:", store.isMaintenanceRunning())
 """
 
 
-def test_a_job_that_ran_a_stream_stops_its_state_store_maintenance(tmp_path: Path) -> None:
+def test_a_job_stops_its_state_store_maintenance_and_a_log_level_brings_sparks_lines(
+        tmp_path: Path) -> None:
+    """After a job with a stream, no state-store maintenance is left scheduled; and a job
+    started with --log-level INFO shows what the quiet default keeps back: Spark's INFO
+    lines and the JVM's incubator-module warning."""
     done = subprocess.run([sys.executable, "-c", AFTER_A_STREAM, str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "maintenance while running: True" in done.stdout, done.stdout
     assert "maintenance after the job: False" in done.stdout, done.stdout
+    assert "WARNING: Using incubator modules" in done.stderr
+    assert re.search(r"^\S+ \S+ INFO SparkContext: ", done.stderr, re.M), done.stderr[-2000:]
