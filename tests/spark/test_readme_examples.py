@@ -238,11 +238,16 @@ def test_the_tour_generates_and_replays_as_the_demo_does() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
-def test_a_doc_example_runs_and_answers(example: tuple[str, list[str]], demo: Path,
+def test_a_doc_example_runs_and_answers(example: tuple[str, list[str]], demo_run: DemoRun,
                                         spark: SparkSession,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     job, argv = example
-    runs_and_answers(job, in_demo(argv, demo), spark, capsys)
+    if job == "query.py" and same_as_demo(job, argv):
+        # jobs/demo.sh ran this very command (a minute of the suite to run it again): its
+        # answers are in the demo's output
+        answered(job, argv, demo_run.stdout)
+        return
+    runs_and_answers(job, in_demo(argv, demo_run.out), spark, capsys)
 
 
 def runs_and_answers(job: str, argv: list[str], spark: SparkSession,
@@ -255,6 +260,12 @@ def runs_and_answers(job: str, argv: list[str], spark: SparkSession,
         result = e.code if isinstance(e.code, int) or e.code is None else f"exit: {e.code}"
     stdout = capsys.readouterr().out
     assert result in (None, 0) or isinstance(result, Path), f"{result!r}\n{stdout}"
+    answered(job, argv, stdout)
+
+
+def answered(job: str, argv: list[str], stdout: str) -> None:
+    """A query printed tables that each hold a row; a job writing a file wrote one that is
+    not empty."""
     if job == "query.py":
         tables = shown_tables(stdout)
         assert tables and all(tables.values()), f"empty answers: {tables}\n{stdout}"
