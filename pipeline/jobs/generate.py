@@ -21,6 +21,8 @@ import argparse
 import logging
 import time
 
+from pyspark.sql import SparkSession
+
 from pipeline.errors import UsageError
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.generator.log import LOG_KINDS
@@ -66,7 +68,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 @cli(parse)
-def main(args: argparse.Namespace) -> None:
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
+    """A session passed in is used and left running."""
     interval = interval_ms(args.sample_interval)
     if interval < 1:
         raise UsageError(f"--sample-interval {args.sample_interval!r}: expected a positive "
@@ -78,12 +81,12 @@ def main(args: argparse.Namespace) -> None:
     events = generate(spec)
     log.info("generated %d events for %d groups in %.1f s", len(events), args.groups,
              time.monotonic() - start)
-    with job_session("generate", args.profile, args=args) as spark:
-        write_event_log(spark, events, args.output, args.commits)
+    with job_session("generate", args.profile, spark, args=args) as session:
+        write_event_log(session, events, args.output, args.commits)
         log.info("wrote %s", args.output)
         if args.end_offsets:
             samples = end_offset_samples(spec, last_event_ms(events))
-            write_samples(spark, samples, args.end_offsets)
+            write_samples(session, samples, args.end_offsets)
             log.info("wrote %d end-offset samples to %s", len(samples), args.end_offsets)
 
 

@@ -7,7 +7,7 @@ jobs/demo.sh` leaves (run once, as a new user runs it, its `out/demo/` a tempora
 its printed lines are checked too). Each must exit 0, and every table a query prints must
 hold a row: an example that silently matches nothing (a group or a time not in the log)
 fails. A `jobs/generate.py` or `jobs/replay.py` command there (the tour's) must ask what
-the demo's own asks (their flags read from jobs/demo.sh).
+the demo's own asks (their flags: pipeline/jobs/demo.py's steps, as jobs/demo.sh runs them).
 
 Every `--as-of T` example is also asked, without --as-of, of a warehouse `jobs/backfill.py
 --until T` builds from the same log, and must answer the same.
@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from pipeline.jobs import demo as demo_job
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.tables.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
 from schemas import OUTPUT_TABLES
@@ -114,13 +115,13 @@ KAFKA4_EXAMPLES = source_commands(("query.py",), (KAFKA4_SOURCE,))
 
 
 def demo_argv(job: str, out: Path) -> list[str]:
-    """The argv jobs/demo.sh gives `job`, with its output folder at `out`."""
+    """The argv jobs/demo.sh gives `job` (pipeline/jobs/demo.py's steps, at the sizes demo.sh
+    passes), with its output folder at `out`."""
     script = (ROOT / "jobs" / "demo.sh").read_text()
-    script = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", script)  # ${DEMO_GROUPS:-40} -> 40
-    script = script.replace('"$out', f'"{out}')
-    found = [c[1] for words in shell_commands(script) if (c := job_command(words, (job,)))]
-    assert len(found) == 1, f"jobs/demo.sh runs jobs/{job} {len(found)} times"
-    return found[0]
+    sizes = {flag: int(value) for flag, value in
+             re.findall(r'--(groups|events) "\$\{\w+:-(\d+)\}"', script)}
+    assert set(sizes) == {"groups", "events"}, "jobs/demo.sh passes --groups and --events"
+    return demo_job.steps(str(out), **sizes)[job.removesuffix(".py")]
 
 
 def same_as_demo(job: str, argv: list[str]) -> bool:
