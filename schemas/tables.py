@@ -143,12 +143,22 @@ _OFFSET_BASE: tuple[Column, ...] = (
     Column("log_offset", "bigint"),
 )
 
-COMMITTED_OFFSETS = _OFFSET_BASE
+# Streams groups commit offsets as consumer groups do; share groups commit none (their progress
+# is in __share_group_state, which the share coordinator keeps).
+_OFFSET_TYPE_DOC = "classic, consumer or streams (an offset committed to no group creates a "\
+                   "classic group, as in Kafka)"
+
+COMMITTED_OFFSETS: tuple[Column, ...] = _OFFSET_BASE + (
+    Column("group_type", "string", False, "the group's type now, as its group_state row says: "
+           + _OFFSET_TYPE_DOC + "; a converted group's rows are written again"),
+)
 
 OFFSET_HISTORY: tuple[Column, ...] = _OFFSET_BASE + (
     Column("event_time", "timestamp", False),
     Column("change", "string", False, "COMMIT, TOMBSTONE, EXPIRED or TXN_ABORTED"),
     Column("producer_id", "bigint"),
+    Column("group_type", "string", False, "the group's type when the row was written: "
+           + _OFFSET_TYPE_DOC),
 )
 
 GROUP_TRANSITIONS: tuple[Column, ...] = (

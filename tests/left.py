@@ -18,13 +18,14 @@ from pipeline.fold.partitioning import partition_for
 T0 = 1_700_000_000_000
 
 
-def left_rows(events: list[Event], left: list[int], table: str = "offset_history"
-              ) -> list[dict[str, Any]]:
+def left_rows(events: list[Event], left: list[int], types: list[str],
+              table: str = "offset_history") -> list[dict[str, Any]]:
     """`table`'s rows (offset_history or committed_offsets) of the records of `events` at
     `left` (the indices the fold named), each stored as the fold stores a commit
-    (`from_request`) at its own time."""
+    (`from_request`) at its own time, in a group of the type `types` gives at the same place
+    (`Left.types_of`)."""
     rows = []
-    for e in (events[i] for i in left):
+    for e, group_type in zip((events[i] for i in left), types, strict=True):
         assert e.group_id is not None and e.topic is not None and e.partition is not None
         assert e.committed_offset is not None and e.event_time is not None
         assert e.log_partition is not None and e.log_offset is not None
@@ -32,9 +33,10 @@ def left_rows(events: list[Event], left: list[int], table: str = "offset_history
         values = from_request(e.committed_offset, e.leader_epoch, e.commit_metadata,
                               e.commit_timestamp, e.expire_timestamp, e.member_id,
                               e.generation_id, e.log_partition, e.log_offset, e.event_time)
-        rows.append(offset_columns(e.group_id, tp, Offset(*values))
+        rows.append(offset_columns(e.group_id, tp, Offset(*values), group_type)
                     if table == "committed_offsets"
-                    else offset_history_row(e.group_id, tp, values, e.event_time, "COMMIT", None))
+                    else offset_history_row(e.group_id, tp, values, e.event_time, "COMMIT", None,
+                                            group_type))
     return rows
 
 

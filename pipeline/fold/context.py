@@ -32,8 +32,18 @@ class Left:
     history: list[int] = field(default_factory=list)
     current: list[int] = field(default_factory=list)
     last: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)
+    # The group's type at each left record, as runs: (where in `history` a run starts, the
+    # type), a new run only when the type changes (a conversion, a group deleted and made
+    # again): most groups have one.
+    type_runs: list[tuple[int, str]] = field(default_factory=list)
+
+    def typed(self, group_type: str) -> None:
+        """The records left from now on are of a group of `group_type`."""
+        if not self.type_runs or self.type_runs[-1][1] != group_type:
+            self.type_runs.append((len(self.history), group_type))
 
     def extend(self, other: Left) -> None:
+        self.type_runs += [(at + len(self.history), t) for at, t in other.type_runs]
         self.history += other.history
         self.current += other.current
         self.last.update(other.last)
@@ -41,12 +51,28 @@ class Left:
     def shifted(self, by: int) -> Left:
         """The same records, their indices `by` further on (a group's rows within a batch)."""
         return Left([i + by for i in self.history], [i + by for i in self.current],
-                    {tp: (lp, lo, i + by) for tp, (lp, lo, i) in self.last.items()})
+                    {tp: (lp, lo, i + by) for tp, (lp, lo, i) in self.last.items()},
+                    list(self.type_runs))
 
     def history_only(self) -> list[int]:
         """`history` less `current`, in order."""
         current = set(self.current)
         return [i for i in self.history if i not in current]
+
+    def types(self) -> dict[int, str]:
+        """The group's type at each left record, by its index."""
+        found: dict[int, str] = {}
+        ends = [at for at, _ in self.type_runs[1:]] + [len(self.history)]
+        for (start, group_type), end in zip(self.type_runs, ends, strict=False):
+            found.update(dict.fromkeys(self.history[start:end], group_type))
+        return found
+
+    def types_of(self, records: list[int]) -> list[str]:
+        """The group's type at each of the left `records` (indices), in their order."""
+        if len(self.type_runs) == 1:
+            return [self.type_runs[0][1]] * len(records)
+        found = self.types()
+        return [found[i] for i in records]
 
 
 @dataclass
@@ -125,10 +151,11 @@ class Step:
         })
         return after.evolve(seq=after.seq + 1)
 
-    def offset_row(self, group_id: str, tp: tuple[str, int], o: Offset, change: str,
+    def offset_row(self, g: Group, tp: tuple[str, int], o: Offset, change: str,
                    producer_id: int | None = None) -> None:
-        self.out.offset_history.append(
-            offset_history_row(group_id, tp, o.values(), self.now, change, producer_id))
+        """`g`: the group the offset is in, as the row is written."""
+        self.out.offset_history.append(offset_history_row(
+            g.group_id, tp, o.values(), self.now, change, producer_id, g.shown_type))
 
     def record(self, event_type: str, group_id: str, **values: Any) -> None:
         if not self.keep_records:
@@ -160,22 +187,25 @@ class Step:
 
 
 def offset_history_row(group_id: str, tp: tuple[str, int], values: OffsetValues,
-                       event_time: int, change: str, producer_id: int | None) -> Row:
+                       event_time: int, change: str, producer_id: int | None,
+                       group_type: str) -> Row:
     """An offset_history row: an offset's values (an `Offset`'s, in its field order) and what
-    happened to it at `event_time`. The quiet path builds its rows here too, from the values
-    it keeps instead of an `Offset`, so this is the one place the row's columns are listed."""
+    happened to it at `event_time`, in a group of `group_type`. The quiet path builds its rows
+    here too, from the values it keeps instead of an `Offset`, so this is the one place the
+    row's columns are listed."""
     value, epoch, metadata, stamp, expire, member_id, generation, lp, lo = values
     return {
         "group_id": group_id, "topic": tp[0], "partition": tp[1], "committed_offset": value,
         "leader_epoch": epoch, "commit_metadata": metadata, "commit_timestamp": stamp,
         "expire_timestamp": expire, "member_id": member_id, "generation_id": generation,
         "log_partition": lp, "log_offset": lo, "event_time": event_time, "change": change,
-        "producer_id": producer_id,
+        "producer_id": producer_id, "group_type": group_type,
     }
 
 
-def offset_columns(group_id: str, tp: tuple[str, int], o: Offset) -> Row:
-    """A committed_offsets row: the group's current offset of partition `tp`."""
+def offset_columns(group_id: str, tp: tuple[str, int], o: Offset, group_type: str) -> Row:
+    """A committed_offsets row: the group's current offset of partition `tp`; `group_type`:
+    the group's, now."""
     return {
         "group_id": group_id,
         "topic": tp[0],
@@ -189,4 +219,5 @@ def offset_columns(group_id: str, tp: tuple[str, int], o: Offset) -> Row:
         "generation_id": o.generation_id,
         "log_partition": o.log_partition,
         "log_offset": o.log_offset,
+        "group_type": group_type,
     }

@@ -71,7 +71,7 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
             timed = advance(g, until, cfg)
             g = timed.group
             out.extend(timed.outputs)
-        tables = result_tables(g, out, cfg)
+        tables = result_tables(g, out, cfg, None if before is None else before.shown_type)
         if seed and not g.gone:  # a removed group's next record starts it from nothing
             tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
         return Replay(g, tables, out.left or Left())
@@ -79,10 +79,13 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
         return Replay(before, failed_tables(group_id, events, before, exc), Left())
 
 
-def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
+def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
+                  type_before: str | None = None) -> Tables:
     """The rows `out` holds, and group `g`'s current rows they changed; only tables with rows.
-    A partition whose committed_offsets row is a left record's own (`out.left`) has none
-    here: that record's index goes to `Left.current` instead."""
+    A partition whose committed_offsets row is a left record's own (`out.left`, the group of
+    the same type then as now) has none here: that record's index goes to `Left.current`
+    instead. `type_before`: the group's type before these rows; a group of another type now
+    has each of its committed_offsets rows written again (they say the group's type)."""
     tables: Tables = {
         "group_transitions": out.transitions,
         "rebalances": out.rebalances,
@@ -96,7 +99,14 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
         tables["group_state"] = [group_state_row(g, cfg)]
     left = out.left
     last = {} if left is None else left.last
+    group_type = g.shown_type
     touched = {(h["topic"], h["partition"]) for h in out.offset_history} | last.keys()
+    if type_before is not None and type_before != group_type:
+        touched |= g.offsets.keys()
+    # The type at each left record: all of one type, as mostly, or each its own.
+    runs = [] if left is None else left.type_runs
+    types = left.types() if left is not None and len(runs) > 1 else {}
+    same = len(runs) == 1 and runs[0][1] == group_type
     rows: list[Row] = []
     for tp in sorted(touched):
         o = g.offsets.get(tp)
@@ -105,10 +115,11 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig) -> Tables:
                          DELETED: True})
             continue
         mine = last.get(tp)
-        if left is not None and mine is not None and (o.log_partition, o.log_offset) == mine[:2]:
+        if (left is not None and mine is not None and (o.log_partition, o.log_offset) == mine[:2]
+                and (same or types.get(mine[2]) == group_type)):
             left.current.append(mine[2])  # the offset is the one that record stored
         else:
-            rows.append(offset_columns(g.group_id, tp, o))
+            rows.append(offset_columns(g.group_id, tp, o, group_type))
     tables["committed_offsets"] = rows
     return {table: rows for table, rows in tables.items() if rows}
 

@@ -65,7 +65,7 @@ def on_commit(g: Group, e: Event, step: Step) -> Group:
         pending = dict(g.pending_txns.get(e.producer_id, {}))
         pending[tp] = offset
         return g.evolve(pending_txns={**g.pending_txns, e.producer_id: pending})
-    step.offset_row(g.group_id, tp, offset, "COMMIT")
+    step.offset_row(g, tp, offset, "COMMIT")
     return g.evolve(offsets={**g.offsets, tp: offset})
 
 
@@ -159,7 +159,7 @@ def on_txn_marker(g: Group, e: Event, step: Step) -> Group:
     for tp, o, change in settle(pending, e.txn_result, lambda tp: _position(offsets.get(tp))):
         if change == "COMMIT":
             put[tp] = o
-        step.offset_row(g.group_id, tp, o, change, e.producer_id)
+        step.offset_row(g, tp, o, change, e.producer_id)
     if e.txn_result == "ABORT":
         return g.evolve(pending_txns=txns)
     return g.evolve(pending_txns=txns, offsets={**offsets, **put})
@@ -194,7 +194,7 @@ def on_offset_tombstone(g: Group, e: Event, step: Step) -> Group:
     current = g.offsets.get(tp)
     if current is None:
         return g  # lenient: already gone
-    step.offset_row(g.group_id, tp, _at(current, step), "TOMBSTONE")
+    step.offset_row(g, tp, _at(current, step), "TOMBSTONE")
     return g.evolve(offsets={k: v for k, v in g.offsets.items() if k != tp})
 
 
@@ -290,7 +290,7 @@ def expire(g: Group, step: Step) -> Group:
         tp: g.offsets[tp] for tp, t in _thresholds(g, cfg) if sweep_time(t, cfg) <= step.now
     }
     for tp, o in sorted(due.items()):
-        step.offset_row(g.group_id, tp, _at(o, step), "EXPIRED")
+        step.offset_row(g, tp, _at(o, step), "EXPIRED")
         step.record("OFFSET_TOMBSTONE", g.group_id, topic=tp[0], partition=tp[1])
     g = g.evolve(offsets={tp: o for tp, o in g.offsets.items() if tp not in due})
     if (g.exists and g.state == EMPTY and not g.offsets and not g.pending_txns

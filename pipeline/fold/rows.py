@@ -27,4 +27,4 @@ def group_state_row(g: Group, cfg: CoordinatorConfig) -> Row:
 
 
 def committed_offset_rows(g: Group) -> list[Row]:
-    return [offset_columns(g.group_id, tp, o) for tp, o in sorted(g.offsets.items())]
+    return [offset_columns(g.group_id, tp, o, g.shown_type) for tp, o in sorted(g.offsets.items())]

@@ -202,6 +202,7 @@ class QuietRun:
         self.position = g.position
         self.clock = g.clock
         self.group_id = g.group_id
+        self.group_type = g.shown_type  # a run never changes it
         self.latest: dict[TopicPartition, OffsetValues] = {}  # each partition's last commit
         self.txns: dict[int, dict[TopicPartition, Offset]] | None = None  # copied when touched
         self.beats: dict[str, int] = {}  # member id -> last heartbeat
@@ -226,6 +227,8 @@ class QuietRun:
             return 0
         position, clock, positions = self.position, self.clock, self.positions
         commit, leave = self._commit, out.left is not None
+        if out.left is not None:
+            out.left.typed(self.group_type)
         before, last_time = len(positions), self.last_time
         # Whether a commit is a request depends on its generation alone: `is_request` is asked
         # again only when the generation changes (a records-only log's are all null).
@@ -323,7 +326,7 @@ class QuietRun:
             out.left.last[tp] = (lp, lo, left)
         else:
             out.offset_history.append(offset_history_row(self.group_id, tp, values, now,
-                                                         "COMMIT", None))
+                                                         "COMMIT", None, self.group_type))
         if self.expiry_base is not None:  # the new offset's earliest sweep, subscribed or not
             sweep = sweep_time(expires_at(Offset(*values), self.expiry_base, self.cfg), self.cfg)
             if self.due is None or sweep < self.due:
@@ -338,12 +341,13 @@ class QuietRun:
         pending = self.txns.pop(producer, None)
         if pending is None:
             return  # nothing of this producer's is pending in this group
-        history, group_id = out.offset_history, self.group_id
+        history, group_id, group_type = out.offset_history, self.group_id, self.group_type
         for tp, o, change in settle(pending, result, self._written_at):
             values = o.values()
             if change == "COMMIT":
                 self.latest[tp] = values
-            history.append(offset_history_row(group_id, tp, values, now, change, producer))
+            history.append(offset_history_row(group_id, tp, values, now, change, producer,
+                                              group_type))
 
     def _written_at(self, tp: TopicPartition) -> LogPosition | None:
         """Where the working copy's current offset of `tp` was written, None if it has none."""

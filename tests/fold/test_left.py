@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.fold import CoordinatorConfig, Event
+from pipeline.fold import CoordinatorConfig, Event, Group
 from pipeline.fold.group_replay import replay_group
 from pipeline.generator import LogSpec, generate
+from tests.fold.consumer_records import ConsumerLog
 from tests.grouping import by_group
 from tests.left import edge_rows, left_rows
 
@@ -52,12 +53,13 @@ def test_the_left_records_rows_are_the_rows_the_fold_leaves_out(seed: int) -> No
         assert state == whole_state, group_id
         assert len(set(left.history)) == len(left.history), group_id  # no row named twice
         assert set(left.current) <= set(left.history), group_id
-        rows = left_rows(events, left.history)
+        rows = left_rows(events, left.history, left.types_of(left.history))
         if not group_id.startswith("g-edge"):
             left_out += len(rows)
         for table, built in (("offset_history", rows),
                              ("committed_offsets",
-                              left_rows(events, left.current, "committed_offsets"))):
+                              left_rows(events, left.current, left.types_of(left.current),
+                                        "committed_offsets"))):
             if built:
                 tables.setdefault(table, []).extend(built)
         assert sorted(tables) == sorted(whole), group_id
@@ -68,3 +70,44 @@ def test_the_left_records_rows_are_the_rows_the_fold_leaves_out(seed: int) -> No
     else:  # every group of a journal has requests: the fold writes all of its rows
         assert left_out == 0
 
+
+
+def test_a_group_converted_between_left_records_types_each_row_as_kafka_holds_it() -> None:
+    """A simple classic group's plain commit records, the consumer records that replace it,
+    then more plain commits, all left to the caller: each left record's offset_history row says
+    the type the group had when it was written; every committed_offsets row says the type it
+    has now, a partition last committed before the conversion too (its row written again). The
+    rows equal those of the fold that leaves nothing, and a fold cut into batches at each
+    record ends with the same committed_offsets rows."""
+    log = ConsumerLog()
+    log.record_commit("orders", 0, 5)
+    log.record_commit("orders", 1, 7)
+    log.stable_with("a-1")
+    log.record_commit("orders", 0, 9)
+    events = log.events
+    _, whole, _ = replay_group("cg", None, events, None, CFG)
+    _, tables, left = replay_group("cg", None, events, None, CFG, leave=True)
+    # The first commit makes the group (the general path's); the next two are left.
+    assert left.types_of(left.history) == ["classic", "consumer"]
+    assert [events[i].committed_offset for i in left.current] == [9]  # (orders, 1): classic then
+    tables["offset_history"] = tables.get("offset_history", []) + left_rows(
+        events, left.history, left.types_of(left.history))
+    tables["committed_offsets"] = tables.get("committed_offsets", []) + left_rows(
+        events, left.current, left.types_of(left.current), "committed_offsets")
+    for table in ("offset_history", "committed_offsets"):
+        assert canonical(tables[table]) == canonical(whole[table]), table
+    assert [(r["committed_offset"], r["group_type"]) for r in whole["offset_history"]] == [
+        (5, "classic"), (7, "classic"), (9, "consumer")]
+    assert sorted((r["partition"], r["group_type"]) for r in whole["committed_offsets"]) == [
+        (0, "consumer"), (1, "consumer")]
+    # In batches: the partition the last batch did not touch is written again at the
+    # conversion, never left saying classic.
+    state: bytes | Group | None = None
+    current: dict[tuple[str, int], dict[str, Any]] = {}
+    for e in events:
+        state, batch, one = replay_group("cg", state, [e], None, CFG, leave=True)
+        for row in batch.get("committed_offsets", []) + left_rows(
+                [e], one.current, one.types_of(one.current), "committed_offsets"):
+            current[(row["topic"], row["partition"])] = row
+    assert {tp: r["group_type"] for tp, r in current.items()} == {
+        ("orders", 0): "consumer", ("orders", 1): "consumer"}

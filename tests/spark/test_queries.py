@@ -75,7 +75,8 @@ def test_state_members_and_offsets_as_of_any_time_equal_a_replay_up_to_it(
         for r in spark.sql(f"SELECT * FROM group_members_as_of({at})").collect():
             members[r["group_id"]].add(
                 (r["member_id"], tuple((a["topic"], a["partition"]) for a in r["assignment"])))
-        offsets = {(r["group_id"], r["topic"], r["partition"]): r["committed_offset"]
+        offsets = {(r["group_id"], r["topic"], r["partition"]): (r["committed_offset"],
+                                                                  r["group_type"])
                    for r in spark.sql(f"SELECT * FROM committed_offsets_as_of({at})").collect()}
         expected_offsets = {}
         for group_id, g in truth.items():
@@ -84,7 +85,8 @@ def test_state_members_and_offsets_as_of_any_time_equal_a_replay_up_to_it(
                     row["member_count"]) == (g.state, g.generation_id, g.leader_id, g.protocol,
                                              len(g.member_ids)), f"{group_id} as of {t}"
             assert members[group_id] == {(m.member_id, m.assignment) for m in g.members}
-            expected_offsets |= {(group_id, o["topic"], o["partition"]): o["committed_offset"]
+            expected_offsets |= {(group_id, o["topic"], o["partition"]): (o["committed_offset"],
+                                                                          o["group_type"])
                                  for o in committed_offset_rows(g)}
             checked += 1
         assert offsets == expected_offsets, f"offsets as of {t}"

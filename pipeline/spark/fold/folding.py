@@ -63,8 +63,9 @@ def stateful_fold(cfg: CoordinatorConfig) -> Callable[..., Iterator[pd.DataFrame
                 events = columns_from_packed_frames(event_frames, as_is)
                 start = state.get[0] if state.exists else seed
             after, tables, left = replay_group(group_id, start, events, now, cfg, now, leave=True)
-            wire = wire_frame(tables, checks, group_id,
-                              _packed_texts(event_frames, wire_order(left)), len(left.current))
+            order = wire_order(left)
+            wire = wire_frame(tables, checks, group_id, _packed_texts(event_frames, order),
+                              len(left.current), left.types_of(order))
             stored = None if after is None or after.gone else (dumps(after),
                                                                 next_deadline(after, cfg))
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
@@ -191,8 +192,10 @@ def _folded(table: pa.Table, checks: Checks, until_ms: int | None, cfg: Coordina
     left = Left()
     for r in results:
         left.extend(r[3])
-    records = table.select(list(LEFT_COLUMNS)).take(pa.array(wire_order(left), pa.int64()))
-    yield from wire_table_of(*names_texts, records, len(left.current)).to_batches()
+    order = wire_order(left)
+    records = table.select(list(LEFT_COLUMNS)).take(pa.array(order, pa.int64()))
+    yield from wire_table_of(*names_texts, records, len(left.current),
+                             left.types_of(order)).to_batches()
 
 
 def _merged(each: Iterable[Tables]) -> Tables:

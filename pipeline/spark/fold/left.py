@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from pipeline.fold.context import Left
 from pipeline.spark.tables.contract import event_schema, table_schema
 
-__all__ = ["LEFT", "LEFT_COLUMNS", "LEFT_CURRENT", "LEFT_TAGS", "left_rows", "left_schema",
-           "left_tags", "wire_order"]
+__all__ = ["LEFT", "LEFT_COLUMNS", "LEFT_CURRENT", "LEFT_TAGS", "LEFT_TYPE", "left_rows",
+           "left_schema", "left_tags", "wire_order"]
 
 # The wire's tags of the left records: every one's offset_history row is built here;
 # LEFT_CURRENT's committed_offsets row too.
@@ -38,6 +38,10 @@ LEFT_TAGS = {"offset_history": (LEFT, LEFT_CURRENT), "committed_offsets": (LEFT_
 LEFT_COLUMNS = ("group_id", "topic", "partition", "committed_offset", "leader_epoch",
                 "commit_metadata", "commit_timestamp", "expire_timestamp", "member_id",
                 "log_partition", "log_offset", "event_time")
+# And what the record does not say: the group's type then (`Left.types_of`), which both
+# tables' rows carry. The backfill's wire holds it as a column beside the LEFT_COLUMNS, the
+# stream's in the record's JSON, beside the group_id it adds.
+LEFT_TYPE = "group_type"
 
 
 def wire_order(left: Left) -> list[int]:
@@ -58,7 +62,7 @@ def _ms(c: Column) -> Column:
 
 def left_rows(records: DataFrame, table: str) -> DataFrame:
     """`table`'s rows (offset_history or committed_offsets, in its schema) of left `records`
-    (rows holding the `LEFT_COLUMNS` of commit records, typed), each stored as
+    (rows holding the `LEFT_COLUMNS` of commit records, typed, and `LEFT_TYPE`), each stored as
     `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
     timestamp, no member for an empty member id) at its own time: the fold leaves only
     records whose time is the group's clock."""
@@ -70,12 +74,13 @@ def left_rows(records: DataFrame, table: str) -> DataFrame:
         "member_id": F.when(F.col("member_id") != "", F.col("member_id")),
         "event_time": at, "change": F.lit("COMMIT"),
     }
-    return records.select(*[values.get(f.name, F.col(f.name) if f.name in LEFT_COLUMNS
+    return records.select(*[values.get(f.name, F.col(f.name) if f.name in (*LEFT_COLUMNS, LEFT_TYPE)
                                        else F.lit(None)).cast(f.dataType).alias(f.name)
                             for f in table_schema(table).fields])
 
 
 def left_schema() -> StructType:
-    """The `LEFT_COLUMNS` as the event log types them."""
+    """The `LEFT_COLUMNS` as the event log types them, and `LEFT_TYPE`."""
     log = {f.name: f for f in event_schema().fields}
-    return StructType([log[name] for name in LEFT_COLUMNS])
+    return StructType([*(log[name] for name in LEFT_COLUMNS),
+                       StructField(LEFT_TYPE, StringType())])

@@ -45,7 +45,14 @@ from pyspark.sql.types import (
 )
 
 from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
-from pipeline.spark.fold.left import LEFT_COLUMNS, LEFT_TAGS, left_rows, left_schema, left_tags
+from pipeline.spark.fold.left import (
+    LEFT_COLUMNS,
+    LEFT_TAGS,
+    LEFT_TYPE,
+    left_rows,
+    left_schema,
+    left_tags,
+)
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
@@ -69,12 +76,13 @@ ROWS_PER_FILE = 1_000_000
 @cache
 def wire_schema(typed: bool = False) -> StructType:
     """`TABLE` and `ROW` (JSON); `typed` (the backfill's): also the `LEFT_COLUMNS` of the
-    rows left to the JVM, typed as the event log types them."""
+    rows left to the JVM, typed as the event log types them, and their `LEFT_TYPE`."""
     logged = {f.name: f.dataType for f in event_schema().fields}
     return StructType([StructField(TABLE, StringType(), False),
                        StructField(ROW, StringType(), True),
                        *[StructField(name, logged[name], True)
-                         for name in (LEFT_COLUMNS if typed else ())]])
+                         for name in (LEFT_COLUMNS if typed else ())],
+                       *([StructField(LEFT_TYPE, StringType(), True)] if typed else [])])
 
 
 @cache
@@ -154,11 +162,11 @@ def packed_tables(rows: Tables, checks: Checks) -> tuple[list[str], list[str]]:
 
 
 def wire_table_of(names: list[str], texts: list[str], left: pa.Table | None,
-                  current: int = 0) -> pa.Table:
+                  current: int = 0, types: list[str] | None = None) -> pa.Table:
     """The backfill's Arrow wire: the rows `packed_tables` made, as JSON; given `left` (the
     fold's input `LEFT_COLUMNS` of the records it left to the JVM, as Arrow carried them
-    in, in `wire_order`: the first `current` of them current), those after them, typed
-    (`wire_schema(typed=True)`)."""
+    in, in `wire_order`: the first `current` of them current) and `types` (the group's type
+    at each), those after them, typed (`wire_schema(typed=True)`)."""
     n, m = len(names), 0 if left is None else left.num_rows
     columns = [pa.array(names + left_tags(current, m), pa.string()),
                pa.concat_arrays([pa.array(texts, pa.string()), pa.nulls(m, pa.string())])]
@@ -168,23 +176,32 @@ def wire_table_of(names: list[str], texts: list[str], left: pa.Table | None,
             column = left.column(name)
             columns.append(pa.concat_arrays([pa.nulls(n, column.type), *column.chunks]))
             fields.append(pa.field(name, column.type))
+        assert types is not None and len(types) == m
+        columns.append(pa.array([None] * n + types, pa.string()))
+        fields.append(pa.field(LEFT_TYPE, pa.string()))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 def wire_frame(rows: Tables, checks: Checks, group_id: str | None = None,
-               packed: list[str] | None = None, current: int = 0) -> pd.DataFrame:
+               packed: list[str] | None = None, current: int = 0,
+               types: list[str] | None = None) -> pd.DataFrame:
     """The stream's applyInPandasWithState output (`wire_schema()`): `rows` as JSON, then
     the rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
-    (`packed`, in `wire_order`; `packing.packed_events`) with its group_id added, the first
-    `current` of them current: the stream's input carries no typed columns to hand back,
-    and a typed column would cost pandas a column a group."""
+    (`packed`, in `wire_order`; `packing.packed_events`) with its group_id and the group's
+    type then (`types`) added, the first `current` of them current: the stream's input
+    carries no typed columns to hand back, and a typed column would cost pandas a column a
+    group."""
     names, texts = packed_tables(rows, checks)
     packed = packed or []
     m = len(packed)
-    head = '{"group_id":' + json.dumps(group_id, ensure_ascii=False) + ","
+    head = '{"group_id":' + json.dumps(group_id, ensure_ascii=False) + f',"{LEFT_TYPE}":"'
+    heads = {t: f'{head}{t}",' for t in set(types or ())}
+    assert types is not None or not m
     return pd.DataFrame({
         TABLE: pd.Series([*names, *left_tags(current, m)], dtype=object),
-        ROW: pd.Series([*texts, *(head + text[1:] for text in packed)], dtype=object)})
+        ROW: pd.Series([*texts, *(heads[t] + text[1:] for t, text in zip(types or (), packed,
+                                                                         strict=True))],
+                       dtype=object)})
 
 
 def _base64(value: Any) -> str:

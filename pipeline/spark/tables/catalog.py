@@ -37,7 +37,7 @@ from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
 from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, Column
 from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
-from schemas.tables import GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
+from schemas.tables import COMMITTED_OFFSETS, GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
 
 
 def timestamp_sql(ms: int) -> str:
@@ -155,6 +155,11 @@ STATE_AS_OF = f"""
     FROM {_shapes_at("{at}")}
     WHERE newest = 1 AND state <> '{DEAD}'"""
 
+# committed_offsets_as_of's columns but the group's type: the group's then, its shape newest at
+# the time (as committed_offsets says the group's type now; every offset's group has a shape
+# from the commit that made it on).
+_OFFSET_OWN = tuple(c for c in COMMITTED_OFFSETS if c.name != "group_type")
+
 # A member's fields as group_members and group_members_as_of list them, one row each.
 MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host",
                  "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
@@ -191,19 +196,15 @@ FUNCTIONS: dict[str, str] = {
         FROM {_shapes_at("at")}
         LATERAL VIEW explode(members) AS m
         WHERE newest = 1 AND state <> '{DEAD}'""",
-    "committed_offsets_as_of": """
+    "committed_offsets_as_of": f"""
         CREATE OR REPLACE TEMPORARY FUNCTION committed_offsets_as_of(at TIMESTAMP)
-        RETURNS TABLE (group_id STRING, topic STRING, partition INT, committed_offset BIGINT,
-                       leader_epoch INT, commit_metadata STRING, commit_timestamp TIMESTAMP,
-                       expire_timestamp TIMESTAMP, member_id STRING, generation_id INT,
-                       log_partition INT, log_offset BIGINT)
-        RETURN SELECT group_id, topic, partition, committed_offset, leader_epoch,
-                      commit_metadata, commit_timestamp, expire_timestamp, member_id,
-                      generation_id, log_partition, log_offset
+        RETURNS TABLE ({_returns(COMMITTED_OFFSETS)})
+        RETURN SELECT {_columns(_OFFSET_OWN, "o.")}, s.group_type
         FROM (SELECT *, row_number() OVER (PARTITION BY group_id, topic, partition
                         ORDER BY event_time DESC, log_offset DESC) AS newest
-              FROM offset_history WHERE event_time <= at AND change <> 'TXN_ABORTED')
-        WHERE newest = 1 AND change = 'COMMIT'""",
+              FROM offset_history WHERE event_time <= at AND change <> 'TXN_ABORTED') o
+        LEFT JOIN {_shapes_at("at")} s ON s.group_id = o.group_id AND s.newest = 1
+        WHERE o.newest = 1 AND o.change = 'COMMIT'""",
     "rebalance_summary": """
         CREATE OR REPLACE TEMPORARY FUNCTION rebalance_summary(since TIMESTAMP, until TIMESTAMP)
         RETURNS TABLE (group_id STRING, rebalances BIGINT, completed BIGINT,
