@@ -32,13 +32,14 @@ from pipeline.decode.rows import VALUE_ROWS, key_columns, tombstone_type
 from pipeline.decode.schema import Message
 from pipeline.decode.writer import write_message
 
-__all__ = ["DecodeError", "decode_record", "record_type_of"]
+__all__ = ["LAYOUT_40", "LAYOUT_NEW", "DecodeError", "as_bytes", "decode_record", "read_either_layout",
+           "read_key", "record_type_of"]
 
 UNSUPPORTED = "UNSUPPORTED_RECORD"
 LAYOUT_NEW, LAYOUT_40 = "kafka-4.1+", "kafka-4.0"  # record_layout of types 11 and 15
 
 
-def _as_bytes(data: object, what: str) -> bytes:
+def as_bytes(data: object, what: str) -> bytes:
     if isinstance(data, bytes):
         return data
     if isinstance(data, bytearray | memoryview):
@@ -58,7 +59,7 @@ def _context(spec: RecordType, part: str) -> str:
     return f"record type {spec.type} ({spec.name}) {part}"
 
 
-def _read_key(spec: RecordType, key: bytes) -> dict[str, Any]:
+def read_key(spec: RecordType, key: bytes) -> dict[str, Any]:
     r = Reader(key, 2)
     try:
         fields = message_reader(spec.key, 0)(r)
@@ -85,7 +86,7 @@ def _read_value(spec: RecordType, m: Message, value: bytes) -> tuple[int, dict[s
     return version, body
 
 
-def _read_either_layout(spec: RecordType, value: bytes) -> tuple[int, dict[str, Any], str]:
+def read_either_layout(spec: RecordType, value: bytes) -> tuple[int, dict[str, Any], str]:
     """(version, body, layout) of a type Kafka wrote in two layouts under version 0."""
     assert spec.value is not None and spec.legacy is not None
     try:
@@ -141,8 +142,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, object]:
     """
     if key is None:
         raise DecodeError("the record has a null key").within("record")
-    key = _as_bytes(key, "key")
-    value = None if value is None else _as_bytes(value, "value")
+    key = as_bytes(key, "key")
+    value = None if value is None else as_bytes(value, "value")
     rtype = record_type_of(key)
     spec = RECORD_TYPES.get(rtype)
     if spec is None or spec.value is None:
@@ -156,14 +157,14 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, object]:
         "raw_key": key,
         "raw_value": value,
     }
-    key_columns(_read_key(spec, key), row)
+    key_columns(read_key(spec, key), row)
     if value is None:
         row["event_type"] = tombstone_type(spec.event_type)
         return row
     if spec.legacy is None:
         version, body = _read_value(spec, schema, value)
     else:
-        version, body, row["record_layout"] = _read_either_layout(spec, value)
+        version, body, row["record_layout"] = read_either_layout(spec, value)
     row["record_version"] = version
     try:
         VALUE_ROWS[spec.event_type](body, row)

@@ -2,9 +2,10 @@
 streams records, kafka-group-coordinator 4.2.1) and WriteRecords40.java (Kafka 4.0's layouts of
 ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, and 4.0's type 9, with
 kafka-group-coordinator 4.0.0) and WriteRecords44.java (the tagged fields 4.3 and 4.4 added,
-with 4.4.0), each compiled with Print.java, their shared output, print them;
-`kafka_records.json` holds that output, per Kafka version, as {name, key, value} with hex
-bytes (value null for a tombstone).
+with 4.4.0); WriteShareState.java and WriteShareState40.java (the share coordinator's
+`__share_group_state` records, kafka-share-coordinator 4.2.1 and 4.0.0); each compiled with
+Print.java, their shared output, print them; `kafka_records.json` holds that output, per
+fixture set (`PROGRAMS`), as {name, key, value} with hex bytes (value null for a tombstone).
 
 `python -m tests.decode.kafka_records` fetches the artifacts into the project's cache (Maven,
 `pipeline.spark.runtime.jars.ensure_jars`, as the test broker's jars are), compiles and runs
@@ -22,8 +23,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "kafka_records.json"
-# Kafka version of kafka-group-coordinator -> the program that writes its records.
-PROGRAMS = {"4.2.1": "WriteRecords", "4.0.0": "WriteRecords40", "4.4.0": "WriteRecords44"}
+# Fixture set -> (the Kafka artifact and version whose classes write its records, the program).
+PROGRAMS = {"4.2.1": ("kafka-group-coordinator", "4.2.1", "WriteRecords"),
+            "4.0.0": ("kafka-group-coordinator", "4.0.0", "WriteRecords40"),
+            "4.4.0": ("kafka-group-coordinator", "4.4.0", "WriteRecords44"),
+            "share-state 4.2.1": ("kafka-share-coordinator", "4.2.1", "WriteShareState"),
+            "share-state 4.0.0": ("kafka-share-coordinator", "4.0.0", "WriteShareState40")}
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
@@ -31,21 +36,23 @@ def load() -> dict[str, list[dict[str, Any]]]:
     return data
 
 
-def records() -> dict[str, tuple[bytes, bytes | None]]:
-    """Every fixture by name: (key, value) bytes."""
+def records(share_state: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
+    """Every fixture by name: (key, value) bytes; of `__consumer_offsets`, or with
+    `share_state` of `__share_group_state`."""
     return {r["name"]: (bytes.fromhex(r["key"]),
                         None if r["value"] is None else bytes.fromhex(r["value"]))
-            for version in load().values() for r in version}
+            for fixture, written in load().items()
+            if fixture.startswith("share-state") == share_state for r in written}
 
 
-def run_java(version: str) -> list[dict[str, Any]]:
-    """Compile and run the program for `version`; its records as fixture entries."""
+def run_java(fixture: str) -> list[dict[str, Any]]:
+    """Compile and run the program of `fixture`; its records as fixture entries."""
     from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
-    jars = ensure_jars((Artifact("org.apache.kafka", "kafka-group-coordinator", version),),
+    artifact, version, program = PROGRAMS[fixture]
+    jars = ensure_jars((Artifact("org.apache.kafka", artifact, version),),
                        against_pyspark=False).jars
     classpath = ":".join(str(j) for j in jars)
-    program = PROGRAMS[version]
     with tempfile.TemporaryDirectory() as out:
         sources = [str(HERE / "java" / f"{name}.java") for name in (program, "Print")]
         subprocess.run(["javac", "-d", out, "-cp", classpath, *sources],
@@ -60,7 +67,7 @@ def run_java(version: str) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    data = {version: run_java(version) for version in PROGRAMS}
+    data = {fixture: run_java(fixture) for fixture in PROGRAMS}
     FIXTURES.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {sum(map(len, data.values()))} records to {FIXTURES}", file=sys.stderr)
     return 0

@@ -1,0 +1,65 @@
+"""The share-state log: `__share_group_state`, the share coordinator's topic (KIP-932), as rows.
+
+A share group commits no offsets: where each share partition's consumption stands (its start
+offset, the in-flight records after it and their delivery states) is written by the share
+coordinator, one key per (group, topic id, partition), as ShareSnapshot records (the whole
+state) and ShareUpdate records (changes to merge into it); a ShareSnapshot tombstone deletes a
+key's state. `jobs/ingest.py` reads that topic into a Delta log of its own, one row per record,
+these columns; `pipeline.decode.share_state` decodes a record into them. Kafka 4.0 wrote both
+values in another layout under the same version 0 (SnapshotEpoch a uint16, no timestamps);
+`record_layout` says which the bytes were. Kafka 4.2 added DeliveryCompleteCount (KIP-1226),
+a tagged field: -1 where a record does not carry it, as Kafka reads it.
+"""
+
+from __future__ import annotations
+
+from schemas.columns import Column, struct
+
+SHARE_STATE_EVENT_TYPES = ("SHARE_SNAPSHOT", "SHARE_UPDATE", "SHARE_SNAPSHOT_TOMBSTONE",
+                           "SHARE_UPDATE_TOMBSTONE", "UNSUPPORTED_RECORD")
+
+# Delivery states as the share coordinator persists them (ACQUIRED is never persisted).
+DELIVERY_STATES = {0: "AVAILABLE", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
+
+STATE_BATCH = struct((
+    Column("first_offset", "bigint", False),
+    Column("last_offset", "bigint", False),
+    Column("delivery_state", "tinyint", False,
+           "0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED (Kafka's PersisterStateBatch)"),
+    Column("delivery_count", "smallint", False, "deliveries of these records so far"),
+))
+
+SHARE_STATE_LOG: tuple[Column, ...] = (
+    Column("log_partition", "int", doc="partition of __share_group_state"),
+    Column("log_offset", "bigint", doc="offset in that partition"),
+    Column("event_time", "timestamp", doc="the record's timestamp"),
+    Column("event_type", "string", False, ", ".join(SHARE_STATE_EVENT_TYPES)),
+    Column("record_type", "int", doc="the key's int16: 0 ShareSnapshot, 1 ShareUpdate"),
+    Column("record_version", "int", doc="the value's version (null for a tombstone)"),
+    Column("record_layout", "string",
+           doc="kafka-4.1+ or kafka-4.0: the value's layout under version 0"),
+    Column("group_id", "string"),
+    Column("topic_id", "string", doc="Kafka's base64 topic id"),
+    Column("partition", "int"),
+    Column("snapshot_epoch", "int", doc="the snapshot the record belongs to"),
+    Column("state_epoch", "int", doc="ShareSnapshot: the state's epoch (only initialize "
+                                     "changes it); null in a ShareUpdate"),
+    Column("leader_epoch", "int", doc="the share partition leader's epoch; -1 in an update "
+                                      "that keeps it"),
+    Column("start_offset", "bigint",
+           doc="the share-partition start offset (SPSO); -1: not initialized, or, in an "
+               "update, unchanged"),
+    Column("delivery_complete_count", "int",
+           doc="records at or after the start offset whose delivery is complete (Kafka 4.2+, "
+               "KIP-1226); -1 where the record does not say"),
+    Column("create_timestamp", "timestamp", doc="ShareSnapshot, Kafka 4.1+: when the state "
+                                                "was made"),
+    Column("write_timestamp", "timestamp", doc="ShareSnapshot, Kafka 4.1+: when this "
+                                               "snapshot was written"),
+    Column("state_batches", f"array<{STATE_BATCH}>",
+           doc="in-flight records after the start offset, by delivery state and count"),
+    Column("raw_key", "binary"),
+    Column("raw_value", "binary"),
+    Column("decode_error", "string", doc="why the record could not be decoded (then only the "
+                                         "position and raw bytes are set)"),
+)
