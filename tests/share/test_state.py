@@ -1,0 +1,103 @@
+"""The share coordinator's replay (`pipeline.share.state`) without Spark: the batch
+combination against Kafka's own `PersisterStateBatchCombiner` (600 seeded cases,
+tests/share/combine_cases.json), and the replay rules on records Kafka's serializers wrote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.decode.share_state import decode_share_state
+from pipeline.share.state import (
+    Refused,
+    SharePartition,
+    StateBatch,
+    apply,
+    combine,
+    key_of,
+    share_lag,
+)
+from tests.decode import kafka_records
+from tests.share import combine_cases
+
+RECORDS = kafka_records.records(share_state=True)
+T = 1_700_000_000_000
+
+
+def row(name: str) -> dict[str, Any]:
+    return decode_share_state(*RECORDS[name])
+
+
+def test_batches_combine_exactly_as_kafkas_combiner_does() -> None:
+    cases = combine_cases.load()
+    assert len(cases) == 600
+    for case in cases:
+        got = combine([StateBatch(*b) for b in case["old"]], [StateBatch(*b) for b in case["new"]],
+                      case["start"])
+        assert [list(b) for b in got] == case["kafka"], case
+    # The cases reach every rule: overlaps owned by the count and by the state, joins of
+    # touching batches alike, pruning, and two final batches that touch alike (Kafka's order).
+    touching = [c for c in cases if any(a[1] + 1 == b[0] and a[2:] == b[2:] for a, b in
+                                        zip(c["kafka"], c["kafka"][1:], strict=False))]
+    assert touching, "no case where Kafka leaves two touching batches alike apart"
+
+
+@pytest.mark.kafka
+def test_the_combination_cases_are_what_kafka_computes() -> None:
+    """Compile and run tests/share/java/Combine.java against Kafka's jars on the cases."""
+    cases = combine_cases.load()
+    assert combine_cases.run_java(cases) == [c["kafka"] for c in cases]
+
+
+def test_a_snapshot_replaces_and_an_update_merges() -> None:
+    state = apply(None, row("share_snapshot"))
+    assert state == SharePartition(3, 1, 2, 100, 7, T, T + 5_000, (
+        StateBatch(100, 104, 2, 1), StateBatch(105, 109, 0, 2), StateBatch(110, 110, 4, 5)))
+    # An update that keeps the start offset and leader epoch (-1 each) and carries no count:
+    # its batch (105-107 acknowledged, 2nd delivery) takes the range the same count held.
+    updated = apply(state, row("share_update"))
+    assert updated is not None
+    assert (updated.snapshot_epoch, updated.state_epoch, updated.leader_epoch,
+            updated.start_offset, updated.delivery_complete_count, updated.create_timestamp,
+            updated.write_timestamp) == (3, 1, 2, 100, 7, T, T + 5_000)
+    assert updated.batches == (StateBatch(100, 104, 2, 1), StateBatch(105, 107, 2, 2),
+                               StateBatch(108, 109, 0, 2), StateBatch(110, 110, 4, 5))
+    # One that moves the start offset on: everything below it is pruned.
+    moved = apply(updated, row("share_update_start"))
+    assert moved is not None
+    assert (moved.leader_epoch, moved.start_offset, moved.delivery_complete_count) == (2, 108, 2)
+    assert moved.batches == (StateBatch(108, 109, 0, 2), StateBatch(110, 110, 4, 5),
+                             StateBatch(111, 115, 2, 1), StateBatch(116, 116, 4, 5))
+    assert apply(moved, row("share_snapshot_initialized")) == SharePartition(
+        0, 1, 0, -1, -1, T, T, ())  # a snapshot keeps nothing of before
+
+
+def test_an_update_without_state_starts_one_and_a_tombstone_ends_it() -> None:
+    started = apply(None, row("share_update_start"))
+    assert started == SharePartition(3, 0, 2, 108, 2, None, None, (
+        StateBatch(111, 115, 2, 1), StateBatch(116, 116, 4, 5)))
+    assert apply(started, row("share_snapshot_tombstone")) is None
+    again = apply(None, row("share_update"))  # after the tombstone: from nothing
+    assert again is not None and again.state_epoch == 0 and again.start_offset == -1
+    assert again.batches == (StateBatch(105, 107, 2, 2),)  # nothing to prune below -1
+
+
+def test_what_kafkas_shard_would_not_apply_is_refused_with_a_reason() -> None:
+    key, value = RECORDS["share_update"]
+    with pytest.raises(Refused, match="ShareUpdate tombstone"):
+        apply(None, decode_share_state(key, None))
+    with pytest.raises(Refused, match="UNSUPPORTED_RECORD: record type 7"):
+        apply(None, decode_share_state(b"\x00\x07" + key[2:], value))
+    with pytest.raises(Refused, match="MALFORMED"):
+        key_of({"group_id": "g", "topic_id": None, "partition": 0})
+    assert key_of(row("share_update")) == ("share-g", "AAECAwQFBgcICQoLDA0ODw", 2)
+
+
+def test_share_lag_is_kafka_4_2s_and_unknown_until_both_are_known() -> None:
+    state = apply(None, row("share_snapshot"))  # start 100, 7 delivered past it
+    assert share_lag(150, state) == 150 - 100 - 7
+    assert share_lag(None, state) is None
+    assert share_lag(150, apply(None, row("share_snapshot_initialized"))) is None  # start -1
+    assert share_lag(150, apply(None, row("share_snapshot_40"))) is None  # no count in 4.0
+    assert share_lag(150, None) is None
