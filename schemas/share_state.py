@@ -63,3 +63,34 @@ SHARE_STATE_LOG: tuple[Column, ...] = (
     Column("decode_error", "string", doc="why the record could not be decoded (then only the "
                                          "position and raw bytes are set)"),
 )
+
+# What the replay writes (`pipeline.share.state.history_row`): one row per record applied, the
+# key's state after it, as kafka-share-groups.sh --describe --offsets and Kafka's share
+# coordinator read it then.
+SHARE_PARTITION_STATE: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("topic_id", "string", False, "Kafka's base64 topic id"),
+    Column("partition", "int", False),
+    Column("event_time", "timestamp", doc="the record's timestamp"),
+    Column("log_partition", "int", doc="the record's position in __share_group_state"),
+    Column("log_offset", "bigint"),
+    Column("change", "string", False,
+           "SNAPSHOT (the state written whole), UPDATE (merged into it) or DELETED (a "
+           "tombstone: the row's state columns are null)"),
+    Column("record_layout", "string", doc="kafka-4.1+ or kafka-4.0"),
+    Column("snapshot_epoch", "int"),
+    Column("state_epoch", "int", doc="0 for a state an update started"),
+    Column("leader_epoch", "int"),
+    Column("start_offset", "bigint", doc="the share-partition start offset (SPSO); -1 "
+                                         "before the partition is initialized"),
+    Column("delivery_complete_count", "int",
+           doc="Kafka 4.2+: records at or after the start offset whose delivery is complete; "
+               "-1 unknown (Kafka 4.0/4.1 records)"),
+    Column("create_timestamp", "timestamp", doc="when the state was made (4.1+ snapshots)"),
+    Column("write_timestamp", "timestamp", doc="when its last snapshot was written"),
+    Column("in_flight", "bigint", doc="records in the state's batches"),
+    Column("available", "bigint", doc="of them, AVAILABLE (to be delivered again)"),
+    Column("acknowledged", "bigint", doc="of them, ACKNOWLEDGED"),
+    Column("archived", "bigint", doc="of them, ARCHIVED (delivery limit reached or rejected)"),
+    Column("state_batches", f"array<{STATE_BATCH}>", doc="the batches themselves"),
+)

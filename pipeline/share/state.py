@@ -27,12 +27,17 @@ kafka-share-groups.sh) while either is -1.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from schemas.share_state import DELIVERY_STATES, SHARE_PARTITION_STATE
+
 UNSET = -1  # Kafka's "not initialized" / "unchanged" start offset, epoch and count
+CHANGES = {"SHARE_SNAPSHOT": "SNAPSHOT", "SHARE_UPDATE": "UPDATE",
+           "SHARE_SNAPSHOT_TOMBSTONE": "DELETED"}
 
 Key = tuple[str, str, int]  # group id, topic id, partition
+_HISTORY_COLUMNS = tuple(c.name for c in SHARE_PARTITION_STATE)
 
 
 class StateBatch(NamedTuple):
@@ -163,6 +168,74 @@ def apply(state: SharePartition | None, row: Mapping[str, Any]) -> SharePartitio
                       "ShareSnapshot tombstones only)")
     raise Refused(f"UNSUPPORTED_RECORD: record type {row.get('record_type')} of "
                   "__share_group_state (Kafka's share coordinator ignores it)")
+
+
+def history_row(key: Key, state: SharePartition | None, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The share_partition_state row of `row` (schemas.share_state.SHARE_PARTITION_STATE):
+    the key's state after it (`state`, None once deleted)."""
+    out: dict[str, Any] = dict.fromkeys(_HISTORY_COLUMNS)
+    out |= {
+        "group_id": key[0], "topic_id": key[1], "partition": key[2],
+        "event_time": row.get("event_time"), "log_partition": row.get("log_partition"),
+        "log_offset": row.get("log_offset"), "record_layout": row.get("record_layout"),
+        "change": CHANGES[row["event_type"]]}
+    if state is None:
+        return out
+    counts = dict.fromkeys(DELIVERY_STATES.values(), 0)
+    for b in state.batches:
+        name = DELIVERY_STATES.get(b.delivery_state)
+        if name is not None:
+            counts[name] += b.last_offset - b.first_offset + 1
+    out.update(
+        snapshot_epoch=state.snapshot_epoch, state_epoch=state.state_epoch,
+        leader_epoch=state.leader_epoch, start_offset=state.start_offset,
+        delivery_complete_count=state.delivery_complete_count,
+        create_timestamp=state.create_timestamp, write_timestamp=state.write_timestamp,
+        in_flight=sum(b.last_offset - b.first_offset + 1 for b in state.batches),
+        available=counts["AVAILABLE"], acknowledged=counts["ACKNOWLEDGED"],
+        archived=counts["ARCHIVED"],
+        state_batches=[b._asdict() for b in state.batches])
+    return out
+
+
+@dataclass
+class Replayed:
+    """What `replay` made of a run of rows: each key's state after them (None: deleted), a
+    share_partition_state row per record applied, and the rows refused, with the reason."""
+
+    states: dict[Key, SharePartition | None] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[tuple[Mapping[str, Any], str]] = field(default_factory=list)
+    positions: dict[Key, tuple[int, int]] = field(default_factory=dict)
+
+
+def replay(rows: Iterable[Mapping[str, Any]], before: Replayed | None = None) -> Replayed:
+    """Apply decoded `__share_group_state` rows in log order (by partition and offset: a
+    key's records are all in one partition), onto `before`'s states. A row at or before its
+    key's last applied position is a DUPLICATE; one Kafka's shard would not apply is refused
+    (`Refused`); neither changes a state."""
+    out = Replayed() if before is None else Replayed(dict(before.states), [], [],
+                                                     dict(before.positions))
+    ordered = sorted(rows, key=lambda r: (r.get("log_partition") is not None,
+                                          r.get("log_partition") or 0, r.get("log_offset") or 0))
+    for row in ordered:
+        try:
+            key = key_of(row)
+            lp, lo = row.get("log_partition"), row.get("log_offset")
+            if lp is None or lo is None:
+                raise Refused("MALFORMED: no position in __share_group_state")
+            at = (lp, lo)
+            last = out.positions.get(key)
+            if last is not None and at <= last:
+                raise Refused("DUPLICATE: at or before the key's last record applied")
+            state = apply(out.states.get(key), row)
+        except Refused as e:
+            out.rejected.append((row, str(e)))
+            continue
+        out.states[key] = state
+        out.positions[key] = at
+        out.history.append(history_row(key, state, row))
+    return out
 
 
 def share_lag(end_offset: int | None, state: SharePartition | None) -> int | None:

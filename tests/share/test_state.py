@@ -16,8 +16,10 @@ from pipeline.share.state import (
     apply,
     combine,
     key_of,
+    replay,
     share_lag,
 )
+from schemas.share_state import SHARE_PARTITION_STATE
 from tests.decode import kafka_records
 from tests.share import combine_cases
 
@@ -101,3 +103,36 @@ def test_share_lag_is_kafka_4_2s_and_unknown_until_both_are_known() -> None:
     assert share_lag(150, apply(None, row("share_snapshot_initialized"))) is None  # start -1
     assert share_lag(150, apply(None, row("share_snapshot_40"))) is None  # no count in 4.0
     assert share_lag(150, None) is None
+
+
+def test_a_log_replayed_gives_a_row_per_record_applied_and_refuses_the_rest() -> None:
+    names = ["share_snapshot", "share_update", "share_update_start", "share_update",
+             "share_snapshot_tombstone", "share_update_empty"]
+    rows = [row(name) | {"log_partition": 3, "log_offset": k, "event_time": T + k}
+            for k, name in enumerate(names)]
+    rows[3] = dict(rows[1])  # delivered twice
+    rows.append(row("share_update") | {"log_partition": None, "log_offset": None})
+    rows.append(decode_share_state(RECORDS["share_update"][0], None)
+                | {"log_partition": 3, "log_offset": 9})
+    done = replay(reversed(rows))  # any order in: the log's order applied
+    assert [(r["log_offset"], r["change"]) for r in done.history] == [
+        (0, "SNAPSHOT"), (1, "UPDATE"), (2, "UPDATE"), (4, "DELETED"), (5, "UPDATE")]
+    assert sorted(reason.split(":")[0] for _, reason in done.rejected) == [
+        "DUPLICATE", "MALFORMED", "MALFORMED"]
+    first, _, moved, deleted, again = done.history
+    assert (first["in_flight"], first["available"], first["acknowledged"],
+            first["archived"]) == (11, 5, 5, 1)
+    assert (moved["start_offset"], moved["delivery_complete_count"], moved["in_flight"],
+            moved["available"], moved["acknowledged"], moved["archived"]) == (
+        108, 2, 9, 2, 5, 2)
+    assert deleted["start_offset"] is None and deleted["state_batches"] is None
+    assert again["state_epoch"] == 0 and again["start_offset"] == 108  # started anew
+    assert set(first) == {c.name for c in SHARE_PARTITION_STATE}
+    # Cut anywhere, the second half continuing from the first: the same rows and states.
+    for cut in range(len(rows)):
+        ordered = sorted(rows, key=lambda r: (r["log_partition"] is not None,
+                                              r["log_partition"] or 0, r["log_offset"] or 0))
+        head = replay(ordered[:cut])
+        tail = replay(ordered[cut:], head)
+        assert head.history + tail.history == done.history, cut
+        assert tail.states == done.states, cut
