@@ -103,10 +103,9 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
     touched = {(h["topic"], h["partition"]) for h in out.offset_history} | last.keys()
     if type_before is not None and type_before != group_type:
         touched |= g.offsets.keys()
-    # The type at each left record: all of one type, as mostly, or each its own.
-    runs = [] if left is None else left.type_runs
-    types = left.types() if left is not None and len(runs) > 1 else {}
-    same = len(runs) == 1 and runs[0][1] == group_type
+    # The group's type at each partition's last left record.
+    records = [i for _, _, i in last.values()]
+    type_at = {} if left is None else dict(zip(records, left.types_of(records), strict=True))
     rows: list[Row] = []
     for tp in sorted(touched):
         o = g.offsets.get(tp)
@@ -116,7 +115,7 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
             continue
         mine = last.get(tp)
         if (left is not None and mine is not None and (o.log_partition, o.log_offset) == mine[:2]
-                and (same or types.get(mine[2]) == group_type)):
+                and type_at[mine[2]] == group_type):
             left.current.append(mine[2])  # the offset is the one that record stored
         else:
             rows.append(offset_columns(g.group_id, tp, o, group_type))
