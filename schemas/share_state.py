@@ -16,7 +16,7 @@ from __future__ import annotations
 from schemas.columns import Column, struct
 
 SHARE_STATE_EVENT_TYPES = ("SHARE_SNAPSHOT", "SHARE_UPDATE", "SHARE_SNAPSHOT_TOMBSTONE",
-                           "SHARE_UPDATE_TOMBSTONE", "UNSUPPORTED_RECORD")
+                           "SHARE_UPDATE_TOMBSTONE", "UNSUPPORTED_RECORD", "MALFORMED_RECORD")
 
 # Delivery states as the share coordinator persists them (ACQUIRED is never persisted).
 DELIVERY_STATES = {0: "AVAILABLE", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
@@ -94,3 +94,10 @@ SHARE_PARTITION_STATE: tuple[Column, ...] = (
     Column("archived", "bigint", doc="of them, ARCHIVED (delivery limit reached or rejected)"),
     Column("state_batches", f"array<{STATE_BATCH}>", doc="the batches themselves"),
 )
+
+# The tables a replay or backfill given a share-state log writes (`--share-state`): the
+# history, appended to. What a stream continues from between micro-batches is each key's
+# last row of it, kept in the warehouse's `_share_state` (same columns, MERGEd by key).
+SHARE_TABLES: dict[str, tuple[Column, ...]] = {"share_partition_state": SHARE_PARTITION_STATE}
+SHARE_KEY = ("group_id", "topic_id", "partition")
+SHARE_STATE_TOPIC = "__share_group_state"

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from schemas.events import MALFORMED_RECORD
 from schemas.share_state import DELIVERY_STATES, SHARE_PARTITION_STATE
 
 UNSET = -1  # Kafka's "not initialized" / "unchanged" start offset, epoch and count
@@ -209,6 +210,28 @@ class Replayed:
     positions: dict[Key, tuple[int, int]] = field(default_factory=dict)
 
 
+def state_of(row: Mapping[str, Any]) -> SharePartition | None:
+    """The state a share_partition_state row says its key had (None: deleted)."""
+    if row["change"] == "DELETED":
+        return None
+    return SharePartition(row["snapshot_epoch"], row["state_epoch"], row["leader_epoch"],
+                          row["start_offset"], row["delivery_complete_count"],
+                          row.get("create_timestamp"), row.get("write_timestamp"),
+                          _batches(row))
+
+
+def resumed(last_rows: Iterable[Mapping[str, Any]]) -> Replayed:
+    """A replay to continue from: each key's state and position as its last
+    share_partition_state row (`history_row`'s) says them. A stream keeps only those rows
+    between micro-batches (`_share_state`), not the history."""
+    out = Replayed()
+    for row in last_rows:
+        key = (row["group_id"], row["topic_id"], row["partition"])
+        out.states[key] = state_of(row)
+        out.positions[key] = (row["log_partition"], row["log_offset"])
+    return out
+
+
 def replay(rows: Iterable[Mapping[str, Any]], before: Replayed | None = None) -> Replayed:
     """Apply decoded `__share_group_state` rows in log order (by partition and offset: a
     key's records are all in one partition), onto `before`'s states. A row at or before its
@@ -220,6 +243,8 @@ def replay(rows: Iterable[Mapping[str, Any]], before: Replayed | None = None) ->
                                           r.get("log_partition") or 0, r.get("log_offset") or 0))
     for row in ordered:
         try:
+            if row.get("event_type") == MALFORMED_RECORD:
+                raise Refused(f"MALFORMED: {row.get('decode_error')}")
             key = key_of(row)
             lp, lo = row.get("log_partition"), row.get("log_offset")
             if lp is None or lo is None:

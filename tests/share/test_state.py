@@ -17,6 +17,7 @@ from pipeline.share.state import (
     combine,
     key_of,
     replay,
+    resumed,
     share_lag,
 )
 from schemas.share_state import SHARE_PARTITION_STATE
@@ -136,3 +137,16 @@ def test_a_log_replayed_gives_a_row_per_record_applied_and_refuses_the_rest() ->
         tail = replay(ordered[cut:], head)
         assert head.history + tail.history == done.history, cut
         assert tail.states == done.states, cut
+        # ... and from only each key's last row, as a stream keeps it between batches.
+        last = {(r["group_id"], r["topic_id"], r["partition"]): r for r in head.history}
+        again = replay(ordered[cut:], resumed(last.values()))
+        assert head.history + again.history == done.history, cut
+        assert again.states == done.states and again.rejected == tail.rejected, cut
+
+
+def test_a_record_that_could_not_be_decoded_is_refused_with_the_decoders_reason() -> None:
+    bad = {"event_type": "MALFORMED_RECORD", "group_id": "g", "log_partition": 0,
+           "log_offset": 1, "decode_error": "ShareUpdateValue: 3 bytes left over"}
+    done = replay([bad])
+    assert done.history == [] and done.rejected == [
+        (bad, "MALFORMED: ShareUpdateValue: 3 bytes left over")]
