@@ -240,6 +240,10 @@ REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("group_generation_id", "int"),
     Column("group_type", "string",
            doc="the group's type when the row was refused; null when there was no group"),
+    Column("log_topic", "string",
+           doc="null: a record of the event log (__consumer_offsets); __share_group_state: a "
+               "record of the share-state log (--share-state), its key and value in raw_key "
+               "and raw_value"),
 )
 
 ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (

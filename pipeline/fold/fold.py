@@ -239,6 +239,7 @@ def rejected_row(e: Event, reason: str, g: Group | None) -> Row:
     row["group_state"] = g.state if g is not None and g.exists else None
     row["group_generation_id"] = g.generation_id if g is not None and g.exists else None
     row["group_type"] = g.group_type if g is not None and g.exists else None
+    row["log_topic"] = None  # the event log's own record (share-state ones: spark/share)
     return row
 
 

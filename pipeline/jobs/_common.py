@@ -304,6 +304,10 @@ def add_fold_args(p: argparse.ArgumentParser, watermark: str) -> None:
                    help="catalog database to register the tables in: schema, or catalog.schema "
                         "for a three-part name ('' for none)")
     p.add_argument("--watermark-delay", default="10 minutes", type=interval_arg, help=watermark)
+    p.add_argument("--share-state", metavar="PATH",
+                   help="the share-state log (jobs/ingest.py --share-state: the share "
+                        "coordinator's __share_group_state, Delta): also write "
+                        "share_partition_state")
     add_lag_args(p)
     add_metastore_arg(p)
     add_common_args(p)

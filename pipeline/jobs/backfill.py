@@ -60,7 +60,7 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     opts = BackfillOptions(
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
         database=args.database or None, watermark_delay=args.watermark_delay,
-        replace=args.replace, config=config)
+        replace=args.replace, config=config, share_state=args.share_state)
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.
     metastore = (args.metastore or default_metastore(opts.warehouse)) if opts.database else None

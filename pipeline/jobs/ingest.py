@@ -12,7 +12,10 @@ source (read_committed, checkpointed at --checkpoint); with --raw it reads a dum
 (Delta or Parquet with key, value, partition, offset, timestamp) once. Either way each record
 is decoded and merged into the event log at --events, inserted only if its
 (log_partition, log_offset) is not there yet, so repeats are harmless. Undecodable records are
-kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. Option values whose
+kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. With --raw, a dump of
+the share coordinator's topic (--raw-share-state) goes the same way into a log of its own
+(--share-state), which jobs/replay.py and jobs/backfill.py --share-state replay into
+share_partition_state (docs/kafka.md). Option values whose
 key names a password, secret, JAAS config or key are never logged. With --warehouse (the one
 jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
 --topic-map) go to its `topics` table, through which queries and reports name the partitions
@@ -67,6 +70,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
                         "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
+    p.add_argument("--share-state", metavar="PATH",
+                   help="with --raw-share-state: the share-state log (Delta) the share "
+                        "coordinator's records go to (jobs/replay.py and jobs/backfill.py "
+                        "--share-state read it)")
+    p.add_argument("--raw-share-state", metavar="DUMP",
+                   help="with --raw: a dump of __share_group_state's raw records (Delta or "
+                        "Parquet, the columns of --raw)")
     add_sampling_args(p)
     add_common_args(p)
     args = p.parse_args(argv)
@@ -114,11 +124,14 @@ def main(args: argparse.Namespace) -> None:
         trigger=args.trigger, kafka_options=args.kafka_options, topic=args.topic,
         warehouse=args.warehouse, topic_map=args.topic_map, end_offsets=args.end_offsets,
         sample_interval=args.sample_interval, isolation_level=args.isolation_level,
+        share_state=args.share_state, raw_share_state=args.raw_share_state,
     )
     with job_session("ingest", args.profile, args=args) as spark:
-        if opts.raw is not None and not exists(spark, opts.raw):
-            raise UsageError(f"--raw {opts.raw}: no such path; expected a Delta or Parquet "
-                             "dump of raw records (key, value, partition, offset, timestamp)")
+        for flag, dump in (("--raw", opts.raw), ("--raw-share-state", opts.raw_share_state)):
+            if dump is not None and not exists(spark, dump):
+                raise UsageError(f"{flag} {dump}: no such path; expected a Delta or Parquet "
+                                 "dump of raw records (key, value, partition, offset, "
+                                 "timestamp)")
         run_ingest(spark, opts)
 
 

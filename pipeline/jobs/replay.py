@@ -63,6 +63,7 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
         trigger=args.trigger, database=args.database or None, watermark_delay=args.watermark_delay,
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf), upkeep=upkeep_options(args),
+        share_state=args.share_state,
     )
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.

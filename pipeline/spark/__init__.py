@@ -5,6 +5,7 @@
     events    the event log into the fold: read, checked, packed, decoded
     fold      the fold as Spark runs it, and the wire back
     lag       lag from end-offset samples                metrics    the tables' rows Prometheus serves
+    share     the share-state log replayed per key (`__share_group_state`)
     stream    the streaming replay and its upkeep        backfill   the batch backfill
     ingest    from Kafka into the event log              serve      SQL over the tables
 

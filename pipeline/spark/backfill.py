@@ -33,9 +33,22 @@ from pipeline.spark.fold.folding import batch_fold
 from pipeline.spark.fold.handoff import Manifest, ensure_seed_table, seed_path
 from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
 from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pending
+from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
+from pipeline.spark.share.replay import HISTORY as SHARE_HISTORY
+from pipeline.spark.share.replay import (
+    ShareHandoff,
+    check_share_log,
+    current_path,
+    ensure_current,
+    history_rows,
+    last_rows,
+    rejected_rows,
+    replayed,
+)
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
+from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.tables.parallel import run_all
 from pipeline.spark.tables.paths import is_path
@@ -43,6 +56,7 @@ from pipeline.spark.tables.warehouse import ensure_tables
 from pipeline.times import ms_text
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_TABLES
 
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 FOLD_BATCH_ROWS = 1000
@@ -65,11 +79,14 @@ class BackfillOptions:
     # (`fold/left.py`); False: every row comes back from the fold as JSON (the benchmark's
     # baseline).
     leave: bool = True
+    share_state: str | None = None  # --share-state: the share-state log, replayed too
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
         if is_path(self.events):
             self.events = paths.qualify(self.events)
+        if self.share_state is not None and is_path(self.share_state):
+            self.share_state = paths.qualify(self.share_state)
         interval_ms(self.watermark_delay)
         check_cut(self.until_ms, self.version)
 
@@ -88,8 +105,11 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
         cut: int | None = opts.until_ms
     else:
         cut = None if max_ms is None else max_ms - interval_ms(opts.watermark_delay)
+    if opts.share_state is not None:
+        check_share_log(spark, opts.share_state)
     filled = _filled_tables(spark, opts)
-    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
+    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None,
+                  share=opts.share_state is not None)
     # Created empty first, like every table: a kill inside a first commit that writes data
     # could leave files with no _delta_log, which no create recognises as its own.
     ensure_seed_table(spark, opts.warehouse)
@@ -135,6 +155,8 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
             held = lag.write_pending(opts.warehouse, manifest.watermark_ms)
             if held.count:
                 log.info(held_line(held, manifest.watermark_ms, opts.watermark_delay))
+    if opts.share_state is not None:
+        _write_share(spark, opts, "share_partition_state" in filled)
     # Last, so a manifest exists only when every table was replaced.
     seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
     # The manifest is this commit's: Delta skips a commit that changes nothing (no seeds
@@ -147,6 +169,33 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
 
 
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+
+
+def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool) -> None:
+    """The share-state log replayed whole (up to `until_ms`): share_partition_state replaced,
+    the refused records added to rejected_events (replaced just before), and each key's last
+    row into `_share_state` with the hand-off (the log's version read) a stream continues
+    from."""
+    assert opts.share_state is not None
+    version = latest_version(spark, opts.share_state)
+    rows = read_delta(spark, opts.share_state, version)
+    if opts.until_ms is not None:
+        rows = rows.filter(F.col("event_time").isNull()
+                           | (F.col("event_time") <= F.timestamp_millis(F.lit(opts.until_ms))))
+    ensure_current(spark, opts.warehouse)
+    nothing = spark.createDataFrame([], table_schema(SHARE_HISTORY))
+    with kept(replayed(rows, nothing)) as out:
+        _replace(spark, paths.join(opts.warehouse, SHARE_HISTORY), history_rows(out), True,
+                 filled)
+        rejected_rows(out).write.format("delta").mode("append").save(
+            paths.join(opts.warehouse, "rejected_events"))
+        writer = last_rows(out).write.format("delta").mode("overwrite")
+        if opts.until_ms is None:  # a cut by event time is no state a stream can continue
+            writer = writer.option("userMetadata",
+                                   ShareHandoff(opts.share_state, version).to_json())
+        with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
+            writer.save(current_path(opts.warehouse))
+    log.info("replayed version %d of the share-state log %s", version, opts.share_state)
 
 
 def held_line(held: Held, watermark_ms: int | None, delay: str) -> str:
@@ -187,7 +236,8 @@ def arrow_batches(spark: SparkSession, rows: int = FOLD_BATCH_ROWS) -> Iterator[
 
 def _filled_tables(spark: SparkSession, opts: BackfillOptions) -> set[str]:
     """The output tables that already hold rows; refused unless `replace` is asked for."""
-    tables = [*OUTPUT_TABLES, *(LAG_TABLES if opts.lag is not None else ())]
+    tables = [*OUTPUT_TABLES, *(LAG_TABLES if opts.lag is not None else ()),
+              *(SHARE_TABLES if opts.share_state is not None else ())]
     filled = {t for t in tables
               if DeltaTable.isDeltaTable(spark, paths.join(opts.warehouse, t))
               and read_delta(spark, paths.join(opts.warehouse, t)).limit(1).count()}

@@ -1,12 +1,15 @@
 """Raw `__consumer_offsets` records (Arrow batches of key, value, partition, offset, timestamp, as
-Spark's Kafka source or an archived dump gives them) to event-log rows, for `mapInArrow`.
+Spark's Kafka source or an archived dump gives them) to event-log rows, for `mapInArrow`;
+`__share_group_state` records to the share-state log's rows the same way.
 
-Each record goes through `pipeline.decode.decode_record`. The row's position and event time
-come from the Kafka record itself; `raw_key`/`raw_value` are the record's bytes. The decoded
-fragment is projected onto whatever event schema the driver passes in, so columns added to
-`schemas/events.py` later are filled by name with no change here: a column the decoder does not
-emit is null, a decoder key the schema lacks is dropped (nested structs included), and a
-timestamp column `x` takes the decoder's integer-millisecond `x_ms` (`MS_TO_TIMESTAMP`).
+Each record goes through `pipeline.decode.decode_record` (the share coordinator's records:
+`pipeline.decode.share_state.decode_share_state`, into their log's schema). The row's
+position and event time come from the Kafka record itself; `raw_key`/`raw_value` are the
+record's bytes. The decoded fragment is projected onto whatever event schema the driver
+passes in, so columns added to `schemas/events.py` later are filled by name with no change
+here: a column the decoder does not emit is null, a decoder key the schema lacks is dropped
+(nested structs included), and a timestamp column `x` takes the decoder's integer-millisecond
+`x_ms` (`MS_TO_TIMESTAMP`).
 
 A record that cannot be decoded never fails the batch: it becomes a `MALFORMED_RECORD` row with
 its position, raw bytes, the group id when the key alone still decodes, and the decoder's
@@ -17,7 +20,7 @@ The same happens to a decoded row whose values do not fit the schema's types.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -40,17 +43,21 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 1000 else text[:997] + "..."
 
 
-def decode_one(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
+
+
+def decode_one(key: bytes | None, value: bytes | None,
+               decode: Decoder = decode_record) -> dict[str, Any]:
     """The decoder's row, or a MALFORMED_RECORD row naming why it could not be decoded."""
     try:
-        return decode_record(key, value)
+        return decode(key, value)
     except Exception as exc:  # DecodeError, or a decoder bug met by odd bytes: never fatal
         error = _short(exc) if type(exc).__name__ == "DecodeError" else (
             f"decoder failed: {type(exc).__name__}: {_short(exc)}")
     group_id = None
     if key is not None:
         try:  # the key alone, read as a tombstone, still names the group
-            group_id = decode_record(key, None).get("group_id")
+            group_id = decode(key, None).get("group_id")
         except Exception:
             group_id = None
     return {"event_type": MALFORMED_RECORD, "group_id": group_id, DECODE_ERROR: error}
@@ -95,11 +102,12 @@ def _fit(rows: list[dict[str, Any]], fields: list[pa.Field]) -> list[pa.Array]:
     return [_column(rows, f) for f in fields]
 
 
-def decode_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow batch of raw records to one batch of `schema` (the event log's, as Arrow)."""
+def decode_batch(batch: pa.RecordBatch, schema: pa.Schema,
+                 decode: Decoder = decode_record) -> pa.RecordBatch:
+    """One Arrow batch of raw records to one batch of `schema` (the log's, as Arrow)."""
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
-    rows = [decode_one(k, v) for k, v in zip(keys, values, strict=True)]
+    rows = [decode_one(k, v, decode) for k, v in zip(keys, values, strict=True)]
     decoded = [f for f in schema if f.name not in FROM_RECORD]
     fitted = dict(zip([f.name for f in decoded], _fit(rows, decoded), strict=True))
     columns = []
@@ -111,11 +119,11 @@ def decode_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def decode_batches(schema: pa.Schema) -> Any:
-    """The `mapInArrow` function: every raw batch decoded into `schema`."""
+def decode_batches(schema: pa.Schema, decode: Decoder = decode_record) -> Any:
+    """The `mapInArrow` function: every raw batch decoded into `schema` by `decode`."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield decode_batch(batch, schema)
+            yield decode_batch(batch, schema, decode)
 
     return run

@@ -41,16 +41,18 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import (
     IntegralType,
+    StructType,
     TimestampType,
 )
 
+from pipeline.decode.share_state import decode_share_state
 from pipeline.errors import UsageError
 from pipeline.spark.events.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.tables.contract import event_schema, share_log_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import check_trigger, delta_table, interval_ms, with_trigger
 from pipeline.spark.tables.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
@@ -108,6 +110,8 @@ class IngestOptions:
     end_offsets: str | None = None  # the end-offset samples' Delta path (live cluster only)
     sample_interval: str = "30 s"  # how often the sampler asks, under a processing-time trigger
     isolation_level: str = "read_uncommitted"  # the samples' ListOffsets isolation level
+    share_state: str | None = None  # the share-state log's Delta path (__share_group_state)
+    raw_share_state: str | None = None  # with raw: a dump of __share_group_state's records
 
     def __post_init__(self) -> None:
         if (self.bootstrap_servers is None) == (self.raw is None):
@@ -128,6 +132,24 @@ class IngestOptions:
             self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
         self._check_sampling()
+        self._check_share_state()
+
+    def _check_share_state(self) -> None:
+        if self.raw_share_state is not None and (self.raw is None or self.share_state is None):
+            raise UsageError("--raw-share-state goes with --raw and --share-state (where its "
+                             "records go)")
+        if self.share_state is None:
+            return
+        if self.bootstrap_servers is not None:
+            raise UsageError("--share-state reads a dump (--raw-share-state) for now: a live "
+                             "cluster's __share_group_state is not read yet (docs/kafka.md)")
+        if self.raw_share_state is None:
+            raise UsageError("--share-state with --raw needs --raw-share-state, the dump of "
+                             "__share_group_state to read")
+        if not paths.is_path(self.share_state):
+            raise UsageError(f"--share-state {self.share_state}: expected a path (the "
+                             "share-state log's Delta table), not a table name")
+        self.share_state = paths.qualify(self.share_state)
 
     def _check_sampling(self) -> None:
         if self.end_offsets is not None:
@@ -161,6 +183,13 @@ def decode_records(raw: DataFrame) -> DataFrame:
     return normalized(raw).mapInArrow(decode_batches(arrow), schema)
 
 
+def decode_share_records(raw: DataFrame) -> DataFrame:
+    """Raw `__share_group_state` records decoded into share-state log rows."""
+    schema = share_log_schema()
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    return normalized(raw).mapInArrow(decode_batches(arrow, decode_share_state), schema)
+
+
 def normalized(raw: DataFrame) -> DataFrame:
     """The five record columns with the types the decoder expects; a dump may hold the timestamp
     as epoch milliseconds and the partition and offset as any integer type."""
@@ -180,17 +209,22 @@ def normalized(raw: DataFrame) -> DataFrame:
                       timestamp.alias("timestamp"))
 
 
-def ensure_event_log(spark: SparkSession, events: str) -> DeltaTable:
-    """The event log to write into, created empty at a path where there is none yet."""
+def ensure_event_log(spark: SparkSession, events: str, schema: StructType | None = None
+                     ) -> DeltaTable:
+    """The event log (or, given its `schema`, the share-state log) to write into, created
+    empty at a path where there is none yet."""
     if paths.is_path(events):
-        create_table(spark, events, event_schema())
+        create_table(spark, events, schema or event_schema())
     return delta_table(spark, events)
 
 
-def merge_into_log(spark: SparkSession, events: str, rows: DataFrame) -> int:
-    """Insert the rows whose (log_partition, log_offset) the log lacks; how many were offered."""
-    return insert_missing(lambda: ensure_event_log(spark, events), rows, KEY, "log_offset",
-                          evolve=True)
+def merge_into_log(spark: SparkSession, events: str, rows: DataFrame,
+                   schema: StructType | None = None) -> int:
+    """Insert the rows whose (log_partition, log_offset) the log lacks; how many were offered.
+    `schema`: the log's when it is not the event log's (the share-state log's)."""
+
+    return insert_missing(lambda: ensure_event_log(spark, events, schema), rows, KEY,
+                          "log_offset", evolve=True)
 
 
 def read_raw(spark: SparkSession, path: str) -> DataFrame:
@@ -205,6 +239,12 @@ def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
     assert opts.raw is not None
     n = merge_into_log(spark, opts.events, decode_records(read_raw(spark, opts.raw)))
     log.info("ingested %d records from %s into %s", n, opts.raw, opts.events)
+    if opts.raw_share_state is not None and opts.share_state is not None:
+        shared = merge_into_log(spark, opts.share_state,
+                                decode_share_records(read_raw(spark, opts.raw_share_state)),
+                                share_log_schema())
+        log.info("ingested %d records from %s into %s", shared, opts.raw_share_state,
+                 opts.share_state)
     if opts.topic_map is not None and opts.warehouse is not None:
         record_topics(spark, opts.warehouse, read_topic_map(opts.topic_map), opts.topic_map)
     return n

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.metrics import ReplayProgress, RowsCollector, advance
 from pipeline.spark.metrics import WarehouseRows
 from pipeline.spark.stream.progress import ProgressListener
+from pipeline.spark.stream.share import SHARE_QUERY
 
 if TYPE_CHECKING:
     from pipeline.spark.stream.sinks import BatchWriter
@@ -66,6 +67,8 @@ class ReplayMetrics(ProgressListener):
 
     def onQueryProgress(self, event: object) -> None:
         p = event.progress  # type: ignore[attr-defined]
+        if p.name == SHARE_QUERY:  # the replay's metrics are its main query's
+            return
         start = time.monotonic()
         try:
             self.progress = advance(self.progress, **batch_figures(

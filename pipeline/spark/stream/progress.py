@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from pipeline.spark.stream.share import SHARE_QUERY, ShareWriter, share_line
+
 if TYPE_CHECKING:
     from pipeline.spark.stream.sinks import BatchWriter
 
@@ -169,9 +171,15 @@ class ProgressLine(ProgressListener):
 
     def __init__(self, writer: BatchWriter) -> None:
         self.writer = writer
+        self.share: ShareWriter | None = None  # --share-state: the second query's writer
 
     def onQueryProgress(self, event: object) -> None:
         p = event.progress  # type: ignore[attr-defined]
+        if p.name == SHARE_QUERY:
+            if self.share is not None:
+                log.info("%s", share_line(p.batchId, p.numInputRows, p.batchDuration,
+                                          self.share.progress.get(p.batchId, {})))
+            return
         log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,
                                   p.eventTime.get("watermark", "-"),
                                   self.writer.progress.get(p.batchId, {})))

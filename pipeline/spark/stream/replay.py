@@ -48,9 +48,11 @@ from pipeline.spark.lag.lagflow import (
     sample_stream,
 )
 from pipeline.spark.metrics import WarehouseRows
+from pipeline.spark.share.replay import check_share_log
 from pipeline.spark.stream.maintain import Upkeep
 from pipeline.spark.stream.metrics import ReplayMetrics
 from pipeline.spark.stream.progress import ProgressLine
+from pipeline.spark.stream.share import start_share_replay
 from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import SEED, STATE_SCHEMA
@@ -93,6 +95,7 @@ class ReplayOptions:
     upkeep: Upkeep | None = None  # --maintain-every: the stream maintains its tables
     # --metrics-port: the endpoint's collector, given each batch's progress and new rows
     metrics: RowsCollector | None = None
+    share_state: str | None = None  # --share-state: a second query replays that log
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
@@ -100,6 +103,8 @@ class ReplayOptions:
         self.checkpoint = paths.qualify(self.checkpoint)
         if is_path(self.events):
             self.events = paths.qualify(self.events)
+        if self.share_state is not None and is_path(self.share_state):
+            self.share_state = paths.qualify(self.share_state)
         check_trigger(self.trigger)
         interval_ms(self.watermark_delay)
 
@@ -160,13 +165,15 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
 
 @dataclass
 class Replay:
-    """A running replay: its query and the listeners that log its progress and publish its
-    metrics (no query: an available-now replay with nothing to read, `handoff_pending`)."""
+    """A running replay: its query (and with --share-state the share-state log's) and the
+    listeners that log its progress and publish its metrics (no query: an available-now
+    replay with nothing to read, `handoff_pending`)."""
 
     spark: SparkSession
     query: StreamingQuery | None
     listener: ProgressLine
     metrics: ReplayMetrics | None = None
+    share_query: StreamingQuery | None = None
 
     @property
     def writer(self) -> BatchWriter:
@@ -177,22 +184,44 @@ class Replay:
         for listener in listeners(self.listener, self.metrics):
             self.spark.streams.removeListener(listener)
 
+    @property
+    def queries(self) -> list[StreamingQuery]:
+        return [q for q in (self.query, self.share_query) if q is not None]
+
     def wait(self, timeout_s: float | None = None) -> None:
-        if self.query is None:
+        """Until every query ended (or `timeout_s` passed); a query that failed stops the
+        other and raises its error."""
+        queries = self.queries
+        if not queries:
             return
         try:
-            if timeout_s is None:
-                self.query.awaitTermination()
-            else:
-                self.query.awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
+            if len(queries) == 1:
+                if timeout_s is None:
+                    queries[0].awaitTermination()
+                else:
+                    queries[0].awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
+                return
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            while any(q.isActive for q in queries):
+                for q in queries:
+                    try:
+                        q.awaitTermination(1)  # raises if it failed
+                    except BaseException:
+                        for other in queries:
+                            if other is not q:
+                                other.stop()
+                        raise
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
         finally:
-            if not self.query.isActive:
+            if not any(q.isActive for q in queries):
                 self.remove_listeners()
 
     def stop(self) -> None:
-        if self.query is None:
+        if not self.queries:
             return
-        self.query.stop()
+        for q in self.queries:
+            q.stop()
         self.remove_listeners()
 
 
@@ -222,7 +251,10 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     spark.conf.set(PREFER_INT_EXTENSION, "true")
     with at_startup(f"--checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
         check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
-    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None)
+    if opts.share_state is not None:
+        check_share_log(spark, opts.share_state)
+    ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None,
+                  share=opts.share_state is not None)
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id, upkeep=opts.upkeep)
     with at_startup(f"the backfill's hand-off {seed_path(opts.warehouse)}", HANDOFF_TODO):
@@ -233,7 +265,12 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         if pending and opts.trigger == AVAILABLE_NOW:
             log.info("nothing to replay after the backfill yet: no new version of %s",
                      ", ".join(pending))
-            return Replay(spark, None, ProgressLine(writer))
+            idle = Replay(spark, None, ProgressLine(writer))
+            if opts.share_state is not None:
+                idle.share_query, idle.listener.share = start_share_replay(
+                    spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
+                    app_id, opts.max_files_per_trigger)
+            return idle
         if pending:
             log.info("waiting for a new version of %s", ", ".join(pending))
             while handoff_pending(spark, opts, manifest):
@@ -261,7 +298,12 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     try:
         with at_startup(f"starting the stream on --checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
             replay.query = stream.start()
+            if opts.share_state is not None:
+                replay.share_query, replay.listener.share = start_share_replay(
+                    spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
+                    app_id, opts.max_files_per_trigger)
             return replay
     except Exception:
+        replay.stop()
         replay.remove_listeners()
         raise

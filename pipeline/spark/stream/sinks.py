@@ -122,7 +122,7 @@ class BatchWriter:
             spark = wire.sparkSession
             # Every commit of the batch carries its mark (the MERGEs take it from the session).
             with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
-                self._write_phase(spark, batch_id, {
+                self.write_phase(spark, batch_id, {
                     t: partial(self._commit, wire, t, table_count(counts, t))
                     for t in OUTPUT_TABLES if table_count(counts, t)}, seconds)
                 if self.lag is not None:  # over the history tables as this batch left them
@@ -131,7 +131,7 @@ class BatchWriter:
                                for t in HISTORY if table_count(counts, t)}
                     try:
                         for phase in self.lag.writes(spark, new, batch_id, history):
-                            self._write_phase(spark, batch_id, phase, seconds)
+                            self.write_phase(spark, batch_id, phase, seconds)
                     finally:
                         self.lag.release()
             if self.upkeep is not None and self.upkeep.due(batch_id):
@@ -150,7 +150,7 @@ class BatchWriter:
         while len(self.progress) > PROGRESS_KEPT:
             del self.progress[next(iter(self.progress))]
 
-    def _write_phase(self, spark: SparkSession, batch_id: int,
+    def write_phase(self, spark: SparkSession, batch_id: int,
                      commits: dict[str, Callable[[], None]], seconds: dict[str, float]) -> None:
         """Commit each table's write of the batch unless the table holds it already, side by
         side; a table without a mark of this app yet is written after the others, one by

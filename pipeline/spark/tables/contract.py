@@ -14,10 +14,12 @@ from pyspark.sql.types import (
 
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
 from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_STATE_LOG, SHARE_TABLES
 
 STATE_SCHEMA = "state binary"  # the stream's state: the fold's versioned JSON, deflated
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
-__all__ = ["SEED", "STATE_SCHEMA", "event_schema", "holds", "struct_of", "table_schema"]
+__all__ = ["SEED", "STATE_SCHEMA", "event_schema", "holds", "share_log_schema", "struct_of",
+           "table_schema"]
 
 
 def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bool:
@@ -45,5 +47,12 @@ def event_schema() -> StructType:
 
 
 @cache
+def share_log_schema() -> StructType:
+    """The share-state log's (`__share_group_state` decoded, `schemas.share_state`)."""
+    return struct_of(SHARE_STATE_LOG)
+
+
+@cache
 def table_schema(table: str) -> StructType:
-    return struct_of(OUTPUT_TABLES[table] if table in OUTPUT_TABLES else LAG_TABLES[table])
+    return struct_of(OUTPUT_TABLES[table] if table in OUTPUT_TABLES
+                     else (LAG_TABLES | SHARE_TABLES)[table])

@@ -28,6 +28,7 @@ from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.parallel import run_all
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +48,15 @@ UPKEEP_PROPERTIES = {AUTO_COMPACT: "true"}
 
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
-                  lag: bool = False) -> None:
+                  lag: bool = False, share: bool = False) -> None:
     """Create every output table (empty) if missing, and register it in the catalog:
     `database` is a schema of the session catalog, or `catalog.schema`; in a persistent
     catalog the as-of and rebalance functions and the group_members view go there too, and
-    the columns get their docs as comments. With `lag`, the lag tables too."""
+    the columns get their docs as comments. With `lag`, the lag tables too; with `share`,
+    the share-state tables."""
     if database:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_name(database)}")
-    tables = [*OUTPUT_TABLES, *(LAG_TABLES if lag else ())]
+    tables = [*OUTPUT_TABLES, *(LAG_TABLES if lag else ()), *(SHARE_TABLES if share else ())]
     run_all([partial(_ensure_table, spark, paths.join(warehouse, table), table, database)
              for table in tables])
     # Functions, views and comments are for other processes: only in a persistent catalog
@@ -67,7 +69,7 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
     properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL), **UPKEEP_PROPERTIES}
-    if table in APPEND_TABLES or table in LAG_TABLES:  # lag tables: all append
+    if table in APPEND_TABLES or table in LAG_TABLES or table in SHARE_TABLES:  # all append
         properties["delta.appendOnly"] = "true"
     schema = table_schema(table)
     if not create_table(spark, path, schema, properties):

@@ -1,0 +1,1 @@
+"""The share coordinator's state (`__share_group_state`) replayed in Spark."""

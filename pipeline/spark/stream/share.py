@@ -1,0 +1,140 @@
+"""The share-state log as a second query of the replay job (`--share-state`): each
+micro-batch of `__share_group_state` records replayed per key from each key's last row
+(`pipeline.spark.share.replay`), exactly once.
+
+Its own checkpoint, `<checkpoint>/share-state`, and its own app id for the batch marks
+(`sinks.batch_mark`), so its commits to rejected_events never stand for the main query's.
+Each batch writes share_partition_state and rejected_events first, then MERGEs each key's
+new last row into `_share_state`: a batch Spark runs again after a crash between the two
+finds the marks of the first and `_share_state` as it was, so it computes the same rows and
+writes only what is missing. A table the batch gives no row gets no commit.
+
+Over a warehouse a backfill with `--share-state` built, a new checkpoint reads the log from
+the version after the backfill's (`_share_state`'s hand-off).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from pipeline.errors import UsageError
+from pipeline.spark.runtime.keep import kept
+from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.share.replay import (
+    CURRENT,
+    HISTORY,
+    LAST,
+    REASON,
+    check_share_log,
+    ensure_current,
+    history_rows,
+    last_of,
+    last_rows,
+    merge_current,
+    read_handoff,
+    rejected_rows,
+    replayed,
+)
+from pipeline.spark.stream.sinks import BatchWriter, batch_mark
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.options import (
+    AVAILABLE_NOW,
+    latest_version,
+    stream_delta,
+    trigger_seconds,
+    with_trigger,
+)
+
+log = logging.getLogger("replay")
+SHARE_QUERY = "share-state-replay"
+SHARE_CHECKPOINT = "share-state"
+POLL_S = 5.0
+
+
+@dataclass
+class ShareWriter:
+    """The foreachBatch function of the share-state query."""
+
+    warehouse: str
+    app_id: str
+    tables: BatchWriter = field(init=False)
+    progress: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tables = BatchWriter(self.warehouse, self.app_id)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        start = time.monotonic()
+        spark = batch.sparkSession
+        seconds: dict[str, float] = {}
+        with kept(replayed(batch, last_of(spark, self.warehouse, batch))) as out:
+            counts = out.agg(
+                F.count(F.when(F.col(REASON).isNull(), 1)).alias(HISTORY),
+                F.count(F.col(REASON)).alias("rejected_events"),
+                F.count(F.when(F.col(LAST), 1)).alias(CURRENT)).first()
+            assert counts is not None
+            def path(table: str) -> str:
+                return paths.join(self.warehouse, table)
+
+            first: dict[str, Callable[[], None]] = {}
+            if counts[HISTORY]:
+                first[HISTORY] = lambda: history_rows(out).write.format("delta").mode(
+                    "append").save(path(HISTORY))
+            if counts["rejected_events"]:
+                first["rejected_events"] = lambda: rejected_rows(out).write.format(
+                    "delta").mode("append").save(path("rejected_events"))
+            with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
+                self.tables.write_phase(spark, batch_id, first, seconds)
+                if counts[CURRENT]:
+                    self.tables.write_phase(spark, batch_id, {CURRENT: lambda: merge_current(
+                        spark, self.warehouse, last_rows(out))}, seconds)
+        self.progress[batch_id] = {"rows": {k: counts[k] for k in (HISTORY, "rejected_events")},
+                                   "s": time.monotonic() - start}
+        while len(self.progress) > 64:
+            del self.progress[next(iter(self.progress))]
+
+
+def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpoint: str,
+                       trigger: str, app_id: str, max_files: int | None = None
+                       ) -> tuple[StreamingQuery | None, ShareWriter]:
+    """The share-state query started (None: an available-now run over a backfill whose log
+    has no newer version yet, nothing to read); `max_files`: the log's files a batch."""
+    check_share_log(spark, source)
+    ensure_current(spark, warehouse)
+    own = paths.join(checkpoint, SHARE_CHECKPOINT)
+    writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}")
+    options: dict[str, str | int] = {}
+    if max_files:
+        options["maxFilesPerTrigger"] = max_files
+    handoff = read_handoff(spark, warehouse)
+    if handoff is not None and paths.is_empty(spark, paths.join(own, "offsets")):
+        if handoff.log != source:
+            raise UsageError(f"{warehouse} was backfilled from the share-state log "
+                             f"{handoff.log}, not from {source}")
+        while latest_version(spark, source) <= handoff.version:
+            if trigger == AVAILABLE_NOW:
+                log.info("nothing of the share-state log to replay after the backfill yet: "
+                         "no new version of %s", source)
+                return None, writer
+            log.info("waiting for a new version of %s", source)
+            time.sleep(min(POLL_S, trigger_seconds(trigger)))
+        options["startingVersion"] = handoff.version + 1
+    stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(writer)
+              .option("checkpointLocation", own).queryName(SHARE_QUERY))
+    return with_trigger(stream, trigger).start(), writer
+
+
+def share_line(batch_id: int, rows_in: int, duration_ms: int, written: dict[str, Any]) -> str:
+    rows = written.get("rows") or {}
+    return (f"share-state batch {batch_id}: {rows_in} records in, "
+            f"{rows.get(HISTORY, 0)} applied, {rows.get('rejected_events', 0)} rejected, "
+            f"{duration_ms / 1000:.2f} s")
+

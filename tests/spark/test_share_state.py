@@ -1,0 +1,143 @@
+"""`__share_group_state` through the jobs: a dump ingested into the share-state log
+(`--raw-share-state`, `--share-state`), replayed by the backfill and by the stream into
+share_partition_state as `pipeline.share.state.replay` replays it without Spark, the records
+Kafka's shard would not apply in rejected_events; the stream one log file a batch, and
+continuing a backfill of the log's first half, ends on the same rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline.decode.share_state import decode_share_state
+from pipeline.errors import UsageError
+from pipeline.share.state import replay
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.events.records import decode_one
+from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from tests.decode import kafka_records
+from tests.share.log import Raw, share_log
+
+pytestmark = pytest.mark.spark
+
+RAW = share_log(5)
+# Four dumps in log order, each a version of the log (as a live ingest's batches come).
+CHUNKS = [RAW[k * len(RAW) // 4:(k + 1) * len(RAW) // 4] for k in range(4)]
+RAW_SCHEMA = "key binary, value binary, partition int, offset bigint, timestamp bigint"
+# What the comparison reads of a share_partition_state row (its times are the records').
+STATE = ("group_id", "topic_id", "partition", "log_partition", "log_offset", "change",
+         "snapshot_epoch", "state_epoch", "leader_epoch", "start_offset",
+         "delivery_complete_count", "in_flight", "available", "acknowledged", "archived")
+
+
+def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:
+    spark.createDataFrame(rows, RAW_SCHEMA).write.parquet(str(path))
+    return str(path)
+
+
+def _ingest(spark: SparkSession, base: Path, chunks: list[int], share_log_path: Path) -> None:
+    """The dumps `chunks` (and the event log's one record) ingested, one commit each."""
+    events = base / "events-dump"
+    if not events.exists():
+        commit = kafka_records.records()["share_metadata"]
+        _dump(spark, [(commit[0], commit[1], 0, 0, 1_700_000_000_000)], events)
+    for k in chunks:
+        dump = base / f"share-dump-{k}"
+        if not dump.exists():
+            _dump(spark, CHUNKS[k], dump)
+        ingest_raw(spark, IngestOptions(events=str(base / "events"), raw=str(events),
+                                        share_state=str(share_log_path),
+                                        raw_share_state=str(dump)))
+
+
+def _expected() -> tuple[list[tuple[Any, ...]], Counter[str]]:
+    rows = []
+    for key, value, lp, lo, t in RAW:
+        rows.append(decode_one(key, value, decode_share_state)
+                    | {"log_partition": lp, "log_offset": lo, "event_time": t})
+    done = replay(rows)
+    return ([tuple(h[c] for c in STATE) + (_batches(h["state_batches"]),) for h in done.history],
+            Counter(reason for _, reason in done.rejected))
+
+
+def _batches(batches: list[Any] | None) -> tuple[tuple[int, ...], ...] | None:
+    if batches is None:
+        return None
+    return tuple(tuple(b[f] for f in ("first_offset", "last_offset", "delivery_state",
+                                      "delivery_count")) for b in batches)
+
+
+def _history(spark: SparkSession, warehouse: Path) -> list[tuple[Any, ...]]:
+    rows = spark.read.format("delta").load(str(warehouse / "share_partition_state")).collect()
+    got = [tuple(r[c] for c in STATE) + (_batches(r["state_batches"]),) for r in rows]
+    return sorted(got, key=lambda r: (r[3], r[4]))
+
+
+def _refused(spark: SparkSession, warehouse: Path) -> Counter[str]:
+    rows = (spark.read.format("delta").load(str(warehouse / "rejected_events"))
+            .filter("log_topic = '__share_group_state'").collect())
+    assert all(r["raw_key"] is not None and r["event_time"] is not None for r in rows)
+    return Counter(r["reason"] for r in rows)
+
+
+@pytest.fixture(scope="module")
+def base(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("share-state")
+    _ingest(spark, root, [0, 1, 2, 3], root / "share-log")
+    return root
+
+
+def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
+        spark: SparkSession, base: Path) -> None:
+    versions = spark.sql(f"DESCRIBE HISTORY delta.`{base / 'share-log'}`").count()
+    assert versions >= 4  # one commit a dump, and the log's creation
+    history, refused = _expected()
+    assert len(history) > 150 and sum(refused.values()) >= 3
+    warehouse = base / "backfilled"
+    run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(warehouse),
+                                        database=None, share_state=str(base / "share-log")))
+    assert _history(spark, warehouse) == sorted(history, key=lambda r: (r[3], r[4]))
+    assert _refused(spark, warehouse) == refused
+    last = spark.read.format("delta").load(str(warehouse / "_share_state")).collect()
+    keys = {r[:3] for r in history}
+    assert len(last) == len(keys)  # one row a key: its newest
+    newest = {r[:3]: r for r in sorted(history, key=lambda r: (r[3], r[4]))}
+    assert {tuple(r[c] for c in STATE) + (_batches(r["state_batches"]),) for r in last} \
+        == set(newest.values())
+
+
+def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
+        spark: SparkSession, base: Path) -> None:
+    history, refused = _expected()
+    want = sorted(history, key=lambda r: (r[3], r[4]))
+    streamed = base / "streamed"
+    run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(streamed),
+                                    checkpoint=str(base / "ck-streamed"), database=None,
+                                    max_files_per_trigger=1,
+                                    share_state=str(base / "share-log")))
+    assert _history(spark, streamed) == want
+    assert _refused(spark, streamed) == refused
+    # A backfill of the log's first two dumps, then a stream once the rest arrived.
+    half = base / "share-log-half"
+    _ingest(spark, base, [0, 1], half)
+    handed = base / "handed"
+    run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(handed),
+                                        database=None, share_state=str(half)))
+    _ingest(spark, base, [2, 3], half)
+    run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(handed),
+                                    checkpoint=str(base / "ck-handed"), database=None,
+                                    share_state=str(half)))
+    assert _history(spark, handed) == want
+    assert _refused(spark, handed) == refused
+
+
+def test_a_missing_share_state_log_is_a_one_line_error(spark: SparkSession, base: Path) -> None:
+    with pytest.raises(UsageError, match="--share-state .*no Delta table"):
+        run_backfill(spark, BackfillOptions(events=str(base / "events"),
+                                            warehouse=str(base / "none"), database=None,
+                                            share_state=str(base / "nowhere")))
