@@ -12,11 +12,12 @@ source (read_committed, checkpointed at --checkpoint); with --raw it reads a dum
 (Delta or Parquet with key, value, partition, offset, timestamp) once. Either way each record
 is decoded and merged into the event log at --events, inserted only if its
 (log_partition, log_offset) is not there yet, so repeats are harmless. Undecodable records are
-kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. With --raw, a dump of
-the share coordinator's topic (--raw-share-state) goes the same way into a log of its own
-(--share-state), which jobs/replay.py and jobs/backfill.py --share-state replay into
-share_partition_state (docs/kafka.md). Option values whose
-key names a password, secret, JAAS config or key are never logged. With --warehouse (the one
+kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. With --share-state,
+the share coordinator's topic `__share_group_state` (live, once the cluster has it; or, with
+--raw, its dump --raw-share-state) goes the same way into a log of its own, which
+jobs/replay.py and jobs/backfill.py --share-state replay into share_partition_state
+(docs/kafka.md). Option values whose key names a password, secret, JAAS config or key are
+never logged. With --warehouse (the one
 jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
 --topic-map) go to its `topics` table, through which queries and reports name the partitions
 of KIP-848 members: Kafka 4.1+ logs their topics by id only.
@@ -71,9 +72,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
                         "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
     p.add_argument("--share-state", metavar="PATH",
-                   help="with --raw-share-state: the share-state log (Delta) the share "
-                        "coordinator's records go to (jobs/replay.py and jobs/backfill.py "
-                        "--share-state read it)")
+                   help="the share-state log (Delta) the share coordinator's records go to: "
+                        "a live cluster's __share_group_state (checkpoint "
+                        "<checkpoint>/share-state), or with --raw the dump --raw-share-state "
+                        "(jobs/replay.py and jobs/backfill.py --share-state read it)")
     p.add_argument("--raw-share-state", metavar="DUMP",
                    help="with --raw: a dump of __share_group_state's raw records (Delta or "
                         "Parquet, the columns of --raw)")

@@ -9,8 +9,10 @@ them). `kafka_broker()` formats a fresh log directory with a random cluster id
 (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on two free loopback ports, waits
 until it logs that it started and its listener accepts a connection (polling with a deadline,
 failing early if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown),
-killing it only if that takes too long. Kafka 4.1 runs the new group coordinator, so classic
-groups and KIP-848 (`group.protocol=consumer`) groups both work.
+killing it only if that takes too long. Kafka 4.2 runs the new group coordinator with share
+groups (KIP-932) and streams groups (KIP-1071) on by default (`share.version` and
+`streams.version` 1 on a newly formatted cluster), so classic, KIP-848
+(`group.protocol=consumer`), share and streams groups all work.
 
 It needs only the package's own dependencies and Java, so users can start one too:
 
@@ -38,10 +40,13 @@ from pathlib import Path
 from pipeline.java import java_executable
 from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
-KAFKA_VERSION = "4.1.2"  # KIP-848 consumer groups on by default since 4.0
+KAFKA_VERSION = "4.2.1"  # share and streams groups on by default since 4.2 (KIP-848 since 4.0)
 LOG4J_VERSION = "2.25.3"
 NODE_ID = 1
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"  # kafka-share-groups
+CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs
 
 BROKER_ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
@@ -172,21 +177,27 @@ rootLogger.appenderRef.err.ref = err
 """
 
 
-def describe_consumer_groups(broker: Broker, timeout_s: float = 120.0) -> str:
-    """What `kafka-consumer-groups --describe --all-groups` prints (its stdout) for `broker`:
-    Kafka's own ConsumerGroupCommand, run on the broker's class path with the broker's java."""
+def kafka_tool(broker: Broker, main_class: str, *args: str, timeout_s: float = 120.0) -> str:
+    """What one of Kafka's command-line tools prints (its stdout) for `broker`: the tool's
+    class (`CONSUMER_GROUP_COMMAND`, ...), run on the broker's class path with the broker's
+    java, `--bootstrap-server` given."""
     config = broker.directory / "tools-log4j2.properties"
     if not config.is_file():
         config.write_text(_TOOLS_LOG4J2)
     cmd = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
            f"-Dlog4j2.configurationFile={config}", "-cp", broker_classpath(),
-           CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers,
-           "--describe", "--all-groups"]
+           main_class, "--bootstrap-server", broker.bootstrap_servers, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"kafka-consumer-groups --describe failed ({proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        raise RuntimeError(f"{main_class.rsplit('.', 1)[-1]} {' '.join(args)} failed "
+                           f"({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return proc.stdout
+
+
+def describe_consumer_groups(broker: Broker, timeout_s: float = 120.0) -> str:
+    """What `kafka-consumer-groups --describe --all-groups` prints (its stdout) for `broker`."""
+    return kafka_tool(broker, CONSUMER_GROUP_COMMAND, "--describe", "--all-groups",
+                      timeout_s=timeout_s)
 
 
 def format_storage(classpath: str, directory: Path, config: Path, cluster_id: str) -> None:

@@ -54,10 +54,17 @@ from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import event_schema, share_log_schema
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import check_trigger, delta_table, interval_ms, with_trigger
+from pipeline.spark.tables.options import (
+    await_all,
+    check_trigger,
+    delta_table,
+    interval_ms,
+    with_trigger,
+)
 from pipeline.spark.tables.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
 from pipeline.spark.tables.warehouse import insert_missing
 from pipeline.times import PANDAS_MS_RANGE
+from schemas.share_state import SHARE_STATE_TOPIC
 
 log = logging.getLogger("ingest")
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -140,10 +147,7 @@ class IngestOptions:
                              "records go)")
         if self.share_state is None:
             return
-        if self.bootstrap_servers is not None:
-            raise UsageError("--share-state reads a dump (--raw-share-state) for now: a live "
-                             "cluster's __share_group_state is not read yet (docs/kafka.md)")
-        if self.raw_share_state is None:
+        if self.raw is not None and self.raw_share_state is None:
             raise UsageError("--share-state with --raw needs --raw-share-state, the dump of "
                              "__share_group_state to read")
         if not paths.is_path(self.share_state):
@@ -271,8 +275,10 @@ def record_cluster_topics(spark: SparkSession, opts: IngestOptions) -> None:
                       CLUSTER)
 
 
-def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
-    """The topic's partitions, asked of the cluster with the job's own consumer properties.
+def topic_partitions(spark: SparkSession, opts: IngestOptions, topic: str | None = None,
+                     missing_ok: bool = False) -> list[int]:
+    """The partitions of `topic` (default: the job's), asked of the cluster with the job's own
+    consumer properties; `missing_ok`: none, when the cluster has no such topic yet.
 
     Spark's Kafka source cannot be told them by `subscribe`: its admin-based offset reader drops
     internal topics (`ConsumerStrategy.retrieveAllPartitions` filters `isInternal`), so
@@ -285,29 +291,87 @@ def topic_partitions(spark: SparkSession, opts: IngestOptions) -> list[int]:
     props.put("bootstrap.servers", opts.bootstrap_servers)
     for key, value in consumer_properties(opts).items():
         props.put(key, value)
+    name = topic or opts.topic
     admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
     try:
-        topics = admin.describeTopics(jvm.java.util.List.of(opts.topic)).allTopicNames().get(
+        if missing_ok and not admin.listTopics(
+                jvm.org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(True)
+        ).names().get(120, jvm.java.util.concurrent.TimeUnit.SECONDS).contains(name):
+            return []
+        topics = admin.describeTopics(jvm.java.util.List.of(name)).allTopicNames().get(
             120, jvm.java.util.concurrent.TimeUnit.SECONDS)
-        partitions = topics.get(opts.topic).partitions()
+        partitions = topics.get(name).partitions()
         return sorted(partitions.get(i).partition() for i in range(partitions.size()))
     finally:
         admin.close()
 
 
-def kafka_reader_options(spark: SparkSession, opts: IngestOptions) -> dict[str, str]:
+def kafka_reader_options(spark: SparkSession, opts: IngestOptions,
+                         partitions: dict[str, list[int]] | None = None) -> dict[str, str]:
     """Spark's Kafka source options for the topic of `opts` (the stream's; a batch read with
-    them gives the committed records now, what a raw dump should hold)."""
+    them gives the committed records now, what a raw dump should hold), or for `partitions`
+    of another (then from its earliest offsets, or its latest if the job's start is that)."""
     spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")  # see topic_partitions
+    start = opts.starting_offsets
+    if partitions is not None and start != "latest":
+        start = "earliest"  # per-partition JSON names the job's own topic
     return {"kafka.bootstrap.servers": opts.bootstrap_servers or "",
-            "assign": json.dumps({opts.topic: topic_partitions(spark, opts)}),
-            "startingOffsets": opts.starting_offsets,
+            "assign": json.dumps(partitions or {opts.topic: topic_partitions(spark, opts)}),
+            "startingOffsets": start,
             "kafka.isolation.level": "read_committed",
             "includeHeaders": "false", **opts.kafka_options}
 
 
 def kafka_stream(spark: SparkSession, opts: IngestOptions) -> DataFrame:
     return spark.readStream.format("kafka").options(**kafka_reader_options(spark, opts)).load()
+
+
+SHARE_STATE_QUERY = "share-state-ingest"
+SHARE_STATE_CHECKPOINT = "share-state"
+
+
+@dataclass
+class ShareStateIngest:
+    """With --share-state on a live cluster: `__share_group_state` into the share-state log
+    by a second query (checkpoint `<checkpoint>/share-state`), one MERGE a batch as for the
+    event log. The topic exists once the cluster's first share group has state: until then
+    the ingest asks again after each of its own micro-batches and starts the query then."""
+
+    opts: IngestOptions
+    query: StreamingQuery | None = None
+    said: bool = False
+
+    def maybe_start(self, spark: SparkSession) -> None:
+        opts = self.opts
+        if self.query is not None or opts.share_state is None or opts.checkpoint is None:
+            return
+        partitions = topic_partitions(spark, opts, SHARE_STATE_TOPIC, missing_ok=True)
+        if not partitions:
+            if not self.said:
+                log.info("no %s on the cluster yet (no share group has state): read once it "
+                         "exists", SHARE_STATE_TOPIC)
+                self.said = True
+            return
+        ensure_event_log(spark, opts.share_state, share_log_schema())
+        target = opts.share_state
+
+        def write(batch: DataFrame, batch_id: int) -> None:
+            n = merge_into_log(batch.sparkSession, target, decode_share_records(batch),
+                               share_log_schema())
+            log.info("share-state batch %d: %d records merged into %s", batch_id, n, target)
+
+        reader = spark.readStream.format("kafka").options(**kafka_reader_options(
+            spark, opts, {SHARE_STATE_TOPIC: partitions}))
+        stream = (reader.load().writeStream.foreachBatch(write)
+                  .option("checkpointLocation", paths.join(opts.checkpoint,
+                                                           SHARE_STATE_CHECKPOINT))
+                  .queryName(SHARE_STATE_QUERY))
+        self.query = with_trigger(stream, opts.trigger).start()
+        log.info("reading %s into %s", SHARE_STATE_TOPIC, target)
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()
 
 
 def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSampler | None:
@@ -325,11 +389,13 @@ def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSam
 
 
 def start_ingest(spark: SparkSession, opts: IngestOptions,
-                 sampler: EndOffsetSampler | None = None) -> StreamingQuery:
+                 sampler: EndOffsetSampler | None = None,
+                 share: ShareStateIngest | None = None) -> StreamingQuery:
     """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch.
     A `sampler` given is started once the log exists (it reads the log's topics) and shown
     each batch's decoded rows; stopping it is the caller's once the stream started (if it
-    cannot start, the sampler is stopped here)."""
+    cannot start, the sampler is stopped here). A `share` given is started now if the
+    cluster has its topic, else after the first batch that finds it."""
     assert opts.checkpoint is not None
     log.info("reading %s from %s (startingOffsets %s, trigger %s, options %s)", opts.topic,
              opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
@@ -341,6 +407,8 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
     record_cluster_topics(spark, opts)
     if sampler is not None:
         sampler.start()
+    if share is not None:
+        share.maybe_start(spark)
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = decode_records(batch)
@@ -355,6 +423,8 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
             if sampler is not None:
                 release(rows)
         record_cluster_topics(batch.sparkSession, opts)
+        if share is not None:
+            share.maybe_start(batch.sparkSession)
 
     try:  # the topic's partitions are asked of the cluster here: it may refuse
         stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
@@ -375,11 +445,16 @@ def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
         ingest_raw(spark, opts)
         return
     sampler = end_offset_sampler(spark, opts)
+    share = None if opts.share_state is None else ShareStateIngest(opts)
     ended = False
     try:
-        start_ingest(spark, opts, sampler).awaitTermination()
+        main = start_ingest(spark, opts, sampler, share)
+        await_all(lambda: [main] if share is None or share.query is None
+                  else [main, share.query])
         ended = True
     finally:
+        if share is not None and not ended:
+            share.stop()
         if sampler is not None:
             # A failing or interrupted job exits now, not after one more round's time-outs.
             sampler.stop(final_round=ended)

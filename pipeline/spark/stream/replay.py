@@ -59,6 +59,7 @@ from pipeline.spark.tables.contract import SEED, STATE_SCHEMA
 from pipeline.spark.tables.errors import at_startup
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
+    await_all,
     check_trigger,
     interval_ms,
     latest_version,
@@ -201,18 +202,7 @@ class Replay:
                 else:
                     queries[0].awaitTermination(math.ceil(timeout_s))  # whole seconds, at least
                 return
-            deadline = None if timeout_s is None else time.monotonic() + timeout_s
-            while any(q.isActive for q in queries):
-                for q in queries:
-                    try:
-                        q.awaitTermination(1)  # raises if it failed
-                    except BaseException:
-                        for other in queries:
-                            if other is not q:
-                                other.stop()
-                        raise
-                if deadline is not None and time.monotonic() >= deadline:
-                    return
+            await_all(lambda: queries, timeout_s)
         finally:
             if not any(q.isActive for q in queries):
                 self.remove_listeners()

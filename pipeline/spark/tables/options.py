@@ -13,9 +13,12 @@ source given as a path or a catalog table name.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
 from pipeline.errors import UsageError
@@ -113,3 +116,28 @@ def stream_delta(spark: SparkSession, source: str, **options: str | int) -> Data
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load(source) if is_path(source) else reader.table(source)
+
+
+def await_all(queries: Callable[[], Sequence[StreamingQuery]], timeout_s: float | None = None,
+              poll_s: int = 1) -> None:
+    """Until every query `queries()` gives ended (asked again each round: a job may start one
+    later), or `timeout_s` passed. A query that failed stops the others, and its error is
+    raised."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        running = list(queries())
+        for query in running:
+            try:
+                if query.isActive:
+                    query.awaitTermination(poll_s)  # raises if it failed
+                else:
+                    query.awaitTermination()  # at once; raises if it failed
+            except BaseException:
+                for other in running:
+                    if other is not query and other.isActive:
+                        other.stop()
+                raise
+        if not any(q.isActive for q in queries()):
+            return
+        if deadline is not None and time.monotonic() >= deadline:
+            return
