@@ -71,6 +71,11 @@ DEFAULT_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "false",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    # A killed streams member's session ends in 10 s, not the default 45 s.
+    "group.streams.min.session.timeout.ms": "10000",
+    "group.streams.session.timeout.ms": "10000",
+    "group.streams.min.heartbeat.interval.ms": "2000",
+    "group.streams.heartbeat.interval.ms": "2000",
 }
 
 _LOG4J2 = """\

@@ -1,0 +1,238 @@
+"""A streams group on the real broker (Kafka 4.2: the streams rebalance protocol on by
+default): Kafka's WordCount (tests/kafka/java/WordCount.java, kafka-streams 4.2.1) run as two
+instances with `group.protocol=streams`; one leaves, the other is killed and its session
+expires, then the group is deleted. At each of those moments `kafka-streams-groups
+--describe` printed the group's state, epochs and members (`--state --verbose`, `--members
+--verbose`); the live ingest and the replay then give the same, moment by moment, from
+group_history, and the group's committed offsets equal `--offsets --verbose` once it caught
+up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.fold import CoordinatorConfig
+from pipeline.kafka.broker import DEFAULT_CONFIG, KAFKA_VERSION, Broker, kafka_tool
+from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
+from pipeline.spark.runtime.jars import Artifact, ensure_jars
+from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from tests.kafka.clients import admin, until
+
+pytestmark = pytest.mark.kafka
+
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+APP = "wordcount"
+IN, OUT = "words-in", "words-out"
+HERE = Path(__file__).parent
+
+
+@dataclass
+class Moment:
+    at_ms: int
+    state: dict[str, str]
+    members: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    moments: list[Moment]
+    offsets: dict[tuple[str, int], str]  # (topic, partition) -> CURRENT-OFFSET, while running
+    root: Path
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    """A tool's table: header, then rows; a row's last column keeps its spaces."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith(
+        ("Streams group", "Error"))]
+    if not lines:
+        return []
+    header = lines[0].split()  # COORDINATOR (ID): two words over the two of host:port (id)
+    out = []
+    for line in lines[1:]:
+        cells = line.split(None, len(header) - 1)
+        out.append(dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True)))
+    return out
+
+
+def _describe(broker: Broker, *what: str) -> list[dict[str, str]]:
+    return _rows(kafka_tool(broker, STREAMS_GROUP_COMMAND, "--describe", "--group", APP,
+                            *what))
+
+
+def _classpath() -> str:
+    jars = ensure_jars((Artifact("org.apache.kafka", "kafka-streams", KAFKA_VERSION),),
+                       against_pyspark=False).jars
+    return ":".join(str(j) for j in jars)
+
+
+class App:
+    """One WordCount instance, its own JVM."""
+
+    def __init__(self, classpath: str, bootstrap: str, state_dir: Path) -> None:
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open as long as the JVM runs
+        self.process = subprocess.Popen(
+            ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "WordCount",
+             bootstrap, APP, str(state_dir), IN, OUT],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+
+    def wait_running(self, timeout_s: float = 120.0) -> None:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if line.strip() == "RUNNING":
+                return
+            if not line and self.process.poll() is not None:
+                break
+        self.log.seek(0)
+        raise AssertionError(f"WordCount did not run: {self.log.read()[-3000:]!r}")
+
+    def stop(self, sig: int) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+        self.process.wait(60)
+
+
+def _produce(bootstrap: str) -> None:
+    client = admin(bootstrap)  # held: a collected client cancels its requests
+    for topic in (IN, OUT):
+        client.create_topics([NewTopic(topic, num_partitions=2,
+                                       replication_factor=1)])[topic].result(60)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for n in range(40):
+        p.produce(IN, key=f"k{n}", value=f"the quick fox {n % 5} jumps over the dog")
+    assert p.flush(60) == 0
+
+
+def _moment(broker: Broker, members: int, state: str) -> Moment:
+    """The group as the tool prints it, once it shows `members` members in `state`."""
+
+    def settled() -> Moment | None:
+        states = _describe(broker, "--state", "--verbose")
+        # Every record of what the tool was answered is in the log by now; asked again
+        # below, the group is known not to have moved since.
+        at = int(time.time() * 1000)
+        if not states or states[0]["STATE"].upper() != state or \
+                int(states[0]["#MEMBERS"]) != members:
+            return None
+        listed = _describe(broker, "--members", "--verbose") if members else []
+        again = _describe(broker, "--state", "--verbose")
+        if again != states:  # moved meanwhile: ask again
+            return None
+        return Moment(at, states[0], listed)
+
+    return until(f"{APP} {state} with {members} members", settled, timeout_s=120.0,
+                 every_s=1.0)
+
+
+@pytest.fixture(scope="module")
+def streams(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Run]:
+    root = tmp_path_factory.mktemp("streams-groups")
+    bootstrap = broker.bootstrap_servers
+    classpath = _classpath()
+    build = root / "classes"
+    subprocess.run(["javac", "-d", str(build), "-cp", classpath,
+                    str(HERE / "java" / "WordCount.java")], check=True, capture_output=True)
+    classpath = f"{classpath}:{build}"
+    _produce(bootstrap)
+    apps = [App(classpath, bootstrap, root / f"state-{k}") for k in range(2)]
+    try:
+        for app in apps:
+            app.wait_running()
+        moments = [_moment(broker, 2, "STABLE")]
+
+        def caught_up() -> list[dict[str, str]] | None:
+            rows = _describe(broker, "--offsets", "--verbose")
+            done = rows and all(r["CURRENT-OFFSET"] == r["LOG-END-OFFSET"] for r in rows)
+            return rows if done else None
+
+        offsets = {(r["TOPIC"], int(r["PARTITION"])): r["CURRENT-OFFSET"]
+                   for r in until("the group caught up", caught_up, timeout_s=120.0,
+                                  every_s=1.0)}
+        apps[1].stop(signal.SIGTERM)  # closes: the member leaves
+        moments.append(_moment(broker, 1, "STABLE"))
+        apps[0].stop(signal.SIGKILL)  # gone without a word: its session expires
+        moments.append(_moment(broker, 0, "EMPTY"))
+    finally:
+        for app in apps:
+            app.stop(signal.SIGKILL)
+    kafka_tool(broker, STREAMS_GROUP_COMMAND, "--delete", "--group", APP)
+    moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
+    run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
+                                    checkpoint=str(root / "ingest-ckpt"),
+                                    warehouse=str(root / "warehouse")))
+    config = CoordinatorConfig(offsets_topic_num_partitions=int(
+        DEFAULT_CONFIG["offsets.topic.num.partitions"]))
+    run_replay(spark, ReplayOptions(events=str(root / "events"),
+                                    warehouse=str(root / "warehouse"),
+                                    checkpoint=str(root / "replay-ckpt"), database=None,
+                                    config=config))
+    yield Run(moments, offsets, root)
+
+
+def _history_at(spark: SparkSession, root: Path, at_ms: int) -> Any:
+    rows = (spark.read.format("delta").load(str(root / "warehouse" / "group_history"))
+            .filter((F.col("group_id") == APP)
+                    & (F.col("event_time") <= F.timestamp_millis(F.lit(at_ms))))
+            .orderBy("event_time", "log_partition", "log_offset", "seq").collect())
+    return rows[-1] if rows else None
+
+
+def _tasks(member: Any) -> str:
+    """A member's active tasks as the tool prints them (`ACTIVE: 0:[0,1]; 1:[0]; `)."""
+    tasks = (member["assigned_tasks"] or {})["active"] or []
+    return "".join(f"{t['subtopology_id']}:[{','.join(str(p) for p in t['partitions'])}]; "
+                   for t in sorted(tasks, key=lambda t: t["subtopology_id"]))
+
+
+def test_the_replayed_group_at_each_moment_is_what_kafka_streams_groups_printed(
+        spark: SparkSession, streams: Run) -> None:
+    for moment in streams.moments:
+        row = _history_at(spark, streams.root, moment.at_ms)
+        assert row is not None and row["group_type"] == "streams", moment
+        assert row["state"].upper() == moment.state["STATE"].upper(), (moment, row["state"])
+        assert row["member_count"] == int(moment.state["#MEMBERS"]), moment
+        if "GROUP-EPOCH" in moment.state:
+            assert str(row["group_epoch"]) == moment.state["GROUP-EPOCH"], moment
+            assert str(row["assignment_epoch"]) == moment.state["TARGET-ASSIGNMENT-EPOCH"]
+        printed = {m["MEMBER"]: m for m in moment.members}
+        replayed = {m["member_id"]: m for m in row["members"] or []}
+        assert set(replayed) == set(printed), moment
+        for member_id, m in replayed.items():
+            tool = printed[member_id]
+            assert str(m["member_epoch"]) == tool["MEMBER-EPOCH"]
+            assert m["process_id"] == tool["PROCESS"]
+            assert m["client_id"] == tool["CLIENT-ID"]
+            assert tool["ASSIGNMENTS"].startswith(f"ACTIVE: {_tasks(m)}"), (tool, _tasks(m))
+
+
+def test_the_groups_committed_offsets_are_what_kafka_streams_groups_printed(
+        spark: SparkSession, streams: Run) -> None:
+    moment = streams.moments[2]  # empty, before the deletion took its offsets
+    rows = (spark.read.format("delta").load(str(streams.root / "warehouse" / "offset_history"))
+            .filter((F.col("group_id") == APP)
+                    & (F.col("event_time") <= F.timestamp_millis(F.lit(moment.at_ms))))
+            .collect())
+    newest: dict[tuple[str, int], Any] = {}
+    for r in sorted(rows, key=lambda r: (r["event_time"], r["log_offset"])):
+        newest[(r["topic"], r["partition"])] = r
+    assert streams.offsets, "the tool printed no committed offset"
+    for tp, offset in streams.offsets.items():
+        assert str(newest[tp]["committed_offset"]) == offset, tp
+        assert newest[tp]["group_type"] == "streams"
+    assert {tp[0] for tp in streams.offsets} >= {IN}  # and the repartition topic's
