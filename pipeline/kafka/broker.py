@@ -71,7 +71,11 @@ DEFAULT_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "false",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
-    # A killed streams member's session ends in 10 s, not the default 45 s.
+    # A killed streams or share member's session ends in 10 s, not the default 45 s.
+    "group.share.min.session.timeout.ms": "10000",
+    "group.share.session.timeout.ms": "10000",
+    "group.share.min.heartbeat.interval.ms": "2000",
+    "group.share.heartbeat.interval.ms": "2000",
     "group.streams.min.session.timeout.ms": "10000",
     "group.streams.session.timeout.ms": "10000",
     "group.streams.min.heartbeat.interval.ms": "2000",
@@ -182,17 +186,24 @@ rootLogger.appenderRef.err.ref = err
 """
 
 
+def tool_command(broker: Broker, main_class: str, *args: str) -> list[str]:
+    """The command line of one of Kafka's tools (its class) for `broker`: on the broker's
+    class path, with the broker's java, `--bootstrap-server` given."""
+    config = broker.directory / "tools-log4j2.properties"
+    if not config.is_file():
+        config.write_text(_TOOLS_LOG4J2)
+    return [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={config}", "-cp",
+            broker_classpath(), main_class, "--bootstrap-server", broker.bootstrap_servers,
+            *args]
+
+
 def kafka_tool(broker: Broker, main_class: str, *args: str, timeout_s: float = 120.0) -> str:
     """What one of Kafka's command-line tools prints (its stdout) for `broker`: the tool's
     class (`CONSUMER_GROUP_COMMAND`, ...), run on the broker's class path with the broker's
     java, `--bootstrap-server` given."""
-    config = broker.directory / "tools-log4j2.properties"
-    if not config.is_file():
-        config.write_text(_TOOLS_LOG4J2)
-    cmd = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-           f"-Dlog4j2.configurationFile={config}", "-cp", broker_classpath(),
-           main_class, "--bootstrap-server", broker.bootstrap_servers, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    proc = subprocess.run(tool_command(broker, main_class, *args), capture_output=True,
+                          text=True, timeout=timeout_s, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{main_class.rsplit('.', 1)[-1]} {' '.join(args)} failed "
                            f"({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")

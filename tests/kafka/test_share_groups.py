@@ -2,11 +2,15 @@
 console share consumer reads a topic in two sessions, then the live ingest reads
 `__consumer_offsets` and `__share_group_state` (`--share-state`) and the replay writes
 share_partition_state. Each share partition's start offset and lag equal what
-`kafka-share-groups --describe --offsets --verbose` prints, and the group's state, epochs
-and members what `--describe --state --verbose` prints."""
+`kafka-share-groups --describe --offsets --verbose` prints; then a third consumer joins and
+is killed (its session expires) and the group is deleted: at each moment the replayed
+group's state, epochs and member count are what `--describe --state --verbose` printed, and
+the deletion ends each share partition's state."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from pipeline.kafka.broker import (
     SHARE_GROUP_COMMAND,
     Broker,
     kafka_tool,
+    tool_command,
 )
 from pipeline.share.state import share_lag, state_of
 from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
@@ -39,9 +44,15 @@ PER_PARTITION = 30
 
 
 @dataclass
+class Moment:
+    at_ms: int
+    state: dict[str, str]  # the --state --verbose line, by column
+
+
+@dataclass
 class Shared:
     offsets: dict[int, tuple[str, str]]  # partition -> START-OFFSET, LAG as printed
-    state: dict[str, str]  # the --state line, by column
+    moments: list[Moment]  # after the two sessions; a third running; killed; deleted
     root: Path
 
 
@@ -61,6 +72,25 @@ def _produce(bootstrap: str) -> None:
         for n in range(PER_PARTITION):
             p.produce(TOPIC, value=f"{partition}-{n}".encode(), partition=partition)
     assert p.flush(60) == 0
+
+
+def _moment(broker: Broker, state: str, members: int) -> Moment:
+    """The group as `--describe --state --verbose` prints it once it is `state` with
+    `members` members, stamped after the answer (its records are in the log by then) and
+    asked again unchanged."""
+
+    def settled() -> Moment | None:
+        rows = _table(kafka_tool(broker, SHARE_GROUP_COMMAND, "--describe", "--group", GROUP,
+                                 "--state", "--verbose"))
+        at = int(time.time() * 1000)
+        if not rows or rows[0]["STATE"].upper() != state or int(rows[0]["#MEMBERS"]) != members:
+            return None
+        again = _table(kafka_tool(broker, SHARE_GROUP_COMMAND, "--describe", "--group", GROUP,
+                                  "--state", "--verbose"))
+        return Moment(at, rows[0]) if again == rows else None
+
+    return until(f"{GROUP} {state} with {members} members", settled, timeout_s=120.0,
+                 every_s=1.0)
 
 
 def _consume(broker: Broker, records: int) -> None:
@@ -88,8 +118,19 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
         return got if len(got) == 2 else None
 
     offsets = until("the share group's offsets", described)
-    state = _table(kafka_tool(broker, SHARE_GROUP_COMMAND, "--describe", "--group", GROUP,
-                              "--state", "--verbose"))[0]
+    moments = [_moment(broker, "EMPTY", 0)]
+    assert described() == offsets  # the offsets are the first moment's
+    running = subprocess.Popen(tool_command(broker, CONSOLE_SHARE_CONSUMER, "--topic", TOPIC,
+                                            "--group", GROUP), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        moments.append(_moment(broker, "STABLE", 1))
+    finally:
+        running.kill()  # gone without a word: its session expires
+        running.wait(60)
+    moments.append(_moment(broker, "EMPTY", 0))
+    kafka_tool(broker, SHARE_GROUP_COMMAND, "--delete", "--group", GROUP)
+    moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
     run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
                                     checkpoint=str(root / "ingest-ckpt"),
                                     warehouse=str(root / "warehouse"),
@@ -100,14 +141,18 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
                                     warehouse=str(root / "warehouse"),
                                     checkpoint=str(root / "replay-ckpt"), database=None,
                                     config=config, share_state=str(root / "share-state")))
-    return Shared(offsets, state, root)
+    return Shared(offsets, moments, root)
 
 
-def _newest(spark: SparkSession, root: Path) -> dict[int, Any]:
+def _newest(spark: SparkSession, root: Path, at_ms: int) -> dict[int, Any]:
+    """Each share partition's newest share_partition_state row at `at_ms`."""
     topics = spark.read.format("delta").load(str(root / "warehouse" / "topics"))
     rows = (spark.read.format("delta").load(str(root / "warehouse" / "share_partition_state"))
             .join(topics, "topic_id").filter((F.col("topic_name") == TOPIC)
-                                             & (F.col("group_id") == GROUP)).collect())
+                                             & (F.col("group_id") == GROUP)
+                                             & (F.col("event_time")
+                                                <= F.timestamp_millis(F.lit(at_ms))))
+            .collect())
     newest: dict[int, Any] = {}
     for r in sorted(rows, key=lambda r: (r["log_partition"], r["log_offset"])):
         newest[r["partition"]] = r
@@ -116,7 +161,7 @@ def _newest(spark: SparkSession, root: Path) -> dict[int, Any]:
 
 def test_each_share_partitions_start_offset_and_lag_are_what_kafka_share_groups_printed(
         spark: SparkSession, shared: Shared) -> None:
-    newest = _newest(spark, shared.root)
+    newest = _newest(spark, shared.root, shared.moments[0].at_ms)
     assert set(newest) == {0, 1}
     consumed = 0
     for partition, (start, lag) in shared.offsets.items():
@@ -133,19 +178,30 @@ def test_the_share_state_log_holds_every_record_and_none_is_refused(
         spark: SparkSession, shared: Shared) -> None:
     log = spark.read.format("delta").load(str(shared.root / "share-state"))
     assert log.count() > 0
-    assert log.filter("event_type NOT IN ('SHARE_SNAPSHOT', 'SHARE_UPDATE')").count() == 0
+    kinds = {r[0] for r in log.select("event_type").distinct().collect()}
+    assert kinds == {"SHARE_SNAPSHOT", "SHARE_UPDATE", "SHARE_SNAPSHOT_TOMBSTONE"}  # deleted
     rejected = spark.read.format("delta").load(str(shared.root / "warehouse" / "rejected_events"))
     assert rejected.filter(F.col("group_id") == GROUP).count() == 0
 
 
-def test_the_share_groups_state_is_what_kafka_share_groups_printed(
+def test_the_share_groups_state_at_each_moment_is_what_kafka_share_groups_printed(
         spark: SparkSession, shared: Shared) -> None:
-    group = (spark.read.format("delta").load(str(shared.root / "warehouse" / "group_state"))
-             .filter(F.col("group_id") == GROUP).collect())
-    assert len(group) == 1
-    row = group[0]
-    assert row["group_type"] == "share"
-    assert row["state"].upper() == shared.state["STATE"].upper(), (row, shared.state)
-    assert str(row["group_epoch"]) == shared.state["GROUP-EPOCH"]
-    assert str(row["assignment_epoch"]) == shared.state["ASSIGNMENT-EPOCH"]  # the target's
-    assert str(len(row["members"] or [])) == shared.state["#MEMBERS"]
+    history = (spark.read.format("delta").load(str(shared.root / "warehouse" / "group_history"))
+               .filter(F.col("group_id") == GROUP).collect())
+    history.sort(key=lambda r: (r["event_time"], r["log_partition"], r["log_offset"], r["seq"]))
+    for moment in shared.moments:
+        rows = [r for r in history
+                if r["event_time"].timestamp() * 1000 <= moment.at_ms]
+        row = rows[-1]
+        assert row["group_type"] == "share", moment
+        assert row["state"].upper() == moment.state["STATE"].upper(), (moment, row["state"])
+        assert row["member_count"] == int(moment.state["#MEMBERS"]), moment
+        if "GROUP-EPOCH" in moment.state:
+            assert str(row["group_epoch"]) == moment.state["GROUP-EPOCH"], moment
+            assert str(row["assignment_epoch"]) == moment.state["ASSIGNMENT-EPOCH"], moment
+
+
+def test_deleting_the_group_deletes_its_share_state(spark: SparkSession, shared: Shared
+                                                     ) -> None:
+    newest = _newest(spark, shared.root, shared.moments[-1].at_ms)
+    assert {p: r["change"] for p, r in newest.items()} == {0: "DELETED", 1: "DELETED"}
