@@ -60,15 +60,27 @@ class Replayed:
         return spark.read.format("delta").load(str(self.warehouse / name))
 
 
-def replay(spark: SparkSession, events: str, root: Path) -> Path:
+def replay(spark: SparkSession, events: str, root: Path, share_state: str | None = None) -> Path:
     # The fold checks each group's rows are in the partition Kafka maps it to: it must know
     # the broker's partition count.
     config = CoordinatorConfig(offsets_topic_num_partitions=int(
         DEFAULT_CONFIG["offsets.topic.num.partitions"]))
     run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
                                     checkpoint=str(root / "replay-ckpt"), database=None,
-                                    config=config))
+                                    config=config, share_state=share_state))
     return root / "warehouse"
+
+
+def ingest_and_replay(spark: SparkSession, bootstrap: str, root: Path,
+                      share_state: bool = False) -> Path:
+    """The broker's log now, ingested live (available-now, topic ids recorded; with
+    `share_state`, `__share_group_state` too, into `root/share-state`) and replayed into
+    `root/warehouse`."""
+    share = str(root / "share-state") if share_state else None
+    run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
+                                    checkpoint=str(root / "ingest-ckpt"),
+                                    warehouse=str(root / "warehouse"), share_state=share))
+    return replay(spark, str(root / "events"), root, share)
 
 
 @pytest.fixture(scope="session")

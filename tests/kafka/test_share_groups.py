@@ -21,20 +21,17 @@ from confluent_kafka.admin import NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import (
     CONFIG_COMMAND,
     CONSOLE_SHARE_CONSUMER,
-    DEFAULT_CONFIG,
     SHARE_GROUP_COMMAND,
     Broker,
     kafka_tool,
     tool_command,
 )
 from pipeline.share.state import share_lag, state_of
-from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
-from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.kafka.clients import admin, until
+from tests.kafka.conftest import ingest_and_replay
 
 pytestmark = pytest.mark.kafka
 
@@ -131,16 +128,7 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
     moments.append(_moment(broker, "EMPTY", 0))
     kafka_tool(broker, SHARE_GROUP_COMMAND, "--delete", "--group", GROUP)
     moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
-    run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt"),
-                                    warehouse=str(root / "warehouse"),
-                                    share_state=str(root / "share-state")))
-    config = CoordinatorConfig(offsets_topic_num_partitions=int(
-        DEFAULT_CONFIG["offsets.topic.num.partitions"]))
-    run_replay(spark, ReplayOptions(events=str(root / "events"),
-                                    warehouse=str(root / "warehouse"),
-                                    checkpoint=str(root / "replay-ckpt"), database=None,
-                                    config=config, share_state=str(root / "share-state")))
+    ingest_and_replay(spark, bootstrap, root, share_state=True)
     return Shared(offsets, moments, root)
 
 

@@ -25,12 +25,10 @@ from confluent_kafka.admin import NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.fold import CoordinatorConfig
-from pipeline.kafka.broker import DEFAULT_CONFIG, KAFKA_VERSION, Broker, kafka_tool
-from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
+from pipeline.kafka.broker import KAFKA_VERSION, Broker, kafka_tool
 from pipeline.spark.runtime.jars import Artifact, ensure_jars
-from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.kafka.clients import admin, until
+from tests.kafka.conftest import ingest_and_replay
 
 pytestmark = pytest.mark.kafka
 
@@ -173,15 +171,7 @@ def streams(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPa
             app.stop(signal.SIGKILL)
     kafka_tool(broker, STREAMS_GROUP_COMMAND, "--delete", "--group", APP)
     moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
-    run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt"),
-                                    warehouse=str(root / "warehouse")))
-    config = CoordinatorConfig(offsets_topic_num_partitions=int(
-        DEFAULT_CONFIG["offsets.topic.num.partitions"]))
-    run_replay(spark, ReplayOptions(events=str(root / "events"),
-                                    warehouse=str(root / "warehouse"),
-                                    checkpoint=str(root / "replay-ckpt"), database=None,
-                                    config=config))
+    ingest_and_replay(spark, bootstrap, root)
     yield Run(moments, offsets, root)
 
 
