@@ -4,14 +4,15 @@ console share consumer reads a topic in two sessions, then the live ingest reads
 share_partition_state. Each share partition's start offset and lag equal what
 `kafka-share-groups --describe --offsets --verbose` prints; then a third consumer joins and
 is killed (its session expires) and the group is deleted: at each moment the replayed
-group's state, epochs and member count are what `--describe --state --verbose` printed, and
-the deletion ends each share partition's state."""
+group's state, epochs and member count are what `--describe --state --verbose` printed, its
+members what `--members --verbose` printed, and the deletion ends each share partition's
+state."""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ PER_PARTITION = 30
 class Moment:
     at_ms: int
     state: dict[str, str]  # the --state --verbose line, by column
+    members: list[dict[str, str]] = field(default_factory=list)  # --members --verbose
 
 
 @dataclass
@@ -122,6 +124,9 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
                                stderr=subprocess.DEVNULL)
     try:
         moments.append(_moment(broker, "STABLE", 1))
+        moments[-1].members = _table(kafka_tool(broker, SHARE_GROUP_COMMAND, "--describe",
+                                                "--group", GROUP, "--members", "--verbose"))
+        assert _moment(broker, "STABLE", 1).state == moments[-1].state  # unmoved meanwhile
     finally:
         running.kill()  # gone without a word: its session expires
         running.wait(60)
@@ -187,6 +192,16 @@ def test_the_share_groups_state_at_each_moment_is_what_kafka_share_groups_printe
         if "GROUP-EPOCH" in moment.state:
             assert str(row["group_epoch"]) == moment.state["GROUP-EPOCH"], moment
             assert str(row["assignment_epoch"]) == moment.state["ASSIGNMENT-EPOCH"], moment
+        replayed = {m["member_id"]: m for m in row["members"] or []}
+        assert set(replayed) == {m["CONSUMER-ID"] for m in moment.members}, moment
+        for tool in moment.members:  # --members --verbose
+            m = replayed[tool["CONSUMER-ID"]]
+            assert (m["client_id"], m["client_host"], str(m["member_epoch"])) == (
+                tool["CLIENT-ID"], tool["HOST"], tool["MEMBER-EPOCH"]), (m, tool)
+            topic, _, parts = tool["ASSIGNMENT"].partition(":")
+            assert sorted((a["topic"], a["partition"]) for a in m["assignment"]) == [
+                (topic, int(p)) for p in parts.split(",")], (m, tool)
+            assert len(m["assignment"]) == int(tool["#PARTITIONS"])
 
 
 def test_deleting_the_group_deletes_its_share_state(spark: SparkSession, shared: Shared
