@@ -230,6 +230,15 @@ def handoff_pending(spark: SparkSession, opts: ReplayOptions, manifest: Manifest
             if latest_version(spark, source) <= version]
 
 
+def _with_share(replay: Replay, opts: ReplayOptions, app_id: str) -> Replay:
+    """`replay` with its share-state query started, when `opts` asks for one."""
+    if opts.share_state is not None:
+        replay.share_query, replay.listener.share = start_share_replay(
+            replay.spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
+            app_id, opts.max_files_per_trigger)
+    return replay
+
+
 def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
     """Start the replay and block until it ends (available-now) or fails."""
     start_replay(spark, opts).wait()
@@ -255,12 +264,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         if pending and opts.trigger == AVAILABLE_NOW:
             log.info("nothing to replay after the backfill yet: no new version of %s",
                      ", ".join(pending))
-            idle = Replay(spark, None, ProgressLine(writer))
-            if opts.share_state is not None:
-                idle.share_query, idle.listener.share = start_share_replay(
-                    spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
-                    app_id, opts.max_files_per_trigger)
-            return idle
+            return _with_share(Replay(spark, None, ProgressLine(writer)), opts, app_id)
         if pending:
             log.info("waiting for a new version of %s", ", ".join(pending))
             while handoff_pending(spark, opts, manifest):
@@ -288,11 +292,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     try:
         with at_startup(f"starting the stream on --checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
             replay.query = stream.start()
-            if opts.share_state is not None:
-                replay.share_query, replay.listener.share = start_share_replay(
-                    spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
-                    app_id, opts.max_files_per_trigger)
-            return replay
+            return _with_share(replay, opts, app_id)
     except Exception:
         replay.stop()
         replay.remove_listeners()

@@ -33,7 +33,6 @@ from pipeline.spark.share.replay import (
     HISTORY,
     LAST,
     REASON,
-    check_share_log,
     ensure_current,
     history_rows,
     last_of,
@@ -43,7 +42,7 @@ from pipeline.spark.share.replay import (
     rejected_rows,
     replayed,
 )
-from pipeline.spark.stream.sinks import BatchWriter, batch_mark
+from pipeline.spark.stream.sinks import PROGRESS_KEPT, BatchWriter, batch_mark
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
@@ -98,7 +97,7 @@ class ShareWriter:
                         spark, self.warehouse, last_rows(out))}, seconds)
         self.progress[batch_id] = {"rows": {k: counts[k] for k in (HISTORY, "rejected_events")},
                                    "s": time.monotonic() - start}
-        while len(self.progress) > 64:
+        while len(self.progress) > PROGRESS_KEPT:
             del self.progress[next(iter(self.progress))]
 
 
@@ -106,8 +105,8 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
                        trigger: str, app_id: str, max_files: int | None = None
                        ) -> tuple[StreamingQuery | None, ShareWriter]:
     """The share-state query started (None: an available-now run over a backfill whose log
-    has no newer version yet, nothing to read); `max_files`: the log's files a batch."""
-    check_share_log(spark, source)
+    has no newer version yet, nothing to read); `max_files`: the log's files a batch. The
+    caller has checked the log (`check_share_log`)."""
     ensure_current(spark, warehouse)
     own = paths.join(checkpoint, SHARE_CHECKPOINT)
     writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}")
