@@ -44,6 +44,8 @@ SAMPLE_REQUIRED: tuple[str, ...] = ("topic", "partition", "log_end_offset", "sam
 # Why a partition_lag row has, or lacks, a committed offset (offset_status).
 COMMITTED, NO_COMMIT, DELETED, EXPIRED = "COMMITTED", "NO_COMMIT", "DELETED", "EXPIRED"
 OFFSET_STATUSES = (COMMITTED, NO_COMMIT, DELETED, EXPIRED)
+# A share group's row: it commits no offsets; its lag is the share partition's (Kafka 4.2).
+SHARE_STATE = "SHARE_STATE"
 # Burrow's statuses, in the order of their codes (core/protocol/evaluator.go); a group takes
 # its worst partition's, and its group form shows STOP, STALL and REWIND as ERR.
 NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND = "NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"
@@ -77,12 +79,17 @@ PARTITION_LAG: tuple[Column, ...] = (
                "offset_status is not COMMITTED"),
     Column("offset_status", "string", False,
            "COMMITTED; NO_COMMIT (assigned to a member, never committed); DELETED (an offset "
-           "tombstone); EXPIRED (offsets.retention.minutes ran out)"),
+           "tombstone); EXPIRED (offsets.retention.minutes ran out); SHARE_STATE (a share "
+           "group, which commits no offsets: its lag is its share partition's, from "
+           "start_offset and delivery_complete_count)"),
     Column("committed_at", "timestamp",
            doc="event_time of the offset change that set (or removed) committed_offset"),
     Column("lag", "bigint",
            doc="log_end_offset - committed_offset, never negative (a commit ahead of a sample "
-               "taken before it counts 0); null without a committed offset"),
+               "taken before it counts 0); null without a committed offset. A share group's "
+               "(SHARE_STATE): Kafka 4.2's share lag, log_end_offset - start_offset - "
+               "delivery_complete_count, never negative; null while either is unknown (-1), "
+               "where kafka-share-groups prints -"),
     Column("lag_ms", "bigint",
            doc="time lag: sampled_at minus when the log end stood at committed_offset, "
                "interpolated between the partition's two samples (at or before sampled_at) "
@@ -95,10 +102,12 @@ PARTITION_LAG: tuple[Column, ...] = (
     Column("member_id", "string", doc="the member the partition was assigned to then"),
     Column("client_id", "string", doc="that member's client id"),
     Column("client_host", "string", doc="that member's host"),
-    Column("state", "string", doc="the group's state then (null: the group did not exist yet)"),
+    Column("state", "string", doc="the group's state then (null: the group did not exist yet; "
+                                  "and in a SHARE_STATE row, written from the share-state log)"),
     Column("generation_id", "int", doc="the group's generation then"),
     Column("group_type", "string", doc="the group's type then: classic, consumer or streams "
-                                       "(null: the group did not exist yet)"),
+                                       "(null: the group did not exist yet); share for a "
+                                       "SHARE_STATE row"),
     Column("status", "string",
            doc="Burrow's partition status then: OK, WARN, STOP, STALL or REWIND, by Burrow's "
                "rules in its code's order with sampled_at as 'now'; null without a committed "
@@ -116,6 +125,12 @@ PARTITION_LAG: tuple[Column, ...] = (
            doc="least lag of a window commit (each against the end offset sampled at or "
                "before it; null for a commit no sample precedes)"),
     Column("window_max_lag", "bigint", doc="greatest such lag"),
+    Column("start_offset", "bigint",
+           doc="SHARE_STATE: the share partition's start offset (SPSO) as of sampled_at, as "
+               "share_partition_state has it (-1: not yet known); null for other groups"),
+    Column("delivery_complete_count", "int",
+           doc="SHARE_STATE: records at or after start_offset whose delivery is complete "
+               "(acknowledged or archived), as of sampled_at (-1: unknown)"),
 )
 
 GROUP_LAG: tuple[Column, ...] = (
@@ -123,7 +138,9 @@ GROUP_LAG: tuple[Column, ...] = (
     Column("group_id", "string", False),
     Column("state", "string", doc="the group's state then"),
     Column("generation_id", "int"),
-    Column("group_type", "string", doc="the group's type then, as in partition_lag"),
+    Column("group_type", "string", doc="the group's type then, as in partition_lag (share: "
+                                       "the sum of its SHARE_STATE rows, state and "
+                                       "generation null, status NOTFOUND: no commits)"),
     Column("total_lag", "bigint", doc="sum of the partitions' lags (null when none is known)"),
     Column("max_lag", "bigint", doc="the greatest partition lag"),
     Column("max_lag_ms", "bigint", doc="the greatest partition time lag"),

@@ -61,6 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.fold.model import SHARE
 from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag.config import LagConfig
 from pipeline.lag.rules import (
@@ -170,7 +171,11 @@ class PartitionResult:
 
 def assigned_partitions(shape: Mapping[str, Any]) -> list[tuple[str, int]]:
     """The topic partitions a group_history row assigns to its members: where the caller
-    sends the row's `assignments` fact (`{"group_id", "t"}`) for stage 1."""
+    sends the row's `assignments` fact (`{"group_id", "t"}`) for stage 1. A share group's
+    members share partitions and commit nothing: its rows are the share lag's
+    (`pipeline.spark.share.lag`), never NO_COMMIT."""
+    if shape.get("group_type") == SHARE:
+        return []
     return sorted({(a["topic"], a["partition"]) for m in shape.get("members") or ()
                    for a in m.get("assignment") or ()})
 

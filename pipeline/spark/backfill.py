@@ -35,6 +35,7 @@ from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pending
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
+from pipeline.spark.share.lag import ensure_lag_state, lag_state_path, share_lag_step
 from pipeline.spark.share.replay import HISTORY as SHARE_HISTORY
 from pipeline.spark.share.replay import (
     ShareHandoff,
@@ -193,9 +194,28 @@ def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool) -> No
         if opts.until_ms is None:  # a cut by event time is no state a stream can continue
             writer = writer.option("userMetadata",
                                    ShareHandoff(opts.share_state, version).to_json())
+        if opts.lag is not None:  # over share_partition_state just written
+            _write_share_lag(spark, opts, opts.lag.end_offsets)
         with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
             writer.save(current_path(opts.warehouse))
     log.info("replayed version %d of the share-state log %s", version, opts.share_state)
+
+
+def _write_share_lag(spark: SparkSession, opts: BackfillOptions, end_offsets: str) -> None:
+    """The share lag of the samples the share-state log's watermark passed, appended to the
+    lag tables the backfill has just replaced; `_share_lag` for a stream to continue."""
+    ensure_lag_state(spark, opts.warehouse)
+    step = share_lag_step(spark, opts.warehouse, end_offsets,
+                          interval_ms(opts.watermark_delay), opts.until_ms, fresh=True)
+    if step is None:
+        return
+    with kept(step.partition_lag) as rows:
+        if rows.limit(1).count():
+            rows.write.format("delta").mode("append").save(
+                paths.join(opts.warehouse, "partition_lag"))
+            step.group_lag.write.format("delta").mode("append").save(
+                paths.join(opts.warehouse, "group_lag"))
+    step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))
 
 
 def held_line(held: Held, watermark_ms: int | None, delay: str) -> str:

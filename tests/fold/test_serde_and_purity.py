@@ -61,8 +61,10 @@ PURE = ("pipeline.fold", "pipeline.generator", "pipeline.decode", "schemas")
 
 @pytest.mark.parametrize(("package", "allowed"), [
     ("pipeline/fold", PURE), ("pipeline/generator", PURE), ("schemas", PURE),
-    # `read_properties`, and the group states its causes name
+    # `read_properties`, the group states its causes name, and the group type (share) whose
+    # members' assignments give no NO_COMMIT rows
     ("pipeline/lag", ("pipeline.lag", "pipeline.fold.config", "pipeline.fold.states",
+                     "pipeline.fold.model",
                      "schemas.lag", "schemas.columns")),
 ])
 def test_pure_packages_import_only_the_standard_library_and_what_they_list(

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pipeline.fold import CoordinatorConfig
 from pipeline.kafka.broker import DEFAULT_CONFIG, Broker, kafka_broker
 from pipeline.spark.ingest.ingest import OFFSETS_TOPIC, IngestOptions, kafka_reader_options, run_ingest
+from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.kafka.clients import (
     BrokerMember,
@@ -60,19 +61,25 @@ class Replayed:
         return spark.read.format("delta").load(str(self.warehouse / name))
 
 
-def replay(spark: SparkSession, events: str, root: Path, share_state: str | None = None) -> Path:
+def replay(spark: SparkSession, events: str, root: Path, share_state: str | None = None,
+           end_offsets: str | None = None) -> Path:
+    """The replay into `root/warehouse`; with `end_offsets`, samples the test wrote, and a
+    watermark delay of a second (the share-state log's own: its last records pass them)."""
     # The fold checks each group's rows are in the partition Kafka maps it to: it must know
     # the broker's partition count.
     config = CoordinatorConfig(offsets_topic_num_partitions=int(
         DEFAULT_CONFIG["offsets.topic.num.partitions"]))
     run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
                                     checkpoint=str(root / "replay-ckpt"), database=None,
-                                    config=config, share_state=share_state))
+                                    config=config, share_state=share_state,
+                                    **({} if end_offsets is None else {
+                                        "lag": LagOptions(end_offsets),
+                                        "watermark_delay": "1 second"})))
     return root / "warehouse"
 
 
 def ingest_and_replay(spark: SparkSession, bootstrap: str, root: Path,
-                      share_state: bool = False) -> Path:
+                      share_state: bool = False, end_offsets: str | None = None) -> Path:
     """The broker's log now, ingested live (available-now, topic ids recorded; with
     `share_state`, `__share_group_state` too, into `root/share-state`) and replayed into
     `root/warehouse`."""
@@ -80,7 +87,7 @@ def ingest_and_replay(spark: SparkSession, bootstrap: str, root: Path,
     run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
                                     checkpoint=str(root / "ingest-ckpt"),
                                     warehouse=str(root / "warehouse"), share_state=share))
-    return replay(spark, str(root / "events"), root, share)
+    return replay(spark, str(root / "events"), root, share, end_offsets)
 
 
 @pytest.fixture(scope="session")

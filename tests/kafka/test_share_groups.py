@@ -31,6 +31,7 @@ from pipeline.kafka.broker import (
     tool_command,
 )
 from pipeline.share.state import share_lag, state_of
+from pipeline.spark.lag.samples import write_samples
 from tests.kafka.clients import admin, until
 from tests.kafka.conftest import ingest_and_replay
 
@@ -133,7 +134,11 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
     moments.append(_moment(broker, "EMPTY", 0))
     kafka_tool(broker, SHARE_GROUP_COMMAND, "--delete", "--group", GROUP)
     moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
-    ingest_and_replay(spark, bootstrap, root, share_state=True)
+    # The end offsets as of the first moment (all produced before it): the share lag's sample.
+    write_samples(spark, [{"topic": TOPIC, "partition": p, "log_end_offset": PER_PARTITION,
+                           "sampled_at": moments[0].at_ms} for p in (0, 1)], str(root / "samples"))
+    ingest_and_replay(spark, bootstrap, root, share_state=True,
+                      end_offsets=str(root / "samples"))
     return Shared(offsets, moments, root)
 
 
@@ -165,6 +170,27 @@ def test_each_share_partitions_start_offset_and_lag_are_what_kafka_share_groups_
             None if lag == "-" else int(lag)), (partition, row)
         consumed += int(start)
     assert consumed > 0  # the consumer moved the start offsets
+
+
+def test_the_lag_tables_give_the_share_lag_kafka_share_groups_printed(
+        spark: SparkSession, shared: Shared) -> None:
+    def read(table: str) -> list[Any]:
+        return (spark.read.format("delta").load(str(shared.root / "warehouse" / table))
+                .filter(F.col("group_id") == GROUP).collect())
+    at = shared.moments[0].at_ms
+    rows = {r["partition"]: r for r in read("partition_lag")}
+    assert set(rows) == {0, 1}  # the sample's rows, and no NO_COMMIT row of the members
+    for partition, (start, lag) in shared.offsets.items():
+        row = rows[partition]
+        assert int(row["sampled_at"].timestamp() * 1000) == at
+        assert (row["offset_status"], row["group_type"], row["topic"]) == (
+            "SHARE_STATE", "share", TOPIC)
+        assert str(row["start_offset"]) == start, row
+        assert row["lag"] == (None if lag == "-" else int(lag)), row
+    (group,) = read("group_lag")
+    known = [int(lag) for _, lag in shared.offsets.values() if lag != "-"]
+    assert group["total_lag"] == (sum(known) if known else None)
+    assert group["partitions"] == 2 and group["status"] == "NOTFOUND"
 
 
 def test_the_share_state_log_holds_every_record_and_none_is_refused(

@@ -1,8 +1,10 @@
 """`__share_group_state` through the jobs: a dump ingested into the share-state log
 (`--raw-share-state`, `--share-state`), replayed by the backfill and by the stream into
 share_partition_state as `pipeline.share.state.replay` replays it without Spark, the records
-Kafka's shard would not apply in rejected_events; the stream one log file a batch, and
-continuing a backfill of the log's first half, ends on the same rows."""
+Kafka's shard would not apply in rejected_events, and, with end-offset samples, each share
+partition's Kafka 4.2 share lag as of each sample the share-state log's watermark passed in
+partition_lag and group_lag; the stream one log file a batch, and continuing a backfill of
+the log's first half, ends on the same rows."""
 
 from __future__ import annotations
 
@@ -15,19 +17,29 @@ from pyspark.sql import SparkSession
 
 from pipeline.decode.share_state import decode_share_state
 from pipeline.errors import UsageError
-from pipeline.share.state import replay
+from pipeline.share.state import replay, share_lag, state_of
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.records import decode_one
 from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
+from pipeline.spark.tables.topics import record_topics
 from tests.decode import kafka_records
-from tests.share.log import Raw, share_log
+from tests.share.log import T0, TOPICS, Raw, share_log
 
 pytestmark = pytest.mark.spark
 
 RAW = share_log(5)
 # Four dumps in log order, each a version of the log (as a live ingest's batches come).
 CHUNKS = [RAW[k * len(RAW) // 4:(k + 1) * len(RAW) // 4] for k in range(4)]
+NAMES = {TOPICS[0]: "orders", TOPICS[1]: "payments"}
+DELAY, DELAY_MS = "1 minute", 60_000
+# Every 10 s over the log's 240 s (some at a record's very time), each topic partition's end
+# offset growing: the share lag's samples.
+SAMPLES = [{"topic": name, "partition": p, "log_end_offset": 150 + 2 * k + p,
+            "log_start_offset": 0, "sampled_at": T0 - 5_000 + 5_000 * k}
+           for k in range(52) for name in NAMES.values() for p in (0, 1)]
 RAW_SCHEMA = "key binary, value binary, partition int, offset bigint, timestamp bigint"
 # What the comparison reads of a share_partition_state row (its times are the records').
 STATE = ("group_id", "topic_id", "partition", "log_partition", "log_offset", "change",
@@ -65,6 +77,61 @@ def _expected() -> tuple[list[tuple[Any, ...]], Counter[str]]:
             Counter(reason for _, reason in done.rejected))
 
 
+def _expected_lag() -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """The share rows of partition_lag and group_lag, by hand from the pure replay: each
+    sample before the watermark (the newest record applied less DELAY), each share
+    partition of its topic partition as of its time (the last row by time and position
+    at or before it) unless it has none or is DELETED."""
+    rows = []
+    for key, value, lp, lo, t in RAW:
+        rows.append(decode_one(key, value, decode_share_state)
+                    | {"log_partition": lp, "log_offset": lo, "event_time": t})
+    history = replay(rows).history
+    watermark = max(h["event_time"] for h in history) - DELAY_MS
+    partitions: set[tuple[Any, ...]] = set()
+    groups: dict[tuple[int, str], list[int | None]] = {}
+    for s in SAMPLES:
+        if s["sampled_at"] >= watermark:
+            continue
+        keys = {(h["group_id"], h["topic_id"]) for h in history
+                if NAMES[h["topic_id"]] == s["topic"] and h["partition"] == s["partition"]}
+        for group, topic_id in sorted(keys):
+            before = [h for h in history if (h["group_id"], h["topic_id"], h["partition"])
+                      == (group, topic_id, s["partition"]) and h["event_time"] <= s["sampled_at"]]
+            if not before:
+                continue
+            last = max(before, key=lambda h: (h["event_time"], h["log_offset"]))
+            if last["change"] == "DELETED":
+                continue
+            lag = share_lag(s["log_end_offset"], state_of(last))
+            lag = None if lag is None else max(0, lag)
+            partitions.add((s["sampled_at"], group, s["topic"], s["partition"],
+                            s["log_end_offset"], last["start_offset"],
+                            last["delivery_complete_count"], lag))
+            groups.setdefault((s["sampled_at"], group), []).append(lag)
+    summed = {(t, g, sum(x for x in lags if x is not None) if any(x is not None for x in lags)
+               else None, max((x for x in lags if x is not None), default=None), len(lags),
+               sum(x is None for x in lags)) for (t, g), lags in groups.items()}
+    return partitions, summed
+
+
+def _lag(spark: SparkSession, warehouse: Path) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    def read(table: str) -> Any:
+        return spark.read.format("delta").load(str(warehouse / table)).filter(
+            "group_type = 'share'").collect()
+    partitions = read("partition_lag")
+    assert {r["offset_status"] for r in partitions} <= {"SHARE_STATE"}
+    assert all(r["committed_offset"] is None and r["status"] is None for r in partitions)
+    groups = read("group_lag")
+    assert {(r["status"], r["complete"]) for r in groups} <= {("NOTFOUND", 0.0)}
+    ms = 1_000  # Spark's timestamps back to epoch ms
+    return ({(int(r["sampled_at"].timestamp() * ms), r["group_id"], r["topic"], r["partition"],
+              r["log_end_offset"], r["start_offset"], r["delivery_complete_count"], r["lag"])
+             for r in partitions},
+            {(int(r["sampled_at"].timestamp() * ms), r["group_id"], r["total_lag"], r["max_lag"],
+              r["partitions"], r["partitions_unknown"]) for r in groups})
+
+
 def _batches(batches: list[Any] | None) -> tuple[tuple[int, ...], ...] | None:
     if batches is None:
         return None
@@ -89,7 +156,14 @@ def _refused(spark: SparkSession, warehouse: Path) -> Counter[str]:
 def base(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("share-state")
     _ingest(spark, root, [0, 1, 2, 3], root / "share-log")
+    write_samples(spark, SAMPLES, str(root / "samples"))
     return root
+
+
+def _named(spark: SparkSession, warehouse: Path) -> LagOptions:
+    """The warehouse's `topics` table (what the ingest records), and the samples' options."""
+    record_topics(spark, str(warehouse), NAMES, "map")
+    return LagOptions(str(warehouse.parent / "samples"))
 
 
 def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
@@ -100,7 +174,8 @@ def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
     assert len(history) > 150 and sum(refused.values()) >= 3
     warehouse = base / "backfilled"
     run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(warehouse),
-                                        database=None, share_state=str(base / "share-log")))
+                                        database=None, share_state=str(base / "share-log"),
+                                        lag=_named(spark, warehouse), watermark_delay=DELAY))
     assert _history(spark, warehouse) == sorted(history, key=lambda r: (r[3], r[4]))
     assert _refused(spark, warehouse) == refused
     last = spark.read.format("delta").load(str(warehouse / "_share_state")).collect()
@@ -109,6 +184,9 @@ def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
     newest = {r[:3]: r for r in sorted(history, key=lambda r: (r[3], r[4]))}
     assert {tuple(r[c] for c in STATE) + (_batches(r["state_batches"]),) for r in last} \
         == set(newest.values())
+    partitions, groups = _expected_lag()
+    assert len(partitions) > 100 and any(r[-1] is None for r in partitions)  # some unknown
+    assert _lag(spark, warehouse) == (partitions, groups)
 
 
 def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
@@ -116,24 +194,32 @@ def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
     history, refused = _expected()
     want = sorted(history, key=lambda r: (r[3], r[4]))
     streamed = base / "streamed"
+    lag = _expected_lag()
     run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(streamed),
                                     checkpoint=str(base / "ck-streamed"), database=None,
                                     max_files_per_trigger=1,
-                                    share_state=str(base / "share-log")))
+                                    share_state=str(base / "share-log"),
+                                    lag=_named(spark, streamed), watermark_delay=DELAY))
     assert _history(spark, streamed) == want
     assert _refused(spark, streamed) == refused
+    assert _lag(spark, streamed) == lag
     # A backfill of the log's first two dumps, then a stream once the rest arrived.
     half = base / "share-log-half"
     _ingest(spark, base, [0, 1], half)
     handed = base / "handed"
     run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(handed),
-                                        database=None, share_state=str(half)))
+                                        database=None, share_state=str(half),
+                                        lag=_named(spark, handed), watermark_delay=DELAY))
+    early = _lag(spark, handed)
+    assert early[0] and early[0] < lag[0]  # some samples' rows, the rest wait
     _ingest(spark, base, [2, 3], half)
     run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(handed),
                                     checkpoint=str(base / "ck-handed"), database=None,
-                                    share_state=str(half)))
+                                    share_state=str(half), lag=LagOptions(str(base / "samples")),
+                                    watermark_delay=DELAY))
     assert _history(spark, handed) == want
     assert _refused(spark, handed) == refused
+    assert _lag(spark, handed) == lag
 
 
 def test_a_missing_share_state_log_is_a_one_line_error(spark: SparkSession, base: Path) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from pipeline.fold.model import SHARE
 from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag import LagConfig
 from pipeline.lag.rules import (
@@ -168,7 +169,10 @@ def related_pairs(changes: DataFrame, shapes: DataFrame) -> DataFrame:
     first offset change of the pair, or the first shape in which a member owned it."""
     changed = (changes.where(F.col("change") != "TXN_ABORTED")
                .groupBy(*PAIR).agg(F.min(ms("event_time")).alias("since")))
-    owned = (shapes.select("group_id", ms("event_time").alias("t"),
+    # A share group's members share partitions and commit nothing: its rows are the share
+    # lag's (`pipeline.spark.share.lag`), never NO_COMMIT (`engine.assigned_partitions`).
+    owned = (shapes.where(~F.coalesce(F.col("group_type") == SHARE, F.lit(False)))
+             .select("group_id", ms("event_time").alias("t"),
                            F.explode("members").alias("m"))
              .select("group_id", "t", F.explode("m.assignment").alias("a"))
              .groupBy("group_id", F.col("a.topic").alias("topic"),
@@ -396,7 +400,10 @@ def partition_lag(rows: DataFrame) -> DataFrame:
     named = {"sampled_at": F.timestamp_millis(F.col("t")), "log_end_offset": F.col("end"),
              "log_start_offset": F.col("start"), "committed_offset": F.col("committed"),
              "committed_at": F.timestamp_millis(F.col("committed_at"))}
-    return rows.select(*[named.get(c.name, F.col(c.name)).alias(c.name) for c in PARTITION_LAG])
+    have = set(rows.columns)
+    return rows.select(*[named.get(c.name, F.col(c.name) if c.name in have
+                                   else F.lit(None).cast(c.type)).alias(c.name)
+                         for c in PARTITION_LAG])
 
 
 def _code(status: Column) -> Column:

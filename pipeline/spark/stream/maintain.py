@@ -26,11 +26,14 @@ from pyspark.sql import SparkSession
 from pipeline.spark.lag.lagflow import PENDING
 from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.share.lag import LAG_STATE as SHARE_LAG
+from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_TABLES
 
 log = logging.getLogger("maintain")
 # VACUUM lists a table's files in this many tasks (Delta's recursiveListDirs repartitions to
@@ -81,12 +84,13 @@ class Upkeep:
                         vacuum_hours=self.vacuum_hours)
 
 
-# The lag step's own working tables, overwritten at each step: their old files need VACUUM.
-WORKING_TABLES = (PENDING, STATE)
+# The lag steps' and the share replay's own working tables, rewritten at each step: their old
+# files need VACUUM.
+WORKING_TABLES = (PENDING, STATE, SHARE_LAG, SHARE_CURRENT)
 
 
 def maintained_tables() -> tuple[str, ...]:
-    return (*OUTPUT_TABLES, *LAG_TABLES, *WORKING_TABLES)
+    return (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *WORKING_TABLES)
 
 
 def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,

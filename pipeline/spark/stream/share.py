@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pipeline.errors import UsageError
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.share.lag import LAG_STATE, ensure_lag_state, lag_state_path, share_lag_step
 from pipeline.spark.share.replay import (
     CURRENT,
     HISTORY,
@@ -64,6 +66,9 @@ class ShareWriter:
 
     warehouse: str
     app_id: str
+    # --end-offsets and the watermark delay: the share lag's rows (`pipeline.spark.share.lag`)
+    end_offsets: str | None = None
+    delay_ms: int = 0
     tables: BatchWriter = field(init=False)
     progress: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -92,24 +97,54 @@ class ShareWriter:
                     "delta").mode("append").save(path("rejected_events"))
             with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
                 self.tables.write_phase(spark, batch_id, first, seconds)
+                lag_rows = self._lag(spark, batch_id, seconds)
                 if counts[CURRENT]:
                     self.tables.write_phase(spark, batch_id, {CURRENT: lambda: merge_current(
                         spark, self.warehouse, last_rows(out))}, seconds)
-        self.progress[batch_id] = {"rows": {k: counts[k] for k in (HISTORY, "rejected_events")},
+        self.progress[batch_id] = {"rows": {**{k: counts[k] for k in (HISTORY, "rejected_events")},
+                                            "partition_lag": lag_rows},
                                    "s": time.monotonic() - start}
         while len(self.progress) > PROGRESS_KEPT:
             del self.progress[next(iter(self.progress))]
 
 
+    def _lag(self, spark: SparkSession, batch_id: int, seconds: dict[str, float]) -> int:
+        """The share lag of the samples the share-state log's watermark passed in this batch
+        (its rows appended, then `_share_lag` replaced); how many partition_lag rows."""
+        if self.end_offsets is None:
+            return 0
+        step = share_lag_step(spark, self.warehouse, self.end_offsets, self.delay_ms)
+        if step is None or step.watermark_ms == step.since_ms:  # no sample can be ready
+            return 0
+        with kept(step.partition_lag) as rows, kept(step.group_lag) as groups:
+            count = rows.count()
+            if count:
+                self.tables.write_phase(spark, batch_id, {
+                    table: partial(_append, df, paths.join(self.warehouse, table))
+                    for table, df in (("partition_lag", rows), ("group_lag", groups))}, seconds)
+            self.tables.write_phase(spark, batch_id, {LAG_STATE: lambda: (
+                step.state.write.format("delta").mode("overwrite")
+                .save(lag_state_path(self.warehouse)))}, seconds)
+        return count
+
+
+def _append(df: DataFrame, path: str) -> None:
+    df.write.format("delta").mode("append").save(path)
+
+
 def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpoint: str,
-                       trigger: str, app_id: str, max_files: int | None = None
+                       trigger: str, app_id: str, max_files: int | None = None,
+                       end_offsets: str | None = None, delay_ms: int = 0
                        ) -> tuple[StreamingQuery | None, ShareWriter]:
     """The share-state query started (None: an available-now run over a backfill whose log
-    has no newer version yet, nothing to read); `max_files`: the log's files a batch. The
-    caller has checked the log (`check_share_log`)."""
+    has no newer version yet, nothing to read); `max_files`: the log's files a batch;
+    `end_offsets`: the samples its share lag is written for. The caller has checked the
+    log (`check_share_log`)."""
     ensure_current(spark, warehouse)
+    if end_offsets is not None:
+        ensure_lag_state(spark, warehouse)
     own = paths.join(checkpoint, SHARE_CHECKPOINT)
-    writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}")
+    writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}", end_offsets, delay_ms)
     options: dict[str, str | int] = {}
     if max_files:
         options["maxFilesPerTrigger"] = max_files

@@ -115,7 +115,9 @@ def topic_names(spark: SparkSession, warehouse: str) -> DataFrame | None:
 _TPS = f"array<{TP}>"
 
 
-def _name(names: Column, topic_id: Column, at: Column) -> Column:
+def name_at(names: Column, topic_id: Column, at: Column) -> Column:
+    """The name `names` (a `topic_names` map) gives `topic_id` at `at`: the one seen last at or
+    before it, else the first seen; null for an id it lacks."""
     seen = F.try_element_at(names, topic_id)
     then = F.filter(seen, lambda s: s["seen_at"] <= at)
     return F.coalesce(F.try_element_at(then, F.lit(-1))["topic_name"],
@@ -127,7 +129,7 @@ def named_members(members: Column, names: Column, at: Column) -> Column:
     by name (ids no map names are left out, as before); classic members unchanged."""
     def member(m: Column) -> Column:
         by_id = F.flatten(F.transform(m["assigned_partitions"], lambda a: F.transform(
-            a["partitions"], lambda p: F.struct(_name(names, a["topic_id"], at).alias("topic"),
+            a["partitions"], lambda p: F.struct(name_at(names, a["topic_id"], at).alias("topic"),
                                                 p.alias("partition")))))
         named = F.filter(by_id, lambda tp: tp["topic"].isNotNull())
         both = F.array_distinct(F.concat(F.coalesce(m["assignment"], F.array().cast(_TPS)), named))
