@@ -103,7 +103,8 @@ PARTITION_LAG: tuple[Column, ...] = (
     Column("client_id", "string", doc="that member's client id"),
     Column("client_host", "string", doc="that member's host"),
     Column("state", "string", doc="the group's state then (null: the group did not exist yet; "
-                                  "and in a SHARE_STATE row, written from the share-state log)"),
+                                  "null in a SHARE_STATE row, which the share-state log "
+                                  "gives without the group's state)"),
     Column("generation_id", "int", doc="the group's generation then"),
     Column("group_type", "string", doc="the group's type then: classic, consumer or streams "
                                        "(null: the group did not exist yet); share for a "
@@ -145,7 +146,9 @@ GROUP_LAG: tuple[Column, ...] = (
     Column("max_lag", "bigint", doc="the greatest partition lag"),
     Column("max_lag_ms", "bigint", doc="the greatest partition time lag"),
     Column("partitions", "int", False, "partition_lag rows of the group at this sample"),
-    Column("partitions_unknown", "int", False, "of them, those with no lag (no committed offset)"),
+    Column("partitions_unknown", "int", False, "of them, those with no lag (no committed offset; "
+                                                 "a share partition's start offset or "
+                                                 "delivery-complete count unknown)"),
     Column("complete", "double", False,
            "Burrow's completeness: the share of partitions whose window is full"),
     Column("status", "string", False,

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
+from pipeline.fold.config import read_properties
 from pipeline.lag import LagConfig
 from pipeline.metrics import MetricsServer, RowsCollector, serve
 from pipeline.spark.lag.lagflow import LagOptions
@@ -287,6 +288,15 @@ def coordinator_config(path: str | None) -> CoordinatorConfig:
     return _settings(CoordinatorConfig.from_file, path, "coordinator.properties",
                      "--coordinator-conf", "a Kafka-style .properties file (see "
                      "conf/coordinator.properties)")
+
+
+PARTITIONS_KEY = "offsets.topic.num.partitions"
+
+
+def sets_partitions(path: str | None) -> bool:
+    """The user's --coordinator-conf sets offsets.topic.num.partitions: then it overrides the
+    count the ingest recorded on the log."""
+    return bool(path) and PARTITIONS_KEY in read_properties(str(path))
 
 
 def lag_config(path: str | None) -> LagConfig:

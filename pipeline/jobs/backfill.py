@@ -27,8 +27,10 @@ from pipeline.jobs._common import (
     event_time_arg,
     job_session,
     lag_options,
+    sets_partitions,
 )
 from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.events.eventlog import with_recorded_partitions
 from pipeline.spark.events.validate import check_event_log, check_partition_count
 from pipeline.spark.stream.progress import Progress
 from pipeline.spark.tables.catalog import comment_columns, persistent_catalog
@@ -60,13 +62,16 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     opts = BackfillOptions(
         events=args.events, warehouse=args.warehouse, until_ms=args.until, version=args.version,
         database=args.database or None, watermark_delay=args.watermark_delay,
-        replace=args.replace, config=config, share_state=args.share_state)
+        replace=args.replace, config=config, share_state=args.share_state,
+        partitions_from_log=not sets_partitions(args.coordinator_conf))
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.
     metastore = (args.metastore or default_metastore(opts.warehouse)) if opts.database else None
     with job_session("backfill", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
+        if opts.partitions_from_log:
+            opts.config = config = with_recorded_partitions(session, opts.events, config)
         check_partition_count(session, opts.events, config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):
             manifest = run_backfill(session, opts)

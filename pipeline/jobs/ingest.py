@@ -17,10 +17,13 @@ the share coordinator's topic `__share_group_state` (live, once the cluster has 
 --raw, its dump --raw-share-state) goes the same way into a log of its own, which
 jobs/replay.py and jobs/backfill.py --share-state replay into share_partition_state
 (docs/kafka.md). Option values whose key names a password, secret, JAAS config or key are
-never logged. With --warehouse (the one
-jobs/replay.py writes), the cluster's topic ids and names (or, with --raw, those of
---topic-map) go to its `topics` table, through which queries and reports name the partitions
-of KIP-848 members: Kafka 4.1+ logs their topics by id only.
+never logged. The cluster's topic ids and names (or, with --raw, those of --topic-map) are
+recorded with the log (`<events>_topics`), and a live cluster's `__consumer_offsets`
+partition count on it (the table property kafka.offsets.topic.num.partitions):
+jobs/replay.py and jobs/backfill.py take both from there (docs/contract.md §1), naming
+through their warehouse's `topics` table the partitions of KIP-848 members (Kafka 4.1+ logs
+their topics by id only) and of share groups. With --warehouse the names go straight to its
+`topics` table too, so a stream already running names a new topic at once.
 
 With --end-offsets (a live cluster only), a sampler runs beside the stream and merges into
 that Delta table where each consumed partition's log ends (Kafka's ListOffsets: latest,
@@ -65,9 +68,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="available-now, or processing-time:SECONDS")
     p.add_argument("--topic", default="__consumer_offsets", help="the topic to read")
     p.add_argument("--warehouse", help="the replay's warehouse: topic ids -> names go to its "
-                                       "`topics` table")
+                                       "`topics` table too (they are always recorded with "
+                                       "the log; the replay copies them when it starts)")
     p.add_argument("--topic-map", help="with --raw: a CSV (topic_id,topic_name header) or JSON "
-                                       "file of the dumped cluster's topic ids and names")
+                                       "file of the dumped cluster's topic ids and names, "
+                                       "recorded with the log (and in --warehouse)")
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
                         "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
@@ -88,8 +93,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(str(e))
     if args.bootstrap_servers and not args.checkpoint:
         p.error("--bootstrap-servers needs --checkpoint")
-    if args.topic_map and not (args.raw and args.warehouse):
-        p.error("--topic-map goes with --raw and needs --warehouse")
+    if args.topic_map and not args.raw:
+        p.error("--topic-map goes with --raw")
     check_sampling_args(p, args)
     return args
 

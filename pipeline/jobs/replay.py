@@ -31,9 +31,11 @@ from pipeline.jobs._common import (
     lag_options,
     metrics_endpoint,
     positive_int,
+    sets_partitions,
     trigger_arg,
     upkeep_options,
 )
+from pipeline.spark.events.eventlog import with_recorded_partitions
 from pipeline.spark.events.validate import check_event_log, check_partition_count
 from pipeline.spark.stream.progress import Progress
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
@@ -64,6 +66,7 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
         max_files_per_trigger=args.max_files_per_trigger,
         config=coordinator_config(args.coordinator_conf), upkeep=upkeep_options(args),
         share_state=args.share_state,
+        partitions_from_log=not sets_partitions(args.coordinator_conf),
     )
     # No database, no names: the catalog (and embedded Derby's one-process lock) is never
     # opened, so a stream can write while jobs/serve.py holds the metastore.
@@ -74,6 +77,8 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
         opts.metrics = None if server is None else server.collector
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
+        if opts.partitions_from_log:
+            opts.config = with_recorded_partitions(session, opts.events, opts.config)
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "replay"):
             run_replay(session, opts)

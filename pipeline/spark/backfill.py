@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import DELETED
-from pipeline.spark.events.eventlog import select_events
+from pipeline.spark.events.eventlog import select_events, with_recorded_partitions
 from pipeline.spark.events.packing import packed_events
 from pipeline.spark.fold.folding import batch_fold
 from pipeline.spark.fold.handoff import Manifest, ensure_seed_table, seed_path
@@ -35,7 +35,15 @@ from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pending
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
-from pipeline.spark.share.lag import ensure_lag_state, lag_state_path, share_lag_step
+from pipeline.spark.share.lag import (
+    ensure_lag_state,
+    group_lag_rows,
+    lag_state_path,
+    lag_state_schema,
+    partition_lag_rows,
+    release_step,
+    share_lag_step,
+)
 from pipeline.spark.share.replay import HISTORY as SHARE_HISTORY
 from pipeline.spark.share.replay import (
     ShareHandoff,
@@ -53,6 +61,7 @@ from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.tables.parallel import run_all
 from pipeline.spark.tables.paths import is_path
+from pipeline.spark.tables.topics import copy_log_topics
 from pipeline.spark.tables.warehouse import ensure_tables
 from pipeline.times import ms_text
 from schemas import APPEND_TABLES, OUTPUT_TABLES
@@ -75,6 +84,9 @@ class BackfillOptions:
     watermark_delay: str = "10 minutes"
     replace: bool = False  # replace tables that already hold rows
     config: CoordinatorConfig | None = None
+    # take offsets.topic.num.partitions from the log where the ingest recorded it (False: the
+    # user set it, `config` says it)
+    partitions_from_log: bool = True
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
     # The rows of plain commit records built in the JVM from the records the fold leaves
     # (`fold/left.py`); False: every row comes back from the fold as JSON (the benchmark's
@@ -94,6 +106,8 @@ class BackfillOptions:
 
 def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     cfg = opts.config or CoordinatorConfig()
+    if opts.partitions_from_log:
+        cfg = with_recorded_partitions(spark, opts.events, cfg)
     version = opts.version if opts.version is not None else latest_version(spark, opts.events)
     events = select_events(read_delta(spark, opts.events, version))
     if opts.until_ms is not None:
@@ -111,6 +125,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     filled = _filled_tables(spark, opts)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None,
                   share=opts.share_state is not None)
+    copy_log_topics(spark, opts.events, opts.warehouse)  # what the ingest recorded with the log
     # Created empty first, like every table: a kill inside a first commit that writes data
     # could leave files with no _delta_log, which no create recognises as its own.
     ensure_seed_table(spark, opts.warehouse)
@@ -157,7 +172,7 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
             if held.count:
                 log.info(held_line(held, manifest.watermark_ms, opts.watermark_delay))
     if opts.share_state is not None:
-        _write_share(spark, opts, "share_partition_state" in filled)
+        _write_share(spark, opts, "share_partition_state" in filled, lag)
     # Last, so a manifest exists only when every table was replaced.
     seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
     # The manifest is this commit's: Delta skips a commit that changes nothing (no seeds
@@ -172,7 +187,8 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 
 
-def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool) -> None:
+def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool,
+                 lag: BackfillLag | None) -> None:
     """The share-state log replayed whole (up to `until_ms`): share_partition_state replaced,
     the refused records added to rejected_events (replaced just before), and each key's last
     row into `_share_state` with the hand-off (the log's version read) a stream continues
@@ -194,28 +210,35 @@ def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool) -> No
         if opts.until_ms is None:  # a cut by event time is no state a stream can continue
             writer = writer.option("userMetadata",
                                    ShareHandoff(opts.share_state, version).to_json())
-        if opts.lag is not None:  # over share_partition_state just written
-            _write_share_lag(spark, opts, opts.lag.end_offsets)
+        _write_share_lag(spark, opts, lag)  # over share_partition_state just written
         with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
             writer.save(current_path(opts.warehouse))
     log.info("replayed version %d of the share-state log %s", version, opts.share_state)
 
 
-def _write_share_lag(spark: SparkSession, opts: BackfillOptions, end_offsets: str) -> None:
-    """The share lag of the samples the share-state log's watermark passed, appended to the
-    lag tables the backfill has just replaced; `_share_lag` for a stream to continue."""
+def _write_share_lag(spark: SparkSession, opts: BackfillOptions, lag: BackfillLag | None
+                     ) -> None:
+    """The share lag of the samples (the version the backfill read) the share-state log's
+    watermark passed, appended to the lag tables the backfill has just replaced;
+    `_share_lag` for a stream to continue, emptied when there is none (no samples, or no
+    record applied), so a stream never continues from an earlier backfill's."""
     ensure_lag_state(spark, opts.warehouse)
-    step = share_lag_step(spark, opts.warehouse, end_offsets,
-                          interval_ms(opts.watermark_delay), opts.until_ms, fresh=True)
+    step = None if lag is None else share_lag_step(
+        spark, opts.warehouse, lag.opts.end_offsets, interval_ms(opts.watermark_delay),
+        opts.until_ms, fresh=True, samples_version=lag.version)
     if step is None:
+        spark.createDataFrame([], lag_state_schema()).write.format("delta").mode(
+            "overwrite").save(lag_state_path(opts.warehouse))
         return
-    with kept(step.partition_lag) as rows:
-        if rows.limit(1).count():
-            rows.write.format("delta").mode("append").save(
-                paths.join(opts.warehouse, "partition_lag"))
-            step.group_lag.write.format("delta").mode("append").save(
-                paths.join(opts.warehouse, "group_lag"))
-    step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))
+    try:
+        if step.rows.limit(1).count():
+            for table, make in (("partition_lag", partition_lag_rows),
+                                ("group_lag", group_lag_rows)):
+                make(step.rows).write.format("delta").mode("append").save(
+                    paths.join(opts.warehouse, table))
+        step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))
+    finally:
+        release_step(step)
 
 
 def held_line(held: Held, watermark_ms: int | None, delay: str) -> str:

@@ -62,16 +62,19 @@ class Replayed:
 
 
 def replay(spark: SparkSession, events: str, root: Path, share_state: str | None = None,
-           end_offsets: str | None = None) -> Path:
+           end_offsets: str | None = None, dumped: bool = False) -> Path:
     """The replay into `root/warehouse`; with `end_offsets`, samples the test wrote, and a
-    watermark delay of a second (the share-state log's own: its last records pass them)."""
-    # The fold checks each group's rows are in the partition Kafka maps it to: it must know
-    # the broker's partition count.
+    watermark delay of a second (the share-state log's own: its last records pass them).
+
+    The fold checks each group's rows are in the partition Kafka maps it to: it takes the
+    broker's partition count (3) from the log, where the live ingest recorded it; a log
+    made from a dump (`dumped`) records none, so it is given, as --coordinator-conf would."""
     config = CoordinatorConfig(offsets_topic_num_partitions=int(
-        DEFAULT_CONFIG["offsets.topic.num.partitions"]))
+        DEFAULT_CONFIG["offsets.topic.num.partitions"])) if dumped else CoordinatorConfig()
     run_replay(spark, ReplayOptions(events=events, warehouse=str(root / "warehouse"),
                                     checkpoint=str(root / "replay-ckpt"), database=None,
-                                    config=config, share_state=share_state,
+                                    config=config, partitions_from_log=not dumped,
+                                    share_state=share_state,
                                     **({} if end_offsets is None else {
                                         "lag": LagOptions(end_offsets),
                                         "watermark_delay": "1 second"})))
@@ -93,7 +96,8 @@ def ingest_and_replay(spark: SparkSession, bootstrap: str, root: Path,
 @pytest.fixture(scope="session")
 def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: Path) -> Replayed:
     """The broker's truth first, then its topic ingested (available-now, the cluster's topic
-    ids and names recorded in the warehouse's `topics` table) and replayed."""
+    ids and names and its partition count recorded with the log, no --warehouse) and
+    replayed (which copies the names into the warehouse's `topics` table)."""
     bootstrap = broker.bootstrap_servers
     offsets = {g: broker_offsets(bootstrap, g) for g in workload.groups + workload.kip848_groups}
     groups = {g: broker_group(bootstrap, g) for g in workload.groups + workload.kip848_groups}
@@ -101,7 +105,7 @@ def live(spark: SparkSession, broker: Broker, workload: Scenarios, session_dir: 
     events = str(root / "events")
     checkpoint = root / "ingest-ckpt"
     run_ingest(spark, IngestOptions(events=events, bootstrap_servers=bootstrap,
-                                    checkpoint=str(checkpoint), warehouse=str(root / "warehouse")))
+                                    checkpoint=str(checkpoint)))
     return Replayed(events, replay(spark, events, root), offsets, groups, topic_names(bootstrap),
                     ingested_until(checkpoint))
 

@@ -63,7 +63,7 @@ def test_a_raw_dump_through_the_job_gives_the_same_log_and_tables(
     live_log = spark.read.format("delta").load(live.events)
     raw_log = spark.read.format("delta").load(events)
     assert_df_equality(_sorted(raw_log), _sorted(live_log), ignore_nullable=True)
-    warehouse = replay(spark, events, root)
+    warehouse = replay(spark, events, root, dumped=True)
     assert_same_tables(read_tables(spark, warehouse),
                        {table: live.table(spark, table) for table in OUTPUT_TABLES})
     topics = spark.read.format("delta").load(str(warehouse / "topics")).collect()
@@ -149,7 +149,7 @@ def test_random_and_mutated_records_end_in_rejected_events_and_the_jobs_go_on(
     assert all(" does not fit " in malformed[o] for o in set(malformed) - undecodable)
     assert len(undecodable) > len(mutants) // 4, "the fuzz should mostly break records"
 
-    warehouse = replay(spark, events, root)
+    warehouse = replay(spark, events, root, dumped=True)
     rejected = spark.read.format("delta").load(str(warehouse / "rejected_events"))
     reasons = {r["log_offset"]: r["reason"] for r in rejected.collect()}
     unsupported = {r["log_offset"] for r in log.where(

@@ -13,7 +13,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.kafka.broker import Broker
+from pipeline.fold import CoordinatorConfig
+from pipeline.kafka.broker import DEFAULT_CONFIG, Broker
+from pipeline.spark.events.eventlog import recorded_partitions
 from pipeline.spark.events.records import MALFORMED_RECORD
 from pipeline.spark.ingest.ingest import IngestOptions, start_ingest
 from pipeline.spark.tables.catalog import as_of, register_views
@@ -141,6 +143,17 @@ def test_the_ingest_records_the_clusters_topic_ids_and_names(
     assert "__consumer_offsets" in recorded.values()
     assert topics.where((F.col("source") != "cluster") | F.col("seen_at").isNull()).count() == 0
     assert topics.count() == len(recorded), "a topic recorded twice"
+
+
+def test_the_ingest_records_the_offsets_topics_partition_count_and_the_replay_takes_it(
+        spark: SparkSession, live: Replayed) -> None:
+    # The suite's broker has 3, not Kafka's default 50; the replay was given no count (the
+    # conftest's `replay`), and its fold refuses a record outside its group's partition.
+    brokers = int(DEFAULT_CONFIG["offsets.topic.num.partitions"])
+    assert recorded_partitions(spark, live.events) == brokers
+    assert brokers != CoordinatorConfig().offsets_topic_num_partitions
+    misplaced = F.col("reason").contains("offsets.topic.num.partitions")
+    assert live.table(spark, "rejected_events").where(misplaced).count() == 0
 
 
 def _by_name(rows: list[Any]) -> dict[str, tuple[tuple[str, int], ...]]:

@@ -1,5 +1,6 @@
 """The `topics` table and the names it gives KIP-848 members' partitions: map files read in
-either form, pairs recorded once, and the name valid at a row's time chosen."""
+either form, pairs recorded once, the name valid at a row's time chosen, and a dump's map
+recorded with the log and taken by the backfill."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
 from pipeline.spark.tables.catalog import register_views
 from pipeline.spark.tables.contract import table_schema
-from pipeline.spark.tables.topics import read_topic_map, record_topics
+from pipeline.spark.tables.topics import (
+    copy_log_topics,
+    log_topics_path,
+    read_topic_map,
+    record_topics,
+)
+from tests.decode import kafka_records
 
 MAP = {"AAAAAAAAAAAAAAAAAAAAAQ": "orders", "AAAAAAAAAAAAAAAAAAAAAg": "payments"}
 
@@ -72,3 +81,30 @@ def test_kip848_members_are_named_by_the_name_seen_at_the_rows_time(
         (1, "kip848"): [("orders", 0), ("orders", 1), ("payments", 3)],
         (11, "kip848"): [("orders", 0), ("orders", 1), ("payments-v2", 3)],
         (1, "classic"): [("orders", 2)], (11, "classic"): [("orders", 2)]}
+
+
+@pytest.mark.spark
+def test_a_dumps_topic_map_goes_with_the_log_and_the_backfill_takes_it(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Item 6 of issue 37: `--topic-map` without `--warehouse` is recorded with the log, and
+    the backfill copies it into its warehouse's `topics` as recorded, once."""
+    key, value = kafka_records.records()["share_metadata"][:2]
+    dump = str(tmp_path / "dump")
+    spark.createDataFrame([(key, value, 0, 0, 1_700_000_000_000)],
+                          "key binary, value binary, partition int, offset bigint, "
+                          "timestamp bigint").write.parquet(dump)
+    table = tmp_path / "map.csv"
+    table.write_text("topic_id,topic_name\n" + "".join(f"{i},{n}\n" for i, n in MAP.items()))
+    events, warehouse = str(tmp_path / "events"), str(tmp_path / "wh")
+    ingest_raw(spark, IngestOptions(events=events, raw=dump, topic_map=str(table)))
+    assert spark.read.format("delta").load(events).count() == 1  # the log reads as before
+    path = log_topics_path(events)
+    assert path is not None
+    logged = {r["topic_id"]: (r["topic_name"], r["seen_at"], r["source"])
+              for r in spark.read.format("delta").load(path).collect()}
+    assert {i: v[0] for i, v in logged.items()} == MAP and not Path(warehouse).exists()
+    run_backfill(spark, BackfillOptions(events=events, warehouse=warehouse, database=None))
+    copied = {r["topic_id"]: (r["topic_name"], r["seen_at"], r["source"])
+              for r in spark.read.format("delta").load(f"{warehouse}/topics").collect()}
+    assert copied == logged
+    assert copy_log_topics(spark, events, warehouse) == 0  # known pairs: not again

@@ -4,7 +4,9 @@ generator's logs and the tests', `write_event_log`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -13,11 +15,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType, TimestampType
 
-from pipeline.fold import Event
+from pipeline.fold import CoordinatorConfig, Event
 from pipeline.spark.events.validate import check_event_schema
+from pipeline.spark.tables import paths
+from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import event_schema
 from pipeline.spark.tables.creation import forget_uncreated
+from pipeline.spark.tables.options import delta_table
 from pipeline.times import PANDAS_MS_RANGE
+
+log = logging.getLogger(__name__)
 
 
 def events_to_arrow(events: Sequence[Event], schema: StructType | None = None) -> pa.Table:
@@ -74,3 +81,35 @@ def write_event_log(spark: SparkSession, events: Sequence[Event], path: str,
     for i, start in enumerate(range(0, max(len(events), 1), size)):
         chunk = events_frame(spark, events[start:start + size]).coalesce(1)
         chunk.write.format("delta").mode(mode if i == 0 else "append").save(path)
+
+
+# What the live ingest records on the event log (a table property): the cluster's
+# __consumer_offsets partition count, which the fold needs (each group's records live in
+# the partition its id hashes to) and which a dump cannot tell.
+PARTITIONS_PROPERTY = "kafka.offsets.topic.num.partitions"
+
+
+def recorded_partitions(spark: SparkSession, events: str) -> int | None:
+    """The partition count the ingest recorded on the log, or None."""
+    row = delta_table(spark, events).detail().select("properties").first()
+    value = None if row is None or row[0] is None else dict(row[0]).get(PARTITIONS_PROPERTY)
+    return None if value is None else int(value)
+
+
+def record_partitions(spark: SparkSession, events: str, count: int) -> None:
+    """`count` recorded on the log, in a commit of its own only when it changes."""
+    if recorded_partitions(spark, events) != count:
+        target = quote_path(events) if paths.is_path(events) else events
+        spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('{PARTITIONS_PROPERTY}' = '{count}')")
+        log.info("recorded on %s: offsets.topic.num.partitions=%d", events, count)
+
+
+def with_recorded_partitions(spark: SparkSession, events: str, config: CoordinatorConfig
+                             ) -> CoordinatorConfig:
+    """`config` with the partition count recorded on the log, where it has one (the caller
+    keeps `config` as it is when the user set the count: the flags override)."""
+    count = recorded_partitions(spark, events)
+    if count is None or count == config.offsets_topic_num_partitions:
+        return config
+    log.info("offsets.topic.num.partitions=%d, as the ingest recorded it on %s", count, events)
+    return replace(config, offsets_topic_num_partitions=count)

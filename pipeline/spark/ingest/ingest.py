@@ -47,6 +47,7 @@ from pyspark.sql.types import (
 
 from pipeline.decode.share_state import decode_share_state
 from pipeline.errors import UsageError
+from pipeline.spark.events.eventlog import record_partitions
 from pipeline.spark.events.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
@@ -61,7 +62,14 @@ from pipeline.spark.tables.options import (
     interval_ms,
     with_trigger,
 )
-from pipeline.spark.tables.topics import CLUSTER, cluster_topics, read_topic_map, record_topics
+from pipeline.spark.tables.topics import (
+    CLUSTER,
+    cluster_topics,
+    log_topics_path,
+    read_topic_map,
+    record_topics,
+    record_topics_at,
+)
 from pipeline.spark.tables.warehouse import insert_missing
 from pipeline.times import PANDAS_MS_RANGE
 from schemas.share_state import SHARE_STATE_TOPIC
@@ -133,8 +141,11 @@ class IngestOptions:
             self.events = paths.qualify(self.events)
         if self.checkpoint:
             self.checkpoint = paths.qualify(self.checkpoint)
-        if self.topic_map is not None and (self.raw is None or self.warehouse is None):
-            raise UsageError("--topic-map goes with --raw (a dump) and --warehouse (where to record it)")
+        if self.topic_map is not None and self.raw is None:
+            raise UsageError("--topic-map goes with --raw (a dump)")
+        if self.topic_map is not None and self.warehouse is None and not paths.is_path(self.events):
+            raise UsageError("--topic-map with a catalog table as the event log needs "
+                             "--warehouse (where to record it)")
         if self.warehouse:
             self.warehouse = paths.qualify(self.warehouse)
         self.kafka_options = kafka_source_options(self.kafka_options)
@@ -249,8 +260,13 @@ def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
                                 share_log_schema())
         log.info("ingested %d records from %s into %s", shared, opts.raw_share_state,
                  opts.share_state)
-    if opts.topic_map is not None and opts.warehouse is not None:
-        record_topics(spark, opts.warehouse, read_topic_map(opts.topic_map), opts.topic_map)
+    if opts.topic_map is not None:
+        names = read_topic_map(opts.topic_map)
+        with_log = log_topics_path(opts.events)
+        if with_log is not None:
+            record_topics_at(spark, with_log, names, opts.topic_map)
+        if opts.warehouse is not None:
+            record_topics(spark, opts.warehouse, names, opts.topic_map)
     return n
 
 
@@ -264,15 +280,20 @@ def consumer_properties(opts: IngestOptions) -> dict[str, str]:
 
 
 def record_cluster_topics(spark: SparkSession, opts: IngestOptions) -> None:
-    """The cluster's topic ids and names into the warehouse's `topics` table, if it has one.
+    """The cluster's topic ids and names with the event log (`<events>_topics`), and into
+    the warehouse's `topics` table, if it has one.
 
     Asked at the start and after every micro-batch, so a topic created while the stream runs
     is named by the batch that first carries its id; a topic deleted before the ingest ever
     saw it stays unnamed (a map file can name it: `--topic-map`)."""
-    if opts.warehouse is not None and opts.bootstrap_servers is not None:
-        record_topics(spark, opts.warehouse,
-                      cluster_topics(spark, opts.bootstrap_servers, consumer_properties(opts)),
-                      CLUSTER)
+    with_log = log_topics_path(opts.events)
+    if opts.bootstrap_servers is None or (with_log is None and opts.warehouse is None):
+        return
+    names = cluster_topics(spark, opts.bootstrap_servers, consumer_properties(opts))
+    if with_log is not None:
+        record_topics_at(spark, with_log, names, CLUSTER)
+    if opts.warehouse is not None:
+        record_topics(spark, opts.warehouse, names, CLUSTER)
 
 
 def topic_partitions(spark: SparkSession, opts: IngestOptions, topic: str | None = None,
@@ -401,7 +422,9 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
              opts.bootstrap_servers, opts.starting_offsets, opts.trigger,
              redacted(opts.kafka_options))
     ensure_event_log(spark, opts.events)
-    if opts.warehouse is None:
+    if opts.topic == OFFSETS_TOPIC:  # the count the replay's fold needs, with the log
+        record_partitions(spark, opts.events, len(topic_partitions(spark, opts)))
+    if opts.warehouse is None and log_topics_path(opts.events) is None:
         log.warning("no warehouse given: topic ids are not recorded, so KIP-848 members' "
                     "partitions will be named only where the log names them")
     record_cluster_topics(spark, opts)

@@ -16,10 +16,18 @@ it, so a record that reaches the log late but inside the delay still counts; the
 behind it wait, as consumer lag's do for the event log's watermark. `_share_lag` keeps what
 the next step needs: the watermark, and each share partition's last row at or before it
 (a DELETED one dropped: the partition has no state). A step reads that, the
-share_partition_state rows after the old watermark and the samples from the old watermark
-to the new one: its cost follows what came since, never the history. The backfill runs the
-step once from nothing; the stream's share query once a micro-batch, over `_share_lag` as
-the last batch (or the backfill) left it.
+share_partition_state rows after the old watermark (Delta's file statistics skip the
+files of older ones), the batch's own rows whatever their time, and the samples from the
+old watermark to the new one: its cost follows what came since, not the history. The
+backfill runs the step once from nothing; the stream's share query once a micro-batch, over
+`_share_lag` as the last batch (or the backfill) left it.
+
+What the stream cannot redo: a sample's rows, once written, stay. A share-state record that
+reaches the log later than the watermark delay moves the state for the samples after it,
+not for those already written (the backfill counts it for them too); a sample written to
+the samples table after the watermark passed its time gets no share rows (the backfill
+writes them). The ingest's sampler writes samples as it takes them, and the share
+coordinator appends its records in time order, so neither happens in a live pipeline.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from pipeline.fold.model import SHARE
 from pipeline.share.state import UNSET
 from pipeline.spark.lag.samples import REASON, read_samples
+from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.share.replay import HISTORY
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import table_schema
@@ -70,20 +79,26 @@ def ensure_lag_state(spark: SparkSession, warehouse: str) -> None:
 
 @dataclass(frozen=True)
 class ShareLag:
-    """One step's output: the lag tables' new rows and the next `_share_lag`."""
+    """One step: the samples' share rows (`partition_lag_rows`, `group_lag_rows` make the
+    tables' rows of them) and the next `_share_lag`."""
 
-    partition_lag: DataFrame
-    group_lag: DataFrame
+    rows: DataFrame
     state: DataFrame
     watermark_ms: int
     since_ms: int | None  # the watermark the step started from (None: from nothing)
+    held: tuple[DataFrame, ...] = ()  # kept for the writes: `release_step` after them
 
 
 def share_lag_step(spark: SparkSession, warehouse: str, end_offsets: str, delay_ms: int,
-                   until_ms: int | None = None, fresh: bool = False) -> ShareLag | None:
-    """The rows of the samples the share-state log's watermark passed since the last step
-    (`fresh`: since nothing, the backfill's), over share_partition_state as written now;
-    None while it has no watermark (no record applied yet)."""
+                   until_ms: int | None = None, fresh: bool = False,
+                   new_rows: DataFrame | None = None, samples_version: int | None = None
+                   ) -> ShareLag | None:
+    """The share rows of the samples the share-state log's watermark passed since the last
+    step (`fresh`: since nothing, the backfill's), over share_partition_state as written
+    now: its rows after the last watermark, and `new_rows` (the batch's, whatever their
+    time: a row at or before the last watermark still moves the state the next samples
+    are answered from). The samples at `samples_version` (default: the latest). None while
+    there is no watermark (no record applied yet)."""
     state = None if fresh else read_delta(spark, lag_state_path(warehouse))
     before = None
     if state is not None:
@@ -91,26 +106,39 @@ def share_lag_step(spark: SparkSession, warehouse: str, end_offsets: str, delay_
         before = None if first is None else first[0]
     history = read_delta(spark, paths.join(warehouse, HISTORY)).where(
         F.col("event_time").isNotNull())
-    t = F.unix_millis(F.col("event_time"))
-    after = history if before is None else history.where(t > F.lit(before))
+    # The column itself compared (not a function of it): Delta skips the files whose
+    # statistics say they hold only older rows.
+    after = history if before is None else history.where(
+        F.col("event_time") > F.timestamp_millis(F.lit(before)))
+    if new_rows is not None:
+        after = after.unionByName(new_rows.where(F.col("event_time").isNotNull())).dropDuplicates(
+            [*SHARE_KEY, "log_partition", "log_offset"])
+    after = keep(after)  # read by the watermark, the rows and the next state
     if until_ms is not None:
         watermark: int | None = until_ms
     else:
-        newest = after.agg(F.max(t)).first()
+        newest = after.agg(F.max(F.unix_millis("event_time"))).first()
         watermark = None if newest is None or newest[0] is None else newest[0] - delay_ms
     if before is not None:
         watermark = before if watermark is None else max(before, watermark)
     if watermark is None:
+        release(after)
         return None
     known = after if state is None else state.where(F.col("group_id").isNotNull()).drop(
         WATERMARK).unionByName(after)
-    samples = read_samples(spark, end_offsets).where(F.col(REASON).isNull())
-    at = F.unix_millis(F.col("sampled_at"))
-    ready = samples.where((at < F.lit(watermark))
-                          & (F.lit(True) if before is None else at >= F.lit(before)))
-    rows = _rows(spark, warehouse, known, ready)
-    return ShareLag(_partition_lag(rows), _group_lag(rows), _next_state(known, watermark),
-                    watermark, before)
+    samples = read_samples(spark, end_offsets, samples_version).where(F.col(REASON).isNull())
+    at = F.col("sampled_at")
+    ready = samples.where((at < F.timestamp_millis(F.lit(watermark)))
+                          & (F.lit(True) if before is None
+                             else at >= F.timestamp_millis(F.lit(before))))
+    rows = keep(_rows(spark, warehouse, known, ready))  # both lag tables' rows come from it
+    return ShareLag(rows, _next_state(known, watermark), watermark, before, (after, rows))
+
+
+def release_step(step: ShareLag) -> None:
+    """Free what the step kept for its writes."""
+    for df in step.held:
+        release(df)
 
 
 def _rows(spark: SparkSession, warehouse: str, known: DataFrame, ready: DataFrame) -> DataFrame:
@@ -162,7 +190,7 @@ def _as_table(rows: DataFrame, columns: tuple[Declared, ...], values: dict[str, 
         .cast(c.type).alias(c.name) for c in columns])
 
 
-def _partition_lag(rows: DataFrame) -> DataFrame:
+def partition_lag_rows(rows: DataFrame) -> DataFrame:
     return _as_table(rows, PARTITION_LAG, {
         "sampled_at": F.timestamp_millis(F.col("t")), "log_end_offset": F.col("end"),
         "log_start_offset": F.col("start"), "offset_status": F.lit(SHARE_STATE),
@@ -170,7 +198,7 @@ def _partition_lag(rows: DataFrame) -> DataFrame:
         "group_type": F.lit(SHARE)})
 
 
-def _group_lag(rows: DataFrame) -> DataFrame:
+def group_lag_rows(rows: DataFrame) -> DataFrame:
     lagged = rows.select("group_id", "t", _share_lag(
         F.col("end"), F.col("start_offset"), F.col("delivery_complete_count")).alias("lag"))
     summed = lagged.groupBy("group_id", "t").agg(

@@ -26,8 +26,6 @@ from pyspark.sql import SparkSession
 from pipeline.spark.lag.lagflow import PENDING
 from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
-from pipeline.spark.share.lag import LAG_STATE as SHARE_LAG
-from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
@@ -84,9 +82,11 @@ class Upkeep:
                         vacuum_hours=self.vacuum_hours)
 
 
-# The lag steps' and the share replay's own working tables, rewritten at each step: their old
-# files need VACUUM.
-WORKING_TABLES = (PENDING, STATE, SHARE_LAG, SHARE_CURRENT)
+# The lag step's own working tables, overwritten at each step: their old files need VACUUM.
+# Not the share query's (`_share_state`, `_share_lag`): it rewrites them from its own
+# batches, which an OPTIMIZE of the main query's upkeep would race; share_partition_state,
+# append-only, is safe to compact beside it.
+WORKING_TABLES = (PENDING, STATE)
 
 
 def maintained_tables() -> tuple[str, ...]:

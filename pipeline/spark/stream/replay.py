@@ -29,7 +29,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.metrics import RowsCollector
-from pipeline.spark.events.eventlog import select_events
+from pipeline.spark.events.eventlog import select_events, with_recorded_partitions
 from pipeline.spark.events.packing import PREFER_INT_EXTENSION, packed_events
 from pipeline.spark.fold.folding import stateful_fold
 from pipeline.spark.fold.handoff import (
@@ -69,6 +69,7 @@ from pipeline.spark.tables.options import (
     with_trigger,
 )
 from pipeline.spark.tables.paths import is_path
+from pipeline.spark.tables.topics import copy_log_topics
 from pipeline.spark.tables.warehouse import ensure_tables
 
 log = logging.getLogger("replay")
@@ -91,6 +92,9 @@ class ReplayOptions:
     watermark_delay: str = "10 minutes"
     max_files_per_trigger: int | None = None
     config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    # take offsets.topic.num.partitions from the log where the ingest recorded it (False: the
+    # user set it, `config` says it)
+    partitions_from_log: bool = True
     app_id: str | None = None
     lag: LagOptions | None = None  # --end-offsets: the samples stream and the lag tables
     upkeep: Upkeep | None = None  # --maintain-every: the stream maintains its tables
@@ -255,6 +259,9 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         check_share_log(spark, opts.share_state)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None,
                   share=opts.share_state is not None)
+    if opts.partitions_from_log:
+        opts.config = with_recorded_partitions(spark, opts.events, opts.config)
+    copy_log_topics(spark, opts.events, opts.warehouse)  # what the ingest recorded with the log
     app_id = opts.app_id or f"replay:{opts.checkpoint}"
     writer = BatchWriter(opts.warehouse, app_id, upkeep=opts.upkeep)
     with at_startup(f"the backfill's hand-off {seed_path(opts.warehouse)}", HANDOFF_TODO):

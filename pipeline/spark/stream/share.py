@@ -29,7 +29,15 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pipeline.errors import UsageError
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
-from pipeline.spark.share.lag import LAG_STATE, ensure_lag_state, lag_state_path, share_lag_step
+from pipeline.spark.share.lag import (
+    LAG_STATE,
+    ensure_lag_state,
+    group_lag_rows,
+    lag_state_path,
+    partition_lag_rows,
+    release_step,
+    share_lag_step,
+)
 from pipeline.spark.share.replay import (
     CURRENT,
     HISTORY,
@@ -97,7 +105,8 @@ class ShareWriter:
                     "delta").mode("append").save(path("rejected_events"))
             with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
                 self.tables.write_phase(spark, batch_id, first, seconds)
-                lag_rows = self._lag(spark, batch_id, seconds)
+                lag_rows = self._lag(spark, batch_id, seconds,
+                                     history_rows(out) if counts[HISTORY] else None)
                 if counts[CURRENT]:
                     self.tables.write_phase(spark, batch_id, {CURRENT: lambda: merge_current(
                         spark, self.warehouse, last_rows(out))}, seconds)
@@ -107,24 +116,32 @@ class ShareWriter:
         while len(self.progress) > PROGRESS_KEPT:
             del self.progress[next(iter(self.progress))]
 
-
-    def _lag(self, spark: SparkSession, batch_id: int, seconds: dict[str, float]) -> int:
+    def _lag(self, spark: SparkSession, batch_id: int, seconds: dict[str, float],
+             new: DataFrame | None) -> int:
         """The share lag of the samples the share-state log's watermark passed in this batch
-        (its rows appended, then `_share_lag` replaced); how many partition_lag rows."""
+        (its rows appended, then `_share_lag` replaced); `new`: the batch's
+        share_partition_state rows. How many partition_lag rows."""
         if self.end_offsets is None:
             return 0
-        step = share_lag_step(spark, self.warehouse, self.end_offsets, self.delay_ms)
-        if step is None or step.watermark_ms == step.since_ms:  # no sample can be ready
+        step = share_lag_step(spark, self.warehouse, self.end_offsets, self.delay_ms,
+                              new_rows=new)
+        if step is None:
             return 0
-        with kept(step.partition_lag) as rows, kept(step.group_lag) as groups:
-            count = rows.count()
+        try:
+            count = 0
+            if step.watermark_ms != step.since_ms:  # else no sample can be ready
+                count = step.rows.count()
             if count:
                 self.tables.write_phase(spark, batch_id, {
-                    table: partial(_append, df, paths.join(self.warehouse, table))
-                    for table, df in (("partition_lag", rows), ("group_lag", groups))}, seconds)
-            self.tables.write_phase(spark, batch_id, {LAG_STATE: lambda: (
-                step.state.write.format("delta").mode("overwrite")
-                .save(lag_state_path(self.warehouse)))}, seconds)
+                    table: partial(_append, make(step.rows), paths.join(self.warehouse, table))
+                    for table, make in (("partition_lag", partition_lag_rows),
+                                        ("group_lag", group_lag_rows))}, seconds)
+            if new is not None or step.watermark_ms != step.since_ms:  # the state moved
+                self.tables.write_phase(spark, batch_id, {LAG_STATE: lambda: (
+                    step.state.write.format("delta").mode("overwrite")
+                    .save(lag_state_path(self.warehouse)))}, seconds)
+        finally:
+            release_step(step)
         return count
 
 
@@ -170,5 +187,5 @@ def share_line(batch_id: int, rows_in: int, duration_ms: int, written: dict[str,
     rows = written.get("rows") or {}
     return (f"share-state batch {batch_id}: {rows_in} records in, "
             f"{rows.get(HISTORY, 0)} applied, {rows.get('rejected_events', 0)} rejected, "
-            f"{duration_ms / 1000:.2f} s")
+            f"{rows.get('partition_lag', 0)} share lag rows, {duration_ms / 1000:.2f} s")
 

@@ -6,7 +6,9 @@ records name topics by id only and the fold, which sees nothing but the log, can
 them. The live ingest records the cluster's topic ids and names (one admin call per
 micro-batch, through Kafka's Java AdminClient already on the Spark Kafka source's classpath,
 with the source's own consumer properties, so a secured cluster needs no second set of
-options); a raw dump brings a map file. `with_topic_names` then adds, to each KIP-848
+options) with the event log (`<events>_topics`), and in the warehouse when given one; the
+replay and the backfill copy the log's into their warehouse when they start. A raw dump
+brings a map file. `with_topic_names` then adds, to each KIP-848
 member's `assignment`, its `assigned_partitions` by name. Topic ids are never reused, so an
 id has one name; where a map gives one id several names, the one seen last at or before the
 row's time wins (else the first seen).
@@ -35,6 +37,7 @@ from schemas.columns import TP
 
 log = logging.getLogger("topics")
 TOPICS = "topics"
+LOG_TOPICS = "_topics"
 CLUSTER = "cluster"
 
 
@@ -86,10 +89,23 @@ def read_topic_map(path: str) -> dict[str, str]:
     return found
 
 
+def log_topics_path(events: str) -> str | None:
+    """Where the live ingest records the cluster's topics with the event log: a Delta table
+    beside the log's folder, `<events>_topics` (not inside it: Delta would take a folder in
+    a table for one of its partitions); None for a log that is a catalog table (then only
+    `--warehouse` records them)."""
+    return paths.qualify(events).rstrip("/") + LOG_TOPICS if paths.is_path(events) else None
+
+
 def record_topics(spark: SparkSession, warehouse: str, names: Mapping[str, str], source: str,
                   seen_at: datetime | None = None) -> int:
     """Add the (id, name) pairs the warehouse's `topics` table lacks; how many were new."""
-    path = topics_path(warehouse)
+    return record_topics_at(spark, topics_path(warehouse), names, source, seen_at)
+
+
+def record_topics_at(spark: SparkSession, path: str, names: Mapping[str, str], source: str,
+                     seen_at: datetime | None = None) -> int:
+    """Add the (id, name) pairs the `topics` table at `path` lacks; how many were new."""
     create_table(spark, path, topics_schema())
     known = {(r[0], r[1]) for r in read_delta(spark, path)
              .select("topic_id", "topic_name").collect()}
@@ -99,6 +115,24 @@ def record_topics(spark: SparkSession, warehouse: str, names: Mapping[str, str],
         spark.createDataFrame(new, topics_schema()).write.format("delta").mode("append").save(path)
         log.info("recorded %d topic ids in %s (%s)", len(new), path, source)
     return len(new)
+
+
+def copy_log_topics(spark: SparkSession, events: str, warehouse: str) -> int:
+    """The topics the ingest recorded with the log (`log_topics_path`) that the warehouse's
+    `topics` lacks, added as they were recorded (seen_at, source); how many."""
+    source = log_topics_path(events)
+    if source is None or not DeltaTable.isDeltaTable(spark, source):
+        return 0
+    path = topics_path(warehouse)
+    create_table(spark, path, topics_schema())
+    pair = ["topic_id", "topic_name"]
+    new = read_delta(spark, source).join(read_delta(spark, path).select(*pair), pair,
+                                         "left_anti").select(*topics_schema().fieldNames())
+    rows = new.collect()  # ids of one cluster: a few thousand at most
+    if rows:
+        spark.createDataFrame(rows, topics_schema()).write.format("delta").mode("append").save(path)
+        log.info("recorded %d topic ids in %s from the log's %s", len(rows), path, source)
+    return len(rows)
 
 
 def topic_names(spark: SparkSession, warehouse: str) -> DataFrame | None:
