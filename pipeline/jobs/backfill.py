@@ -70,8 +70,9 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     with job_session("backfill", args.profile, spark, metastore=metastore, args=args) as session:
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
-        if opts.partitions_from_log:
+        if opts.partitions_from_log:  # resolved here, for the check: not again
             opts.config = config = with_recorded_partitions(session, opts.events, config)
+            opts.partitions_from_log = False
         check_partition_count(session, opts.events, config.offsets_topic_num_partitions)
         with Progress(session, "backfill"):
             manifest = run_backfill(session, opts)

@@ -77,8 +77,9 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
         opts.metrics = None if server is None else server.collector
         opts.lag = lag_options(session, args)
         check_event_log(session, opts.events)
-        if opts.partitions_from_log:
+        if opts.partitions_from_log:  # resolved here, for the check: not again
             opts.config = with_recorded_partitions(session, opts.events, opts.config)
+            opts.partitions_from_log = False
         check_partition_count(session, opts.events, opts.config.offsets_topic_num_partitions)
         with Progress(session, "replay"):
             run_replay(session, opts)

@@ -36,11 +36,10 @@ from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pen
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
 from pipeline.spark.share.lag import (
+    LAG_WRITES,
     ensure_lag_state,
-    group_lag_rows,
     lag_state_path,
     lag_state_schema,
-    partition_lag_rows,
     release_step,
     share_lag_step,
 )
@@ -232,8 +231,7 @@ def _write_share_lag(spark: SparkSession, opts: BackfillOptions, lag: BackfillLa
         return
     try:
         if step.rows.limit(1).count():
-            for table, make in (("partition_lag", partition_lag_rows),
-                                ("group_lag", group_lag_rows)):
+            for table, make in LAG_WRITES:
                 make(step.rows).write.format("delta").mode("append").save(
                     paths.join(opts.warehouse, table))
         step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))

@@ -261,12 +261,7 @@ def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
         log.info("ingested %d records from %s into %s", shared, opts.raw_share_state,
                  opts.share_state)
     if opts.topic_map is not None:
-        names = read_topic_map(opts.topic_map)
-        with_log = log_topics_path(opts.events)
-        if with_log is not None:
-            record_topics_at(spark, with_log, names, opts.topic_map)
-        if opts.warehouse is not None:
-            record_topics(spark, opts.warehouse, names, opts.topic_map)
+        _record_names(spark, opts, read_topic_map(opts.topic_map), opts.topic_map)
     return n
 
 
@@ -289,11 +284,18 @@ def record_cluster_topics(spark: SparkSession, opts: IngestOptions) -> None:
     with_log = log_topics_path(opts.events)
     if opts.bootstrap_servers is None or (with_log is None and opts.warehouse is None):
         return
-    names = cluster_topics(spark, opts.bootstrap_servers, consumer_properties(opts))
+    _record_names(spark, opts,
+                  cluster_topics(spark, opts.bootstrap_servers, consumer_properties(opts)), CLUSTER)
+
+
+def _record_names(spark: SparkSession, opts: IngestOptions, names: dict[str, str],
+                  source: str) -> None:
+    """Topic ids and names with the log (a path's: `<events>_topics`) and in the warehouse."""
+    with_log = log_topics_path(opts.events)
     if with_log is not None:
-        record_topics_at(spark, with_log, names, CLUSTER)
+        record_topics_at(spark, with_log, names, source)
     if opts.warehouse is not None:
-        record_topics(spark, opts.warehouse, names, CLUSTER)
+        record_topics(spark, opts.warehouse, names, source)
 
 
 def topic_partitions(spark: SparkSession, opts: IngestOptions, topic: str | None = None,

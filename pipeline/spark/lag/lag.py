@@ -41,6 +41,7 @@ from pipeline.lag.rules import (
     REBALANCING,
 )
 from pipeline.spark.tables import paths
+from pipeline.spark.tables.contract import as_table
 from pipeline.spark.tables.options import read_delta
 from schemas.lag import (
     COMMITTED,
@@ -400,10 +401,7 @@ def partition_lag(rows: DataFrame) -> DataFrame:
     named = {"sampled_at": F.timestamp_millis(F.col("t")), "log_end_offset": F.col("end"),
              "log_start_offset": F.col("start"), "committed_offset": F.col("committed"),
              "committed_at": F.timestamp_millis(F.col("committed_at"))}
-    have = set(rows.columns)
-    return rows.select(*[named.get(c.name, F.col(c.name) if c.name in have
-                                   else F.lit(None).cast(c.type)).alias(c.name)
-                         for c in PARTITION_LAG])
+    return as_table(rows, PARTITION_LAG, named)
 
 
 def _code(status: Column) -> Column:

@@ -46,11 +46,10 @@ from pipeline.spark.lag.samples import REASON, read_samples
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.share.replay import HISTORY
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.contract import as_table, table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import name_at, topic_names
-from schemas.columns import Column as Declared
 from schemas.lag import GROUP_LAG, NOTFOUND, PARTITION_LAG, SHARE_STATE
 from schemas.share_state import SHARE_KEY
 
@@ -143,7 +142,7 @@ def release_step(step: ShareLag) -> None:
 
 def _rows(spark: SparkSession, warehouse: str, known: DataFrame, ready: DataFrame) -> DataFrame:
     """Each ready sample's share partitions as of its time: `t`, the sample's offsets, the
-    key, the state's start offset and delivery-complete count."""
+    key, the state's start offset and delivery-complete count, and the share lag."""
     names = topic_names(spark, warehouse)
     if names is None:
         log.warning("no topics table in %s: share lag needs the topic ids' names (the live "
@@ -171,7 +170,9 @@ def _rows(spark: SparkSession, warehouse: str, known: DataFrame, ready: DataFram
     return asof.where((F.col("kind") == ASKED) & F.col("as_of").isNotNull()
                       & (F.col("as_of.change") != DELETED)).select(
         *key, "t", "end", "start", F.col("as_of.start_offset").alias("start_offset"),
-        F.col("as_of.delivery_complete_count").alias("delivery_complete_count"))
+        F.col("as_of.delivery_complete_count").alias("delivery_complete_count"),
+        _share_lag(F.col("end"), F.col("as_of.start_offset"),
+                   F.col("as_of.delivery_complete_count")).alias("lag"))
 
 
 def _share_lag(end: Column, start: Column, count: Column) -> Column:
@@ -181,33 +182,25 @@ def _share_lag(end: Column, start: Column, count: Column) -> Column:
     return F.when(known, F.greatest(F.lit(0).cast("bigint"), end - start - count))
 
 
-def _as_table(rows: DataFrame, columns: tuple[Declared, ...], values: dict[str, Column]
-              ) -> DataFrame:
-    """`rows` as a lag table: each column from `values`, else the row's own, else null."""
-    have = set(rows.columns)
-    return rows.select(*[
-        values.get(c.name, F.col(c.name) if c.name in have else F.lit(None))
-        .cast(c.type).alias(c.name) for c in columns])
-
-
 def partition_lag_rows(rows: DataFrame) -> DataFrame:
-    return _as_table(rows, PARTITION_LAG, {
+    return as_table(rows, PARTITION_LAG, {
         "sampled_at": F.timestamp_millis(F.col("t")), "log_end_offset": F.col("end"),
         "log_start_offset": F.col("start"), "offset_status": F.lit(SHARE_STATE),
-        "lag": _share_lag(F.col("end"), F.col("start_offset"), F.col("delivery_complete_count")),
         "group_type": F.lit(SHARE)})
 
 
 def group_lag_rows(rows: DataFrame) -> DataFrame:
-    lagged = rows.select("group_id", "t", _share_lag(
-        F.col("end"), F.col("start_offset"), F.col("delivery_complete_count")).alias("lag"))
-    summed = lagged.groupBy("group_id", "t").agg(
+    summed = rows.groupBy("group_id", "t").agg(
         F.sum("lag").alias("total_lag"), F.max("lag").alias("max_lag"),
         F.count(F.lit(1)).alias("partitions"),
         F.count_if(F.col("lag").isNull()).alias("partitions_unknown"))
-    return _as_table(summed, GROUP_LAG, {
+    return as_table(summed, GROUP_LAG, {
         "sampled_at": F.timestamp_millis(F.col("t")), "group_type": F.lit(SHARE),
         "complete": F.lit(0.0), "status": F.lit(NOTFOUND)})
+
+
+# The lag tables a step's rows go to, and what makes each table's rows of them.
+LAG_WRITES = (("partition_lag", partition_lag_rows), ("group_lag", group_lag_rows))
 
 
 def _next_state(known: DataFrame, watermark: int) -> DataFrame:

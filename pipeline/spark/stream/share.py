@@ -31,10 +31,9 @@ from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.share.lag import (
     LAG_STATE,
+    LAG_WRITES,
     ensure_lag_state,
-    group_lag_rows,
     lag_state_path,
-    partition_lag_rows,
     release_step,
     share_lag_step,
 )
@@ -134,8 +133,7 @@ class ShareWriter:
             if count:
                 self.tables.write_phase(spark, batch_id, {
                     table: partial(_append, make(step.rows), paths.join(self.warehouse, table))
-                    for table, make in (("partition_lag", partition_lag_rows),
-                                        ("group_lag", group_lag_rows))}, seconds)
+                    for table, make in LAG_WRITES}, seconds)
             if new is not None or step.watermark_ms != step.since_ms:  # the state moved
                 self.tables.write_phase(spark, batch_id, {LAG_STATE: lambda: (
                     step.state.write.format("delta").mode("overwrite")

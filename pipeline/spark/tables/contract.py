@@ -1,10 +1,14 @@
 """The contract's Spark types, built from `schemas/`: the event log's, each output table's,
-and what a column holds at any depth (`holds`)."""
+what a column holds at any depth (`holds`), and rows shaped as a table's (`as_table`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 
+from pyspark.sql import Column as SqlColumn
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     DataType,
@@ -18,7 +22,7 @@ from schemas.share_state import SHARE_STATE_LOG, SHARE_TABLES
 
 STATE_SCHEMA = "state binary"  # the stream's state: the fold's versioned JSON, deflated
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
-__all__ = ["SEED", "STATE_SCHEMA", "event_schema", "holds", "share_log_schema", "struct_of",
+__all__ = ["SEED", "STATE_SCHEMA", "as_table", "event_schema", "holds", "share_log_schema", "struct_of",
            "table_schema"]
 
 
@@ -56,3 +60,13 @@ def share_log_schema() -> StructType:
 def table_schema(table: str) -> StructType:
     return struct_of(OUTPUT_TABLES[table] if table in OUTPUT_TABLES
                      else (LAG_TABLES | SHARE_TABLES)[table])
+
+
+def as_table(rows: DataFrame, columns: tuple[Column, ...], values: Mapping[str, SqlColumn]
+             ) -> DataFrame:
+    """`rows` as a table of `columns`, typed by the contract: each column from `values`,
+    else the row's own, else null."""
+    have = set(rows.columns)
+    return rows.select(*[
+        values.get(c.name, F.col(c.name) if c.name in have else F.lit(None))
+        .cast(c.type).alias(c.name) for c in columns])
