@@ -10,19 +10,30 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from pipeline.spark.backfill import BackfillOptions, run_backfill
+from pipeline.spark.lag.lagflow import LagOptions
+from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables.options import interval_ms
-from schemas import OUTPUT_TABLES
+from pipeline.spark.tables.topics import record_topics
+from schemas import METADATA_TABLES, OUTPUT_TABLES
+from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_TABLES
 from tests.golden.files import read_case
 from tests.golden.tables import line, sort_rows
+from tests.share.log import T0
 from tests.spark.backends import CONFIG, DELAY, pure_tables
 from tests.spark.test_readme_examples import (
     KAFKA4_EXAMPLES,
     KAFKA4_OUT,
     example_id,
     in_demo,
+    query_answers,
     runs_and_answers,
 )
+from tests.spark.test_share_state import DELAY as SHARE_DELAY
+from tests.spark.test_share_state import NAMES, SAMPLES, ingest_share_dumps
 
 pytestmark = pytest.mark.spark
 
@@ -54,11 +65,26 @@ def test_spark_builds_the_stored_golden_tables(spark: SparkSession, name: str) -
 
 @pytest.fixture(scope="module")
 def kafka4(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """out/kafka4: a warehouse of the share-streams-by-hand case's tables, as Delta tables."""
+    """out/kafka4: a warehouse of the share-streams-by-hand case's tables, as Delta tables;
+    with, since that case has no `__share_group_state`, the share-state and lag tables (and
+    `topics`) of a backfill of tests/spark/test_share_state.py's share-state log and
+    end-offset samples."""
     out = tmp_path_factory.mktemp("kafka4")
     case = read_case("share-streams-by-hand", OUTPUT_TABLES)
     for table, df in pure_tables(spark, case.events).items():
         df.write.format("delta").save(str(out / "warehouse" / table))
+    share = out / "share"
+    ingest_share_dumps(spark, share, [0, 1, 2, 3], share / "log")
+    write_samples(spark, SAMPLES, str(share / "samples"))
+    backfilled = share / "warehouse"
+    record_topics(spark, str(backfilled), NAMES, "map")
+    run_backfill(spark, BackfillOptions(events=str(share / "events"), warehouse=str(backfilled),
+                                        database=None, share_state=str(share / "log"),
+                                        lag=LagOptions(str(share / "samples")),
+                                        watermark_delay=SHARE_DELAY))
+    for table in (*SHARE_TABLES, *LAG_TABLES, *METADATA_TABLES):
+        (spark.read.format("delta").load(str(backfilled / table))
+         .write.format("delta").save(str(out / "warehouse" / table)))
     return out
 
 
@@ -69,3 +95,18 @@ def test_a_share_or_streams_example_of_the_docs_answers_from_kafka_4s_groups(
     """docs/sql.md's share and streams questions, each answered with rows."""
     job, argv = example
     runs_and_answers(job, in_demo(argv, kafka4, KAFKA4_OUT), spark, capsys)
+
+
+def test_as_of_keeps_share_partition_state_to_its_rows_until_then(
+        kafka4: Path, spark: SparkSession) -> None:
+    """`--as-of T` binds share_partition_state, as the other histories, to its rows with
+    event_time <= T."""
+    warehouse = kafka4 / "warehouse"
+    at = datetime.fromtimestamp((T0 + 120_000) / 1000, UTC)
+    [asked] = query_answers(spark, ["--warehouse", str(warehouse), "--as-of",
+                               at.strftime("%Y-%m-%dT%H:%M:%S"),
+                               "SELECT count(*) AS n FROM share_partition_state"])
+    table = spark.read.format("delta").load(str(warehouse / "share_partition_state"))
+    until = table.filter(F.col("event_time") <= F.lit(at.replace(tzinfo=None))).count()
+    assert 0 < until < table.count()
+    assert asked == [{"n": until}]

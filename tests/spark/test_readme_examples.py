@@ -318,7 +318,7 @@ def backfilled(spark: SparkSession, demo: Path) -> Callable[[int], str]:
     return until
 
 
-def _answers(spark: SparkSession, argv: list[str]) -> list[list[dict[str, Any]]]:
+def query_answers(spark: SparkSession, argv: list[str]) -> list[list[dict[str, Any]]]:
     """What jobs/query.py would print for `argv`, each answer's rows as sorted dicts."""
     query = load_job("query")
     args = query.parse(argv)
@@ -345,12 +345,12 @@ def test_an_as_of_example_answers_as_a_backfill_until_that_time(
     form the group's group_state, group_members and committed_offsets rows."""
     argv = in_demo(example[1], demo)
     args = load_job("query").parse(argv)
-    then = _answers(spark, argv)
+    then = query_answers(spark, argv)
     warehouse = backfilled(args.as_of)
     if args.sql:
-        now = _answers(spark, ["--warehouse", warehouse, args.sql])
+        now = query_answers(spark, ["--warehouse", warehouse, args.sql])
     else:
-        now = [_answers(spark, ["--warehouse", warehouse,
+        now = [query_answers(spark, ["--warehouse", warehouse,
                                 f"SELECT * FROM {table} WHERE group_id = '{args.group}'"])[0]
                for table in ("group_state", "group_members", "committed_offsets")]
     assert len(then) == len(now)
@@ -381,8 +381,8 @@ def test_the_as_of_sql_examples_do_not_answer_with_the_current_state(
     for _, argv in AS_OF_EXAMPLES:
         args = load_job("query").parse(in_demo(argv, demo))
         if args.sql:
-            now = _answers(spark, ["--warehouse", args.warehouse, args.sql])
-            differ.append(_answers(spark, in_demo(argv, demo)) != now)
+            now = query_answers(spark, ["--warehouse", args.warehouse, args.sql])
+            differ.append(query_answers(spark, in_demo(argv, demo)) != now)
     assert any(differ), "every as-of SQL example answers as now"
 
 

@@ -52,8 +52,10 @@ def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:
     return str(path)
 
 
-def _ingest(spark: SparkSession, base: Path, chunks: list[int], share_log_path: Path) -> None:
-    """The dumps `chunks` (and the event log's one record) ingested, one commit each."""
+def ingest_share_dumps(spark: SparkSession, base: Path, chunks: list[int],
+                       share_log_path: Path) -> None:
+    """The dumps `chunks` ingested into the share-state log at `share_log_path`, one commit
+    each (and an event log of one record, `base/events`, the ingest's other output)."""
     events = base / "events-dump"
     if not events.exists():
         commit = kafka_records.records()["share_metadata"]
@@ -158,7 +160,7 @@ def _refused(spark: SparkSession, warehouse: Path) -> Counter[str]:
 @pytest.fixture(scope="module")
 def base(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("share-state")
-    _ingest(spark, root, [0, 1, 2, 3], root / "share-log")
+    ingest_share_dumps(spark, root, [0, 1, 2, 3], root / "share-log")
     write_samples(spark, SAMPLES, str(root / "samples"))
     return root
 
@@ -209,14 +211,14 @@ def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
     assert _lag(spark, streamed) == lag
     # A backfill of the log's first two dumps, then a stream once the rest arrived.
     half = base / "share-log-half"
-    _ingest(spark, base, [0, 1], half)
+    ingest_share_dumps(spark, base, [0, 1], half)
     handed = base / "handed"
     run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(handed),
                                         database=None, share_state=str(half),
                                         lag=_named(spark, handed), watermark_delay=DELAY))
     early = _lag(spark, handed)
     assert early[0] and early[0] < lag[0] and early[0] != lag[0]  # some rows, the rest wait
-    _ingest(spark, base, [2, 3], half)
+    ingest_share_dumps(spark, base, [2, 3], half)
     run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(handed),
                                     checkpoint=str(base / "ck-handed"), database=None,
                                     share_state=str(half), lag=LagOptions(str(base / "samples")),

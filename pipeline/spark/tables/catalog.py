@@ -37,6 +37,7 @@ from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
 from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, Column
 from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
+from schemas.share_state import SHARE_TABLES
 from schemas.tables import COMMITTED_OFFSETS, GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
 
 
@@ -70,7 +71,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     group_state's members, one row each, with group_members_as_of's columns."""
     names = []
     topics = topic_names(spark, warehouse)
-    for table in (*OUTPUT_TABLES, *LAG_TABLES, *METADATA_TABLES):
+    for table in (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *METADATA_TABLES):
         path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
             df = read_delta(spark, path)
@@ -92,7 +93,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)
 HISTORY_TIME = {table: "completed_at" if table == "rebalances" else "event_time"
-                for table in APPEND_TABLES} | {"partition_lag": "sampled_at",
+                for table in (*APPEND_TABLES, *SHARE_TABLES)} | {"partition_lag": "sampled_at",
                                                "group_lag": "sampled_at",
                                                "rejected_samples": "sampled_at"}
 
