@@ -25,14 +25,14 @@ from pipeline.jobs._common import (
     cli,
     job_session,
 )
-from pipeline.spark.stream.maintain import maintain, maintained_tables
+from pipeline.spark.stream.maintain import every_table, maintain
 from pipeline.spark.tables import paths
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
     p.add_argument("--warehouse", required=True, help="where the output tables live")
-    p.add_argument("--table", action="append", choices=maintained_tables(), metavar="TABLE",
+    p.add_argument("--table", action="append", choices=every_table(), metavar="TABLE",
                    help="maintain only this table (repeatable; default: every table)")
     add_upkeep_args(p)
     add_profile_arg(p)
@@ -45,7 +45,8 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     warehouse = paths.qualify(args.warehouse)
     with job_session("maintain", args.profile, spark, args=args) as session:
         try:
-            done = maintain(session, warehouse, args.table, args.retain_days, args.vacuum_hours)
+            done = maintain(session, warehouse, args.table or every_table(), args.retain_days,
+                            args.vacuum_hours)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     for d in done:

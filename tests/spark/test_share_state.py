@@ -23,6 +23,7 @@ from pipeline.spark.events.records import decode_one
 from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.topics import record_topics
 from tests.decode import kafka_records
@@ -205,10 +206,15 @@ def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
                                     checkpoint=str(base / "ck-streamed"), database=None,
                                     max_files_per_trigger=1,
                                     share_state=str(base / "share-log"),
-                                    lag=_named(spark, streamed), watermark_delay=DELAY))
+                                    lag=_named(spark, streamed), watermark_delay=DELAY,
+                                    upkeep=Upkeep(every=2)))
     assert _history(spark, streamed) == want
     assert _refused(spark, streamed) == refused
     assert _lag(spark, streamed) == lag
+    for own in SHARE_WORKING_TABLES:  # maintained by the share query, after its own batches
+        ops = [r["operation"] for r in
+               spark.sql(f"DESCRIBE HISTORY delta.`{streamed / own}`").collect()]
+        assert "VACUUM END" in ops, (own, ops)
     # A backfill of the log's first two dumps, then a stream once the rest arrived.
     half = base / "share-log-half"
     ingest_share_dumps(spark, base, [0, 1], half)

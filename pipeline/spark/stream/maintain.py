@@ -26,6 +26,8 @@ from pyspark.sql import SparkSession
 from pipeline.spark.lag.lagflow import PENDING
 from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.share.lag import LAG_STATE as SHARE_LAG_STATE
+from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
@@ -77,20 +79,31 @@ class Upkeep:
     def due(self, batch_id: int) -> bool:
         return (batch_id + 1) % self.every == 0
 
-    def run(self, spark: SparkSession, warehouse: str) -> list[Done]:
-        return maintain(spark, warehouse, retain_days=self.retain_days,
+    def run(self, spark: SparkSession, warehouse: str,
+            tables: Iterable[str] | None = None) -> list[Done]:
+        """`tables`: by default the main query's (`maintained_tables`)."""
+        return maintain(spark, warehouse, tables, retain_days=self.retain_days,
                         vacuum_hours=self.vacuum_hours)
 
 
 # The lag step's own working tables, overwritten at each step: their old files need VACUUM.
-# Not the share query's (`_share_state`, `_share_lag`): it rewrites them from its own
-# batches, which an OPTIMIZE of the main query's upkeep would race; share_partition_state,
-# append-only, is safe to compact beside it.
 WORKING_TABLES = (PENDING, STATE)
+# The share query's own (`--share-state`): it MERGEs `_share_state` and overwrites
+# `_share_lag` from its own batches, beside the main query's, whose upkeep would race them;
+# so the share query maintains these after its own batches (`ShareWriter`), and the main
+# query's upkeep leaves them out. share_partition_state, append-only, is safe to compact
+# beside it.
+SHARE_WORKING_TABLES = (SHARE_CURRENT, SHARE_LAG_STATE)
 
 
 def maintained_tables() -> tuple[str, ...]:
+    """What the main query's upkeep maintains."""
     return (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *WORKING_TABLES)
+
+
+def every_table() -> tuple[str, ...]:
+    """What jobs/maintain.py maintains: the main query's tables and the share query's."""
+    return (*maintained_tables(), *SHARE_WORKING_TABLES)
 
 
 def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,

@@ -240,7 +240,8 @@ def _with_share(replay: Replay, opts: ReplayOptions, app_id: str) -> Replay:
         replay.share_query, replay.listener.share = start_share_replay(
             replay.spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
             app_id, opts.max_files_per_trigger,
-            None if opts.lag is None else opts.lag.end_offsets, interval_ms(opts.watermark_delay))
+            None if opts.lag is None else opts.lag.end_offsets, interval_ms(opts.watermark_delay),
+            opts.upkeep)
     return replay
 
 

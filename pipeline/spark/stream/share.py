@@ -51,6 +51,7 @@ from pipeline.spark.share.replay import (
     rejected_rows,
     replayed,
 )
+from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.sinks import PROGRESS_KEPT, BatchWriter, batch_mark
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import (
@@ -76,6 +77,9 @@ class ShareWriter:
     # --end-offsets and the watermark delay: the share lag's rows (`pipeline.spark.share.lag`)
     end_offsets: str | None = None
     delay_ms: int = 0
+    # --maintain-every: after every N-th of its batches, the share query maintains its own
+    # working tables (the main query's upkeep leaves them out: it would race these writes)
+    upkeep: Upkeep | None = None
     tables: BatchWriter = field(init=False)
     progress: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -109,6 +113,8 @@ class ShareWriter:
                 if counts[CURRENT]:
                     self.tables.write_phase(spark, batch_id, {CURRENT: lambda: merge_current(
                         spark, self.warehouse, last_rows(out))}, seconds)
+        if self.upkeep is not None and self.upkeep.due(batch_id):
+            self.upkeep.run(spark, self.warehouse, SHARE_WORKING_TABLES)
         self.progress[batch_id] = {"rows": {**{k: counts[k] for k in (HISTORY, "rejected_events")},
                                             "partition_lag": lag_rows},
                                    "s": time.monotonic() - start}
@@ -149,7 +155,8 @@ def _append(df: DataFrame, path: str) -> None:
 
 def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpoint: str,
                        trigger: str, app_id: str, max_files: int | None = None,
-                       end_offsets: str | None = None, delay_ms: int = 0
+                       end_offsets: str | None = None, delay_ms: int = 0,
+                       upkeep: Upkeep | None = None
                        ) -> tuple[StreamingQuery | None, ShareWriter]:
     """The share-state query started (None: an available-now run over a backfill whose log
     has no newer version yet, nothing to read); `max_files`: the log's files a batch;
@@ -159,7 +166,7 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
     if end_offsets is not None:
         ensure_lag_state(spark, warehouse)
     own = paths.join(checkpoint, SHARE_CHECKPOINT)
-    writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}", end_offsets, delay_ms)
+    writer = ShareWriter(warehouse, f"{app_id}:{SHARE_CHECKPOINT}", end_offsets, delay_ms, upkeep)
     options: dict[str, str | int] = {}
     if max_files:
         options["maxFilesPerTrigger"] = max_files
