@@ -3,12 +3,13 @@
     spark-submit jobs/maintain.py --warehouse /data/wh
     spark-submit jobs/maintain.py --warehouse /data/wh --retain-days 90
 
-Compacts each output and lag table's small files into few (rows unchanged), deletes the
-history and lag rows older than --retain-days days of event time if asked (default: keep
-all), then VACUUMs the files no version younger than --vacuum-hours reads (at least Delta's
-168). Schedule it, or let the stream run it (`jobs/replay.py --maintain-every N`), which
-never races the stream's own MERGEs. docs/running.md says what it does to readers and to
---as-of.
+Compacts each output, lag and share-state table's small files into few (rows unchanged),
+the replay's working tables too, deletes the history and lag rows older than --retain-days
+days of event time if asked (default: keep all), then VACUUMs the files no version younger
+than --vacuum-hours reads (at least Delta's 168). Schedule it (beside a running stream, its
+compaction of a table the stream rewrites can fail that stream's batch), or let the stream
+run it (`jobs/replay.py --maintain-every N`), which never races the stream's own MERGEs.
+docs/running.md says what it does to readers and to --as-of.
 """
 
 from __future__ import annotations

@@ -6,11 +6,13 @@
         "SELECT * FROM group_members WHERE group_id = 'orders'"
     spark-submit jobs/query.py --warehouse /data/wh --demo
 
-Every output table under --warehouse is a SQL name (group_state, committed_offsets,
+Every table under --warehouse is a SQL name (group_state, committed_offsets,
 offset_history, group_transitions, rebalances, rejected_events, error_responses,
-group_history, and topics where the ingest recorded it), with the view group_members and the
-table functions group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
-rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions().
+group_history; with --end-offsets partition_lag, group_lag, rejected_samples; with
+--share-state share_partition_state; and topics where the ingest recorded it), with the
+view group_members and the table functions group_state_as_of(ts), group_members_as_of(ts),
+committed_offsets_as_of(ts), rebalance_summary(from, to), rebalance_storms(minutes, n),
+member_sessions().
 `--as-of` without SQL prints state, members and offsets as of that time, for one --group
 or all. With SQL, the statement sees the tables as they were then: group_state,
 committed_offsets and group_members are their as-of forms, the append-only tables hold only

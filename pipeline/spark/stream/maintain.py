@@ -91,8 +91,10 @@ WORKING_TABLES = (PENDING, STATE)
 # The share query's own (`--share-state`): it MERGEs `_share_state` and overwrites
 # `_share_lag` from its own batches, beside the main query's, whose upkeep would race them;
 # so the share query maintains these after its own batches (`ShareWriter`), and the main
-# query's upkeep leaves them out. share_partition_state, append-only, is safe to compact
-# beside it.
+# query's upkeep leaves them out. Its OPTIMIZE of share_partition_state, which the share
+# query only appends to, does not conflict with those appends; a metadata change does
+# (`--vacuum-hours` other than 168, a retention's append-only toggle on the lag tables and
+# rejected_events): docs/running.md.
 SHARE_WORKING_TABLES = (SHARE_CURRENT, SHARE_LAG_STATE)
 
 
@@ -109,8 +111,8 @@ def every_table() -> tuple[str, ...]:
 def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,
              retain_days: float | None = None, vacuum_hours: float = MIN_VACUUM_HOURS,
              now: datetime | None = None) -> list[Done]:
-    """OPTIMIZE, the retention, then VACUUM each of `tables` (default: every output and lag
-    table, and the lag step's working tables) that exists under `warehouse`."""
+    """OPTIMIZE, the retention, then VACUUM each of `tables` (default: the main query's,
+    `maintained_tables`) that exists under `warehouse`."""
     if vacuum_hours < MIN_VACUUM_HOURS:
         raise ValueError(f"vacuum retention must be at least {MIN_VACUUM_HOURS} hours "
                          "(Delta's own floor, which keeps readers of recent versions safe)")

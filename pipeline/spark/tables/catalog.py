@@ -413,7 +413,7 @@ def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
     when they are there. A table whose columns are not this version's is left alone.
     Returns the tables changed."""
     changed = []
-    for table, columns in (OUTPUT_TABLES | LAG_TABLES).items():
+    for table, columns in (OUTPUT_TABLES | LAG_TABLES | SHARE_TABLES).items():
         path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue
