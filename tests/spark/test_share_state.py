@@ -207,7 +207,7 @@ def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
                                     max_files_per_trigger=1,
                                     share_state=str(base / "share-log"),
                                     lag=_named(spark, streamed), watermark_delay=DELAY,
-                                    upkeep=Upkeep(every=2)))
+                                    upkeep=Upkeep(every=4)))
     assert _history(spark, streamed) == want
     assert _refused(spark, streamed) == refused
     assert _lag(spark, streamed) == lag
