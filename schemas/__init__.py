@@ -14,7 +14,13 @@ from schemas.events import (
     KIP848_EVENT_TYPES,
     SHARE_STREAMS_EVENT_TYPES,
 )
+from schemas.lag import LAG_TABLES
+from schemas.share_state import SHARE_TABLES
 from schemas.tables import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
+
+# Every table a replay writes under its warehouse, by the contract: the output tables, then
+# (with end offsets) the lag tables, then (with a share-state log) the share-state tables.
+WAREHOUSE_TABLES: dict[str, tuple[Column, ...]] = OUTPUT_TABLES | LAG_TABLES | SHARE_TABLES
 
 __all__ = [
     "APPEND_TABLES",
@@ -27,4 +33,5 @@ __all__ = [
     "OUTPUT_TABLES",
     "SHARE_STREAMS_EVENT_TYPES",
     "TABLE_KEYS",
+    "WAREHOUSE_TABLES",
 ]

@@ -28,9 +28,7 @@ from pipeline.errors import UsageError
 from pipeline.spark.runtime import jars
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_name, register_permanent
-from schemas import METADATA_TABLES, OUTPUT_TABLES
-from schemas.lag import LAG_TABLES
-from schemas.share_state import SHARE_TABLES
+from schemas import METADATA_TABLES, OUTPUT_TABLES, WAREHOUSE_TABLES
 
 log = logging.getLogger("serve")
 
@@ -112,7 +110,7 @@ def register_warehouse(spark: SparkSession, warehouse: str, database: str) -> li
     there the permanent table functions and the group_members view (the lag functions too
     when partition_lag and group_lag exist). Creates no table; returns the names found."""
     root = paths.qualify(warehouse)
-    found = [t for t in (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *METADATA_TABLES)
+    found = [t for t in (*WAREHOUSE_TABLES, *METADATA_TABLES)
              if DeltaTable.isDeltaTable(spark, paths.join(root, t))]
     if not set(found) & set(OUTPUT_TABLES):
         raise UsageError(f"--warehouse {warehouse}: no output tables there; run "

@@ -31,9 +31,8 @@ from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
-from schemas import APPEND_TABLES, OUTPUT_TABLES
+from schemas import APPEND_TABLES, WAREHOUSE_TABLES
 from schemas.lag import LAG_TABLES
-from schemas.share_state import SHARE_TABLES
 
 log = logging.getLogger("maintain")
 # VACUUM lists a table's files in this many tasks (Delta's recursiveListDirs repartitions to
@@ -100,7 +99,7 @@ SHARE_WORKING_TABLES = (SHARE_CURRENT, SHARE_LAG_STATE)
 
 def maintained_tables() -> tuple[str, ...]:
     """What the main query's upkeep maintains."""
-    return (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *WORKING_TABLES)
+    return (*WAREHOUSE_TABLES, *WORKING_TABLES)
 
 
 def every_table() -> tuple[str, ...]:

@@ -35,7 +35,7 @@ from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
-from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, Column
+from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, WAREHOUSE_TABLES, Column
 from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
 from schemas.share_state import SHARE_TABLES
 from schemas.tables import COMMITTED_OFFSETS, GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
@@ -71,7 +71,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     group_state's members, one row each, with group_members_as_of's columns."""
     names = []
     topics = topic_names(spark, warehouse)
-    for table in (*OUTPUT_TABLES, *LAG_TABLES, *SHARE_TABLES, *METADATA_TABLES):
+    for table in (*WAREHOUSE_TABLES, *METADATA_TABLES):
         path = paths.join(paths.qualify(warehouse), table)
         if DeltaTable.isDeltaTable(spark, path):
             df = read_delta(spark, path)
@@ -413,7 +413,7 @@ def comment_columns(spark: SparkSession, warehouse: str) -> list[str]:
     when they are there. A table whose columns are not this version's is left alone.
     Returns the tables changed."""
     changed = []
-    for table, columns in (OUTPUT_TABLES | LAG_TABLES | SHARE_TABLES).items():
+    for table, columns in WAREHOUSE_TABLES.items():
         path = paths.join(paths.qualify(warehouse), table)
         if not DeltaTable.isDeltaTable(spark, path):
             continue

@@ -16,9 +16,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from schemas import EVENT_COLUMNS, OUTPUT_TABLES, Column, ddl
-from schemas.lag import LAG_TABLES
-from schemas.share_state import SHARE_STATE_LOG, SHARE_TABLES
+from schemas import EVENT_COLUMNS, WAREHOUSE_TABLES, Column, ddl
+from schemas.share_state import SHARE_STATE_LOG
 
 STATE_SCHEMA = "state binary"  # the stream's state: the fold's versioned JSON, deflated
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
@@ -58,8 +57,7 @@ def share_log_schema() -> StructType:
 
 @cache
 def table_schema(table: str) -> StructType:
-    return struct_of(OUTPUT_TABLES[table] if table in OUTPUT_TABLES
-                     else (LAG_TABLES | SHARE_TABLES)[table])
+    return struct_of(WAREHOUSE_TABLES[table])
 
 
 def as_table(rows: DataFrame, columns: tuple[Column, ...], values: Mapping[str, SqlColumn]
