@@ -170,6 +170,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def whole_number(text: str) -> int:
+    """argparse type: 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
+    return int(text)
+
+
 def positive_number(text: str) -> float:
     try:
         value = float(text)
@@ -192,11 +199,11 @@ def add_upkeep_args(p: argparse.ArgumentParser) -> None:
 
 
 def upkeep_options(args: argparse.Namespace) -> Upkeep | None:
-    """--maintain-every N and the maintenance's settings; None without it."""
-    if args.maintain_every is None:
+    """--maintain-every N and the maintenance's settings; None with `--maintain-every 0`."""
+    if not args.maintain_every:
         if args.retain_days is not None:
-            raise UsageError("--retain-days goes with --maintain-every here; or run "
-                             "jobs/maintain.py on a schedule")
+            raise UsageError("--retain-days needs the stream's upkeep: --maintain-every 0 turns "
+                             "it off; or run jobs/maintain.py on a schedule")
         return None
     if args.vacuum_hours < MIN_VACUUM_HOURS:
         raise UsageError(f"--vacuum-hours {args.vacuum_hours:g}: expected at least "

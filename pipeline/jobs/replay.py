@@ -7,7 +7,8 @@ Reads the event log (a Delta path, or a catalog table name) as a stream, folds e
 group's rows the way Kafka's group coordinator does, and writes group_state and
 committed_offsets (MERGE) and group_transitions, rebalances, offset_history,
 rejected_events, error_responses and group_history (append) under --warehouse,
-registered in the catalog database.
+registered in the catalog database. Every 100th micro-batch it compacts and vacuums them
+(--maintain-every).
 Restart it on the same --checkpoint and it resumes where it stopped. With --metrics-port the
 driver serves Prometheus metrics (docs/metrics.md): the groups' newest lag, status and state,
 and each micro-batch's progress.
@@ -34,9 +35,11 @@ from pipeline.jobs._common import (
     sets_partitions,
     trigger_arg,
     upkeep_options,
+    whole_number,
 )
 from pipeline.spark.events.eventlog import with_recorded_partitions
 from pipeline.spark.events.validate import check_event_log, check_partition_count
+from pipeline.spark.stream.maintain import DEFAULT_EVERY
 from pipeline.spark.stream.progress import Progress
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 
@@ -49,9 +52,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="available-now (what is there, then stop), or processing-time:SECONDS")
     p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
                    help="read at most N files of the log per micro-batch (default: all)")
-    p.add_argument("--maintain-every", type=positive_int, metavar="N",
+    p.add_argument("--maintain-every", type=whole_number, default=DEFAULT_EVERY, metavar="N",
                    help="after every N-th micro-batch, OPTIMIZE and VACUUM the tables "
-                        "(jobs/maintain.py's upkeep, run by the stream itself)")
+                        f"(jobs/maintain.py's upkeep, run by the stream itself; default "
+                        f"{DEFAULT_EVERY}, 0: never)")
     add_upkeep_args(p)
     add_metrics_args(p)
     return p.parse_args(argv)

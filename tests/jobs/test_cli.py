@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.errors import UsageError
 from pipeline.jobs import _common
+from pipeline.spark.stream.maintain import Upkeep
 from tests.jobs.jobs import JOBS, ROOT, load_job
 
 
@@ -68,6 +69,18 @@ def test_backfill_still_takes_a_log_version_after_version() -> None:
     assert job.parse(["--events", "e", "--warehouse", "w", "--log-version", "7"]).version == 7
 
 
+def test_a_stream_maintains_its_tables_every_100_batches_unless_told_otherwise() -> None:
+    job = load_job("replay")
+    required = ["--events", "e", "--warehouse", "w", "--checkpoint", "c"]
+    assert _common.upkeep_options(job.parse(required)) == Upkeep(100)
+    assert _common.upkeep_options(job.parse([*required, "--maintain-every", "7",
+                                             "--retain-days", "90"])) == Upkeep(7, 90)
+    assert _common.upkeep_options(job.parse([*required, "--maintain-every", "0"])) is None
+    with pytest.raises(UsageError, match="--maintain-every 0"):
+        _common.upkeep_options(job.parse([*required, "--maintain-every", "0",
+                                          "--retain-days", "90"]))
+
+
 @pytest.mark.parametrize(("name", "argv", "expected"), [
     ("replay", ["--events", "e", "--warehouse", "w", "--checkpoint", "c", "--trigger", "once"],
      "replay.py: error: argument --trigger: 'once': expected available-now or "
@@ -76,6 +89,9 @@ def test_backfill_still_takes_a_log_version_after_version() -> None:
                 "--watermark-delay", "ten minutes"],
      "replay.py: error: argument --watermark-delay: 'ten minutes': expected a whole number "
      "and a unit, e.g. '10 minutes', '30 s', '2 hours' (see --help)"),
+    ("replay", ["--events", "e", "--warehouse", "w", "--checkpoint", "c",
+                "--maintain-every", "-1"],
+     "replay.py: error: argument --maintain-every: '-1': expected a whole number, 0 or more"),
     ("replay", ["--events", "e", "--warehouse", "w"],
      "replay.py: error: the following arguments are required: --checkpoint (see --help)"),
     ("generate", ["--output", "o", "--groups", "many"],

@@ -1,7 +1,6 @@
 """Upkeep, on one warehouse in order: a stream that maintains its tables every N batches writes
 what the pure fold writes, compacted; the maintenance job leaves every row as it was and a
-stream resumes after it; a retention deletes the history older than it, nothing else. Apart:
-a table of the warehouse's properties compacts itself."""
+stream resumes after it; a retention deletes the history older than it, nothing else."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
@@ -22,14 +20,13 @@ from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.warehouse import AUTO_COMPACT, UPKEEP_PROPERTIES
+from pipeline.spark.tables.warehouse import AUTO_COMPACT
 from pipeline.times import utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job
 from tests.spark.backends import CONFIG, DELAY, assert_same_tables, pure_tables, read_tables
 
 pytestmark = pytest.mark.spark
-MIN_FILES = "spark.databricks.delta.autoCompact.minNumFiles"
 SPEC = LogSpec(groups=4, events=450, seed=35, log_kind="offsets-topic")
 
 
@@ -63,12 +60,13 @@ def _properties(spark: SparkSession, path: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def streamed(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Streamed:
     """The log's first two commits streamed one a batch, maintained after the second, into a
-    warehouse whose group_history an older version made (no auto compaction)."""
+    warehouse whose group_history an earlier release made (with Delta's auto compaction)."""
     root = tmp_path_factory.mktemp("maintain")
     events = generate(SPEC)
     third = len(events) // 3
     run = Streamed([events[:third], events[third:2 * third], events[2 * third:]], root)
-    create_table(spark, str(run.warehouse / "group_history"), table_schema("group_history"))
+    create_table(spark, str(run.warehouse / "group_history"), table_schema("group_history"),
+                 {AUTO_COMPACT: "true"})
     for i, part in enumerate(run.parts[:2]):
         write_event_log(spark, part, str(root / "events"), mode="append" if i else "overwrite")
     run.replay(spark, Upkeep(every=2))
@@ -80,9 +78,10 @@ def test_a_stream_maintaining_itself_writes_the_same_rows_compacted(
     warehouse = streamed.warehouse
     assert_same_tables(read_tables(spark, warehouse),
                        pure_tables(spark, streamed.parts[0] + streamed.parts[1]))
-    # Every table made with Delta's auto compaction, the older one given it at the start.
+    # No table compacts after each commit (the stream's upkeep does): the older one's auto
+    # compaction is gone.
     for table in OUTPUT_TABLES:
-        assert _properties(spark, warehouse / table).get(AUTO_COMPACT) == "true", table
+        assert AUTO_COMPACT not in _properties(spark, warehouse / table), table
     # Two batches appended a file each to offset_history; the upkeep after the second
     # compacted them, in a commit of its own marked as the maintenance's.
     history = spark.sql(f"DESCRIBE HISTORY {quote_path(str(warehouse / 'offset_history'))}")
@@ -131,23 +130,3 @@ def test_a_retention_deletes_only_history_older_than_it(
     maintain(spark, str(warehouse), ("rebalances",), vacuum_hours=200)
     assert _properties(spark, warehouse / "rebalances")[FILE_RETENTION] == "interval 200 hours"
     assert FILE_RETENTION not in _properties(spark, warehouse / "group_state")  # the default
-
-
-def test_a_table_of_the_warehouses_properties_compacts_its_small_files(
-        spark: SparkSession, tmp_path: Path) -> None:
-    """With Delta's threshold lowered from 50 small files to 3, the fourth append compacts."""
-    path = str(tmp_path / "small")
-    create_table(spark, path, T.StructType([T.StructField("n", T.LongType())]),
-                 UPKEEP_PROPERTIES)
-    spark.conf.set(MIN_FILES, "3")
-    try:
-        for i in range(4):
-            (spark.range(i, i + 1).withColumnRenamed("id", "n").coalesce(1).write
-             .format("delta").mode("append").save(path))
-    finally:
-        spark.conf.unset(MIN_FILES)
-    operations = [r[0] for r in spark.sql(f"DESCRIBE HISTORY {quote_path(path)}")
-                  .select("operation").collect()]
-    assert "OPTIMIZE" in operations, operations
-    assert file_count(spark, path) < 4
-    assert spark.read.format("delta").load(path).count() == 4

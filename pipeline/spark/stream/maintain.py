@@ -62,6 +62,12 @@ class Done:
     steps: list[str] = field(default_factory=list)
 
 
+# jobs/replay.py's --maintain-every by default. Each micro-batch adds a file to every table it
+# writes: a hundred batches make a hundred small files, which one OPTIMIZE puts back into
+# one, and the checkpoint every 100 commits (tables/warehouse.py) keeps the logs short.
+DEFAULT_EVERY = 100
+
+
 @dataclass(frozen=True)
 class Upkeep:
     """`--maintain-every N`: a stream maintains its tables itself after every `every`-th

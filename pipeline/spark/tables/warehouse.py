@@ -37,14 +37,13 @@ log = logging.getLogger(__name__)
 # append (docs/performance.md). Readers replay at most this many small JSON commits after
 # the last checkpoint.
 CHECKPOINT_INTERVAL = 100
-# Delta's auto compaction: after a commit leaves at least
-# spark.databricks.delta.autoCompact.minNumFiles (50) small files, the writer compacts them
-# in a commit of its own, so a stream's one-file-a-batch appends stay few files. A table
-# property: delta-io/delta#3967 reports the session setting ignored. Optimized writes stay
-# off: every write here already makes one file per million rows, and they would add a
-# shuffle to each.
+# Delta's auto compaction, which releases before this one set on every table: after each
+# commit its hook lists the table's files (two Spark jobs a table a commit) to decide whether
+# 50 small ones wait. A backfill took 0.83x the time without it, a stream's warm batch
+# 0.81x (docs/performance.md). The stream compacts its tables itself every N batches
+# instead (--maintain-every, stream/maintain.py), and a table still carrying the property
+# loses it when a job opens the warehouse.
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
-UPKEEP_PROPERTIES = {AUTO_COMPACT: "true"}
 
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
@@ -68,27 +67,25 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
 
 
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
-    properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL), **UPKEEP_PROPERTIES}
+    properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
     if table in APPEND_TABLES or table in LAG_TABLES or table in SHARE_TABLES:  # all append
         properties["delta.appendOnly"] = "true"
     schema = table_schema(table)
     if not create_table(spark, path, schema, properties):
         table_ = DeltaTable.forPath(spark, path)  # one snapshot for both checks
-        _with_upkeep(spark, path, table_)
+        _without_auto_compaction(spark, path, table_)
         _with_columns(spark, path, schema, table_)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
 
 
-def _with_upkeep(spark: SparkSession, path: str, table: DeltaTable) -> None:
-    """A table made before auto compaction was set gets it, in one commit, once."""
+def _without_auto_compaction(spark: SparkSession, path: str, table: DeltaTable) -> None:
+    """A table an earlier release made with auto compaction loses it, in one commit, once."""
     detail = table.detail().select("properties").first()
     have = {} if detail is None or detail[0] is None else dict(detail[0])
-    missing = {k: v for k, v in UPKEEP_PROPERTIES.items() if have.get(k) != v}
-    if missing:
-        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
-        spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES ({pairs})")
+    if AUTO_COMPACT in have:
+        spark.sql(f"ALTER TABLE {quote_path(path)} UNSET TBLPROPERTIES ('{AUTO_COMPACT}')")
 
 
 def missing_fields(have: T.DataType, want: T.DataType, at: str = "") -> list[str]:
