@@ -63,7 +63,10 @@ def test_state_members_and_offsets_as_of_any_time_equal_a_replay_up_to_it(
     times = sorted(e.event_time for e in events if e.event_time is not None)
     cut = times[-1]  # the warehouse's timers ran up to just after the last event
     rng = random.Random(3)
-    probes = [rng.randint(times[0] - 1, cut) for _ in range(20)]
+    # A random moment in each eighth of the log's time (each probe is three queries).
+    span = (cut - times[0] + 1) / 8
+    probes = [rng.randint(times[0] - 1 + round(i * span), times[0] - 1 + round((i + 1) * span))
+              for i in range(8)]
     checked = 0
     for t in probes:
         truth = _replayed(events, t)
@@ -90,7 +93,7 @@ def test_state_members_and_offsets_as_of_any_time_equal_a_replay_up_to_it(
                                  for o in committed_offset_rows(g)}
             checked += 1
         assert offsets == expected_offsets, f"offsets as of {t}"
-    assert checked >= 60
+    assert checked >= 24
 
 
 def test_rebalance_analytics_and_member_sessions_agree_with_the_tables(
