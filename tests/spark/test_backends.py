@@ -13,8 +13,6 @@ from pipeline.fold import Event
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.events.eventlog import write_event_log
 from schemas.events import EVENT_COLUMNS
-from tests.fold.records import Log
-from tests.fold.scenarios import LEADER_PLAN, leader_leaves, slow_leader_syncs
 from tests.spark.backends import assert_same_tables, backfill_tables, pure_tables, streaming_tables
 
 pytestmark = pytest.mark.spark
@@ -73,32 +71,3 @@ def test_a_foreign_log_with_impossible_times_and_no_kip848_columns(
     assert reasons[commit.position] == ("MALFORMED: commit_timestamp 32503680000000000 us is "
                                         "outside the years 1677-2262 the replay can hold")
     assert streamed["group_state"].count() == 3
-
-
-def test_issue_11_scenarios_through_the_stream_and_the_backfill(
-        spark: SparkSession, tmp_path: Path) -> None:
-    """The fold's scenarios for propagateAssignment (a follower parked in SyncGroup gets a fresh
-    session) and ClassicGroup.remove (the next leader in HashMap order), one log, one run of
-    each backend: identical tables, and each backend shows Kafka's outcome."""
-    slow = slow_leader_syncs(Log(group="g-slow-leader"))
-    leaves = leader_leaves(Log(group="g-leader-leaves"))
-    events = sorted(slow.events + leaves.events, key=lambda e: (e.event_time, e.log_partition))
-    log = str(tmp_path / "events")
-    write_event_log(spark, events, log)
-    pure = pure_tables(spark, events)
-    streamed = streaming_tables(spark, log, tmp_path / "stream")
-    backfilled = backfill_tables(spark, log, tmp_path / "backfill")
-    assert_same_tables(streamed, pure)
-    assert_same_tables(backfilled, pure)
-    for tables in (streamed, backfilled):
-        assert tables["rejected_events"].count() == 0
-        causes = [r["cause"] for r in tables["group_transitions"]
-                  .where("group_id = 'g-slow-leader'").orderBy("event_time", "seq").collect()]
-        assert causes[-2:] == ["LEADER_SYNC", "MEMBER_LEFT"] and "SESSION_TIMEOUT" not in causes
-        state = tables["group_state"].where("group_id = 'g-leader-leaves'").first()
-        assert (state["state"], state["generation_id"], state["leader_id"]) == ("Stable", 2, "g-7")
-        assert {m["member_id"]: sorted((tp["topic"], tp["partition"]) for tp in m["assignment"])
-                for m in state["members"]} == LEADER_PLAN
-        responses = [(r["member_id"], r["response"]) for r in tables["error_responses"].collect()]
-        assert sorted(responses) == sorted(  # every member's first JoinGroup
-            [(m, "MEMBER_ID_REQUIRED") for m in ("a-1", "b-2", "a-1", "b-2", "g-7")])
