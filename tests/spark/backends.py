@@ -56,20 +56,21 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
 
 def streaming_tables(spark: SparkSession, events_path: str, root: Path,
                      max_files: int | None = None, delay: str = DELAY,
-                     lag: LagOptions | None = None) -> dict[str, DataFrame]:
+                     lag: LagOptions | None = None,
+                     config: CoordinatorConfig = CONFIG) -> dict[str, DataFrame]:
     warehouse = root / "warehouse"
     run_replay(spark, ReplayOptions(
         events=events_path, warehouse=str(warehouse), checkpoint=str(root / "checkpoint"),
-        database=None, watermark_delay=delay, max_files_per_trigger=max_files, config=CONFIG,
+        database=None, watermark_delay=delay, max_files_per_trigger=max_files, config=config,
         lag=lag))
     return read_tables(spark, warehouse, lag is not None)
 
 
 def backfill_tables(spark: SparkSession, events_path: str, root: Path, delay: str = DELAY,
-                    **options: Any) -> dict[str, DataFrame]:
+                    config: CoordinatorConfig = CONFIG, **options: Any) -> dict[str, DataFrame]:
     warehouse = root / "warehouse"
     run_backfill(spark, BackfillOptions(events=events_path, warehouse=str(warehouse),
-                                        database=None, watermark_delay=delay, config=CONFIG,
+                                        database=None, watermark_delay=delay, config=config,
                                         **options))
     return read_tables(spark, warehouse, options.get("lag") is not None)
 

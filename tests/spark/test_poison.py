@@ -1,6 +1,7 @@
 """Poison pills (issue 12): hostile rows appended to a clean log. Neither backend dies, in any
 micro-batching; each row is applied exactly or rejected with a reason, and a restart on the
-same checkpoint passes. A group whose fold raises is rejected as INTERNAL, alone."""
+same checkpoint passes. A group whose fold raises is rejected as INTERNAL, alone. One log
+for all of it (a stream and a backfill are the suite's cost, not the rows)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from pyspark import cloudpickle
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig, Event, SnapshotMember
 from pipeline.fold.partitioning import partition_for
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from tests.fold.records import Log
@@ -23,7 +24,6 @@ from tests.spark.backends import (
     assert_same_tables,
     backfill_tables,
     pure_tables,
-    read_tables,
     streaming_tables,
     table_versions,
 )
@@ -85,22 +85,61 @@ def hostile_rows() -> list[list[Event]]:
     return [first, second, third]
 
 
-def test_hostile_rows_neither_kill_nor_bend_the_stream_or_the_backfill(
+class Tripwire(int):
+    """An offset.metadata.max.bytes that raises when compared with a 13-byte metadata: a test's
+    way to make one group's fold fail deep inside a handler. The jobs build their config
+    from properties files (plain ints), so no input can reach this."""
+
+    def __lt__(self, other: object) -> bool:
+        if other == len(BOOM):
+            raise RuntimeError("tripwire: a bug in the fold")
+        return int(self) < other  # type: ignore[operator]
+
+
+BOOM = "kaboom-kaboom"
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _not_victim(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    return {t: df.filter(~F.col("group_id").eqNullSafe("h-victim")) for t, df in tables.items()}
+
+
+def test_hostile_rows_and_a_raising_fold_neither_kill_nor_bend_the_stream_or_the_backfill(
         spark: SparkSession, tmp_path: Path) -> None:
+    """One log: a clean one, the hostile rows appended in three commits, and `h-victim`, one
+    commit of whose in the clean part and two, whose fold raises, in the first append."""
     clean = generate(LogSpec(groups=3, events=300, seed=7))
     appends = hostile_rows()
-    events = clean + [e for rows in appends for e in rows]
+    victim = _log("h-victim")
+    before = [victim.commit("orders", 0, 1)]
+    poison = [victim.commit("orders", 0, 2, metadata=BOOM), victim.commit("orders", 1, 3)]
     log = str(tmp_path / "events")
-    write_event_log(spark, clean, log)
-    for rows in appends:
-        write_event_log(spark, rows, log, mode="append")
+    write_event_log(spark, clean + before, log)
+    for i, rows in enumerate(appends):
+        write_event_log(spark, rows + (poison if i == 0 else []), log, mode="append")
+    config = CoordinatorConfig(offset_metadata_max_bytes=Tripwire(4096))
 
-    pure = pure_tables(spark, events)
+    # What every row but the poisoned ones gives.
+    expected = pure_tables(spark, clean + before + [e for rows in appends for e in rows])
     # The two extremes of batching: one file a micro-batch, and the backfill's one call a group.
-    one_by_one = streaming_tables(spark, log, tmp_path / "stream", max_files=1)
-    backfilled = backfill_tables(spark, log, tmp_path / "backfill")
-    assert_same_tables(one_by_one, pure)
-    assert_same_tables(backfilled, pure)
+    one_by_one = streaming_tables(spark, log, tmp_path / "stream", max_files=1, config=config)
+    backfilled = backfill_tables(spark, log, tmp_path / "backfill", config=config)
+    # The stream: the victim keeps what batch 0 gave it; batch 1's rows are INTERNAL.
+    assert_same_tables(
+        {t: df.filter("NOT (reason LIKE 'INTERNAL:%')") if t == "rejected_events" else df
+         for t, df in one_by_one.items()}, expected)
+    internal = [r for r in one_by_one["rejected_events"].collect()
+                if r["reason"].startswith("INTERNAL:")]
+    assert sorted(r["log_offset"] for r in internal) == [e.log_offset for e in poison]
+    assert {r["reason"] for r in internal} == {
+        "INTERNAL: RuntimeError: tripwire: a bug in the fold"}
+    # The backfill: the victim's whole history is one call, so all its rows are INTERNAL (a
+    # fold that raises leaves none of its plain commits to the JVM, fold/left.py); the other
+    # groups as the stream.
+    assert_same_tables(_not_victim(backfilled), _not_victim(expected))
+    victim_rows = backfilled["rejected_events"].filter("group_id = 'h-victim'").collect()
+    assert sorted(r["log_offset"] for r in victim_rows) == [e.log_offset for e in before + poison]
+    assert backfilled["group_state"].filter("group_id = 'h-victim'").count() == 0
 
     state = {r["group_id"]: r for r in one_by_one["group_state"].collect()}
     assert state["h-offsets"]["last_log_offset"] == INT64_MAX
@@ -122,62 +161,8 @@ def test_hostile_rows_neither_kill_nor_bend_the_stream_or_the_backfill(
 
     # A restart on the same checkpoint passes and adds nothing: no table gets a commit.
     warehouse = tmp_path / "stream" / "warehouse"
-    before = table_versions(spark, warehouse)
+    before_restart = table_versions(spark, warehouse)
     run_replay(spark, ReplayOptions(
         events=log, warehouse=str(warehouse), checkpoint=str(tmp_path / "stream" / "checkpoint"),
-        database=None, watermark_delay=DELAY))
-    assert table_versions(spark, warehouse) == before
-
-
-class Tripwire(int):
-    """An offset.metadata.max.bytes that raises when compared with a 13-byte metadata: a test's
-    way to make one group's fold fail deep inside a handler. The jobs build their config
-    from properties files (plain ints), so no input can reach this."""
-
-    def __lt__(self, other: object) -> bool:
-        if other == len(BOOM):
-            raise RuntimeError("tripwire: a bug in the fold")
-        return int(self) < other  # type: ignore[operator]
-
-
-BOOM = "kaboom-kaboom"
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-def test_a_group_whose_fold_raises_is_rejected_as_internal_and_the_rest_go_on(
-        spark: SparkSession, tmp_path: Path) -> None:
-    clean = generate(LogSpec(groups=3, events=300, seed=7))
-    victim = _log("h-victim")
-    before = [victim.commit("orders", 0, 1)]
-    poison = [victim.commit("orders", 0, 2, metadata=BOOM), victim.commit("orders", 1, 3)]
-    log = str(tmp_path / "events")
-    write_event_log(spark, clean + before, log)
-    write_event_log(spark, poison, log, mode="append")
-    config = CoordinatorConfig(offset_metadata_max_bytes=Tripwire(4096))
-
-    run_replay(spark, ReplayOptions(
-        events=log, warehouse=str(tmp_path / "stream"), checkpoint=str(tmp_path / "ckpt"),
-        database=None, watermark_delay=DELAY, max_files_per_trigger=1, config=config))
-    # The victim's plain commits would be left to the JVM (fold/left.py): a fold that
-    # raises leaves none, so all its rows are still rejected, none built there.
-    run_backfill(spark, BackfillOptions(events=log, warehouse=str(tmp_path / "backfill"),
-                                        database=None, watermark_delay=DELAY, config=config))
-    streamed = read_tables(spark, tmp_path / "stream")
-    backfilled = read_tables(spark, tmp_path / "backfill")
-    # The stream: the victim keeps what batch 0 gave it; batch 1's rows are INTERNAL.
-    expected = pure_tables(spark, clean + before)
-    assert_same_tables(
-        {t: df.filter("NOT (reason LIKE 'INTERNAL:%')") if t == "rejected_events" else df
-         for t, df in streamed.items()}, expected)
-    internal = [r for r in streamed["rejected_events"].collect()
-                if r["reason"].startswith("INTERNAL:")]
-    assert sorted(r["log_offset"] for r in internal) == [e.log_offset for e in poison]
-    assert {r["reason"] for r in internal} == {
-        "INTERNAL: RuntimeError: tripwire: a bug in the fold"}
-    # The backfill: the victim's whole history is one call, so all its rows are INTERNAL.
-    others = pure_tables(spark, clean)
-    assert_same_tables(
-        {t: df.filter("group_id <> 'h-victim'") for t, df in backfilled.items()}, others)
-    victim_rows = backfilled["rejected_events"].filter("group_id = 'h-victim'").collect()
-    assert sorted(r["log_offset"] for r in victim_rows) == [e.log_offset for e in before + poison]
-    assert backfilled["group_state"].filter("group_id = 'h-victim'").count() == 0
+        database=None, watermark_delay=DELAY, config=config))
+    assert table_versions(spark, warehouse) == before_restart
