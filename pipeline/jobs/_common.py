@@ -160,21 +160,23 @@ database_arg = arg_type(_checked(lambda text: text and quote_name(text)),
                         "`schema`, `catalog.schema`, or '' (register no names)")
 
 
-def positive_int(text: str) -> int:
+def _whole(text: str, least: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number{expected}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole(text, 1, " of at least 1")
 
 
 def whole_number(text: str) -> int:
     """argparse type: 0 or more."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 0 or more")
-    return int(text)
+    return _whole(text, 0, ", 0 or more")
 
 
 def positive_number(text: str) -> float:
