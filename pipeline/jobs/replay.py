@@ -51,7 +51,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trigger", default="available-now", type=trigger_arg,
                    help="available-now (what is there, then stop), or processing-time:SECONDS")
     p.add_argument("--max-files-per-trigger", type=positive_int, metavar="N",
-                   help="read at most N files of the log per micro-batch (default: all)")
+                   help="read at most N files of the log per micro-batch (default: all); a log "
+                        "whose commits spread one partition over several files must be read "
+                        "without it (docs/running.md)")
     p.add_argument("--maintain-every", type=whole_number, default=DEFAULT_EVERY, metavar="N",
                    help="after every N-th micro-batch, OPTIMIZE and VACUUM the tables "
                         f"(jobs/maintain.py's upkeep, run by the stream itself; default "

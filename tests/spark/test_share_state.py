@@ -8,10 +8,12 @@ the log's first half, ends on the same rows."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -20,9 +22,11 @@ from pipeline.errors import UsageError
 from pipeline.share.state import replay, share_lag, state_of
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.records import decode_one
+from pipeline.spark.ingest.ingest import KEY as LOG_KEY
 from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.runtime.session import temporary_conf
 from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.topics import record_topics
@@ -53,10 +57,17 @@ def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:
     return str(path)
 
 
+# The ingest's shuffles as a cluster's are: several partitions, not coalesced into one, so
+# each commit of the log has several files and a stream of one file a batch splits commits.
+SPREAD = {"spark.sql.adaptive.coalescePartitions.enabled": "false",
+          "spark.sql.shuffle.partitions": "8"}
+
+
 def ingest_share_dumps(spark: SparkSession, base: Path, chunks: list[int],
                        share_log_path: Path) -> None:
     """The dumps `chunks` ingested into the share-state log at `share_log_path`, one commit
-    each (and an event log of one record, `base/events`, the ingest's other output)."""
+    each (and an event log of one record, `base/events`, the ingest's other output), its
+    shuffles `SPREAD`."""
     events = base / "events-dump"
     if not events.exists():
         commit = kafka_records.records()["share_metadata"]
@@ -65,9 +76,22 @@ def ingest_share_dumps(spark: SparkSession, base: Path, chunks: list[int],
         dump = base / f"share-dump-{k}"
         if not dump.exists():
             _dump(spark, CHUNKS[k], dump)
-        ingest_raw(spark, IngestOptions(events=str(base / "events"), raw=str(events),
-                                        share_state=str(share_log_path),
-                                        raw_share_state=str(dump)))
+        with temporary_conf(spark, SPREAD):
+            ingest_raw(spark, IngestOptions(events=str(base / "events"), raw=str(events),
+                                            share_state=str(share_log_path),
+                                            raw_share_state=str(dump)))
+
+
+def _commit_files(log: Path) -> list[list[list[tuple[int, int]]]]:
+    """Each commit's files of the Delta table at `log`, in the commit's order: each file's
+    (log_partition, log_offset) in the file's order."""
+    commits = []
+    for entry in sorted((log / "_delta_log").glob("*.json")):
+        adds = [json.loads(line)["add"]["path"] for line in entry.read_text().splitlines()
+                if "add" in json.loads(line)]
+        commits.append([list(zip(*pq.read_table(log / a, columns=list(LOG_KEY)).to_pydict()
+                                 .values(), strict=True)) for a in adds])
+    return commits
 
 
 def _expected() -> tuple[list[tuple[Any, ...]], Counter[str]]:
@@ -172,10 +196,20 @@ def _named(spark: SparkSession, warehouse: Path) -> LagOptions:
     return LagOptions(str(warehouse.parent / "samples"))
 
 
+def test_the_ingest_writes_each_log_partition_of_a_commit_in_one_file_in_order(
+        base: Path) -> None:
+    """What a stream that splits a commit between micro-batches needs (the next test's, one
+    file a batch): no partition's later record in an earlier file."""
+    commits = [files for files in _commit_files(base / "share-log") if files]
+    assert len(commits) == 4 and max(len(files) for files in commits) > 1  # one a dump
+    for files in commits:
+        partitions = [{p for p, _ in rows} for rows in files]
+        assert sum(len(p) for p in partitions) == len(set().union(*partitions))
+        assert all(rows == sorted(rows) for rows in files)
+
+
 def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
         spark: SparkSession, base: Path) -> None:
-    versions = spark.sql(f"DESCRIBE HISTORY delta.`{base / 'share-log'}`").count()
-    assert versions >= 4  # one commit a dump, and the log's creation
     history, refused = _expected()
     assert len(history) > 150 and sum(refused.values()) >= 3
     warehouse = base / "backfilled"

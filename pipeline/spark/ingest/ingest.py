@@ -1,15 +1,20 @@
 """Real `__consumer_offsets` records into the Delta event log: from a live cluster through Spark's
 Kafka source (streaming, checkpointed), or from an archived dump of raw records (batch).
 
-Both paths decode with `pipeline.spark.events.records` in `mapInArrow` and write with one MERGE per
-micro-batch that inserts a row only if its `(log_partition, log_offset)` is not in the log yet.
-That makes every write idempotent on the contract's unique key, whatever repeats it: Spark
-re-running a micro-batch after a failure (the sink is not transactional with the checkpoint), a
-restart with a fresh checkpoint or an earlier `startingOffsets`, the same dump ingested twice, or
-a dump overlapping what the live path already wrote. (A Delta `txnAppId`/`txnVersion` append
-would cover only the first case.) Rows that repeat a position within one batch are dropped
-before the MERGE, which needs unique source keys. The MERGE evolves the table's schema, so a log
-written before the event schema grew a column takes the new column on its next write.
+Both paths decode with `pipeline.spark.events.records` in `mapInArrow` and write with one append
+per micro-batch of the rows whose `(log_partition, log_offset)` is not in the log yet
+(`tables.warehouse.append_missing`), each log partition's rows of the commit in one file, in
+offset order: a replay that caps its micro-batches splits a commit between batches by files,
+and must never read a group's later record before an earlier one. That makes every write
+idempotent on the contract's unique key, whatever repeats it: Spark re-running a micro-batch
+after a failure (the sink is not transactional with the checkpoint), a restart with a fresh
+checkpoint or an earlier `startingOffsets`, the same dump ingested twice, or a dump overlapping
+what the live path already wrote. (A Delta `txnAppId`/`txnVersion` append would cover only the
+first case.) Rows that repeat a position within one batch are dropped first. The append evolves
+the table's schema, so a log written before the event schema grew a column takes the new column
+on its next write. One writer a log at a time: two writing the same records at the same moment
+could both add them (a MERGE would refuse the second, but it writes the rows in its join's
+order, one partition's records spread over every file).
 
 The live source reads with `isolation.level=read_committed`: commits of aborted transactions
 and transaction markers never arrive, and committed transactional commits arrive as plain
@@ -70,7 +75,7 @@ from pipeline.spark.tables.topics import (
     record_topics,
     record_topics_at,
 )
-from pipeline.spark.tables.warehouse import insert_missing
+from pipeline.spark.tables.warehouse import append_missing
 from pipeline.times import PANDAS_MS_RANGE
 from schemas.share_state import SHARE_STATE_TOPIC
 
@@ -235,11 +240,12 @@ def ensure_event_log(spark: SparkSession, events: str, schema: StructType | None
 
 def merge_into_log(spark: SparkSession, events: str, rows: DataFrame,
                    schema: StructType | None = None) -> int:
-    """Insert the rows whose (log_partition, log_offset) the log lacks; how many were offered.
-    `schema`: the log's when it is not the event log's (the share-state log's)."""
-
-    return insert_missing(lambda: ensure_event_log(spark, events, schema), rows, KEY,
-                          "log_offset", evolve=True)
+    """Append the rows whose (log_partition, log_offset) the log lacks, each log partition's
+    in one file, in order (`append_missing`: what a replay's capped micro-batches need); how
+    many were offered. `schema`: the log's when it is not the event log's (the share-state
+    log's)."""
+    return append_missing(lambda: ensure_event_log(spark, events, schema), events, rows, KEY,
+                          "log_offset", cluster="log_partition")
 
 
 def read_raw(spark: SparkSession, path: str) -> DataFrame:
@@ -356,7 +362,7 @@ SHARE_STATE_CHECKPOINT = "share-state"
 @dataclass
 class ShareStateIngest:
     """With --share-state on a live cluster: `__share_group_state` into the share-state log
-    by a second query (checkpoint `<checkpoint>/share-state`), one MERGE a batch as for the
+    by a second query (checkpoint `<checkpoint>/share-state`), one append a batch as for the
     event log. The topic exists once the cluster's first share group has state: until then
     the ingest asks again after each of its own micro-batches and starts the query then."""
 
@@ -381,7 +387,7 @@ class ShareStateIngest:
         def write(batch: DataFrame, batch_id: int) -> None:
             n = merge_into_log(batch.sparkSession, target, decode_share_records(batch),
                                share_log_schema())
-            log.info("share-state batch %d: %d records merged into %s", batch_id, n, target)
+            log.info("share-state batch %d: %d records written to %s", batch_id, n, target)
 
         reader = spark.readStream.format("kafka").options(**kafka_reader_options(
             spark, opts, {SHARE_STATE_TOPIC: partitions}))
@@ -414,7 +420,7 @@ def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSam
 def start_ingest(spark: SparkSession, opts: IngestOptions,
                  sampler: EndOffsetSampler | None = None,
                  share: ShareStateIngest | None = None) -> StreamingQuery:
-    """Streaming: the cluster's `__consumer_offsets` into the event log, one MERGE per batch.
+    """Streaming: the cluster's `__consumer_offsets` into the event log, one append per batch.
     A `sampler` given is started once the log exists (it reads the log's topics) and shown
     each batch's decoded rows; stopping it is the caller's once the stream started (if it
     cannot start, the sampler is stopped here). A `share` given is started now if the
@@ -438,10 +444,10 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = decode_records(batch)
         if sampler is not None:
-            rows = keep(rows)  # decoded once for both the MERGE and the sampler's topics
+            rows = keep(rows)  # decoded once for both the append and the sampler's topics
         try:
             n = merge_into_log(batch.sparkSession, opts.events, rows)
-            log.info("batch %d: %d records merged into %s", batch_id, n, opts.events)
+            log.info("batch %d: %d records written to %s", batch_id, n, opts.events)
             if sampler is not None:
                 sampler.observe(rows)
         finally:

@@ -6,11 +6,12 @@ and view and the columns' docs as comments."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -25,6 +26,7 @@ from pipeline.spark.tables.catalog import (
 )
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import append_delta
 from pipeline.spark.tables.parallel import run_all
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
@@ -117,21 +119,55 @@ def _with_columns(spark: SparkSession, path: str, schema: T.StructType,
          .option("mergeSchema", "true").save(path))
 
 
-def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],
-                   ranged: str, evolve: bool = False) -> int:
-    """Insert the `rows` whose `key` the Delta `table` (made when first needed) lacks, in one
-    MERGE; how many distinct rows were offered. The range of `ranged` among them (a column
-    that grows with the log: an offset, a time) lets Delta skip files by their statistics
-    instead of joining the rows against the whole table. `evolve`: take new columns."""
+@contextmanager
+def _offered(rows: DataFrame, key: Sequence[str], ranged: str
+             ) -> Iterator[tuple[DataFrame, int, Column]]:
+    """`rows` once per `key`, kept for the block: the rows, how many, and the condition on a
+    table's `ranged` column that holds their range (a column that grows with the log: an
+    offset, a time), which lets Delta skip files by their statistics."""
     with kept(rows.dropDuplicates(list(key))) as source:
         bounds = source.agg(F.count(F.lit(1)).alias("n"), F.min(ranged).alias("lo"),
                             F.max(ranged).alias("hi")).first()
         assert bounds is not None
-        if not bounds["n"]:
-            return 0
-        on = (F.col(f"t.`{ranged}`").between(F.lit(bounds["lo"]), F.lit(bounds["hi"]))
-              & F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)))
-        merge = table().alias("t").merge(source.alias("s"), on).whenNotMatchedInsertAll()
-        (merge.withSchemaEvolution() if evolve else merge).execute()
-        return int(bounds["n"])
+        yield source, int(bounds["n"]), F.col(f"t.`{ranged}`").between(
+            F.lit(bounds["lo"]), F.lit(bounds["hi"]))
+
+
+def _same_key(key: Sequence[str]) -> Column:
+    return F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
+
+
+def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],
+                   ranged: str) -> int:
+    """Insert the `rows` whose `key` the Delta `table` (made when first needed) lacks, in one
+    MERGE; how many distinct rows were offered (`_offered`: `ranged`)."""
+    with _offered(rows, key, ranged) as (source, n, in_range):
+        if n:
+            (table().alias("t").merge(source.alias("s"), in_range & _same_key(key))
+             .whenNotMatchedInsertAll().execute())
+        return n
+
+
+def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame,
+                   key: Sequence[str], ranged: str, cluster: str) -> int:
+    """Append the `rows` whose `key` the Delta `table` at `target` (made when first needed)
+    lacks, one file per value of `cluster`, sorted by `key`; the table takes new columns. How
+    many distinct rows were offered (`_offered`: `ranged`).
+
+    An event log's layout (`ingest.merge_into_log`): a replay that caps its micro-batches
+    (`--max-files-per-trigger`) may split one commit's files between two batches, and reads
+    each batch after the last. With each log partition's rows of a commit in one file, in
+    order, no split puts a later record of a partition (and so of a group) in an earlier
+    batch than an earlier one. A MERGE could not keep this: it writes the rows as its join
+    with the table left them, one partition's records spread over every file. What the MERGE
+    gave besides, a refusal when another writer added rows in the range at the same moment,
+    an append does not: one writer a log at a time."""
+    with _offered(rows, key, ranged) as (source, n, in_range):
+        if n:
+            have = table().toDF().alias("t").where(in_range).select(*(F.col(f"t.`{k}`").alias(k)
+                                                                       for k in key))
+            new = source.alias("s").join(have.alias("t"), _same_key(key), "left_anti")
+            append_delta(new.repartition(cluster).sortWithinPartitions(*key), target,
+                         merge_schema=True)
+        return n
 
