@@ -1,10 +1,10 @@
-"""Benchmark (not a test): `jobs/ingest.py --raw` throughput, decode and Delta MERGE included.
+"""Benchmark (not a test): `jobs/ingest.py --raw` throughput, decode and Delta write included.
 
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_ingest.py --records 200000
 
 Writes a Parquet dump of raw records (bench_decode's realistic mix: 94% offset commits, 3%
 group snapshots, 2% tombstones, 1% KIP-848), ingests it into a fresh event log (timed: the
-decode in mapInArrow plus the insert-if-absent MERGE), then ingests it again into the now full
+decode in mapInArrow plus the append of what the log lacks), then ingests it again into the now full
 log (timed: every position is present, nothing is written) and prints records/s for both.
 Set the session with --profile (default `local`: every core of this machine).
 """

@@ -2,7 +2,7 @@
 
 Every job that reads one result more than once keeps it here: the stream's batch after the
 fold (the stateful operator must run once a batch), the lag step's rows, the backfill's
-samples, the ingest's decoded records, the rows a MERGE inserts.
+samples, the ingest's decoded records, the rows a MERGE or an append inserts.
 
 Not with `DataFrame.persist` on a local master. Spark 4.2's cache (`CachedRDDBuilder`)
 gives each of its tasks a `PartitionKeyedAccumulator` whose map is null between the
