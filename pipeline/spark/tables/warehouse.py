@@ -115,8 +115,7 @@ def _with_columns(spark: SparkSession, path: str, schema: T.StructType,
     if missing:
         log.warning("%s: adding the columns this release writes: %s", path,
                     ", ".join(missing))
-        (spark.createDataFrame([], schema).write.format("delta").mode("append")
-         .option("mergeSchema", "true").save(path))
+        append_delta(spark.createDataFrame([], schema), path, merge_schema=True)
 
 
 @contextmanager
@@ -164,8 +163,7 @@ def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame
     an append does not: one writer a log at a time."""
     with _offered(rows, key, ranged) as (source, n, in_range):
         if n:
-            have = table().toDF().alias("t").where(in_range).select(*(F.col(f"t.`{k}`").alias(k)
-                                                                       for k in key))
+            have = table().toDF().alias("t").where(in_range).select(*key)
             new = source.alias("s").join(have.alias("t"), _same_key(key), "left_anti")
             append_delta(new.repartition(cluster).sortWithinPartitions(*key), target,
                          merge_schema=True)
