@@ -80,6 +80,10 @@ DEFAULT_CONFIG: dict[str, str] = {
     "group.streams.session.timeout.ms": "10000",
     "group.streams.min.heartbeat.interval.ms": "2000",
     "group.streams.heartbeat.interval.ms": "2000",
+    # Every 5 minutes (the default) the share coordinator deletes the records of
+    # __share_group_state its state no longer needs, all of a deleted group's: a test that
+    # reads the topic after the fact must find them all, however long the broker has run.
+    "share.coordinator.state.topic.prune.interval.ms": "86400000",
 }
 
 _LOG4J2 = """\
