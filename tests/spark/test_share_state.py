@@ -3,7 +3,7 @@
 share_partition_state as `pipeline.share.state.replay` replays it without Spark, the records
 Kafka's shard would not apply in rejected_events, and, with end-offset samples, each share
 partition's Kafka 4.2 share lag as of each sample the share-state log's watermark passed in
-partition_lag and group_lag; the stream one log file a batch, and continuing a backfill of
+partition_lag and group_lag; the stream three log files a batch, and continuing a backfill of
 the log's first half, ends on the same rows."""
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:
 
 
 # The ingest's shuffles as a cluster's are: several partitions, not coalesced into one, so
-# each commit of the log has several files and a stream of one file a batch splits commits.
+# each commit of the log has several files (one a log partition: two) and a stream of three
+# files a batch splits commits.
 SPREAD = {"spark.sql.adaptive.coalescePartitions.enabled": "false",
           "spark.sql.shuffle.partitions": "8"}
 
@@ -230,7 +231,7 @@ def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
     assert _lag(spark, warehouse) == (partitions, groups)
 
 
-def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
+def test_the_stream_three_files_a_batch_and_after_a_backfill_writes_the_same_rows(
         spark: SparkSession, base: Path) -> None:
     history, refused = _expected()
     want = sorted(history, key=lambda r: (r[3], r[4]))
@@ -238,10 +239,10 @@ def test_the_stream_one_file_a_batch_and_after_a_backfill_writes_the_same_rows(
     lag = _expected_lag()
     run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(streamed),
                                     checkpoint=str(base / "ck-streamed"), database=None,
-                                    max_files_per_trigger=1,
+                                    max_files_per_trigger=3,
                                     share_state=str(base / "share-log"),
                                     lag=_named(spark, streamed), watermark_delay=DELAY,
-                                    upkeep=Upkeep(every=4)))
+                                    upkeep=Upkeep(every=3)))
     assert _history(spark, streamed) == want
     assert _refused(spark, streamed) == refused
     assert _lag(spark, streamed) == lag
