@@ -3,7 +3,8 @@
 How the suite splits across pytest-xdist workers (`tests/run.sh` runs two): a file's tests
 stay on one worker, so a module's fixture (a generated warehouse, a demo replay) is built
 once; every file under tests/kafka goes with the others, so one broker and one client
-workload serve them all. Without xdist the marks change nothing.
+workload serve them all; and files that share a session's fixture (`TOGETHER`) go together,
+so it is built once. Without xdist the marks change nothing.
 
 Every test that starts a JVM in its own process carries a marker, `spark`, `kafka` or
 `cluster` (pyproject.toml): `tests/run.sh --fast` deselects those and runs the rest with no
@@ -20,6 +21,10 @@ pytest_plugins = ("pytester",)  # tests/test_markers.py runs this file on a prob
 
 JVM_FIXTURES = frozenset({"spark", "broker"})  # tests/spark/conftest.py, tests/kafka/conftest.py
 JVM_MARKS = ("spark", "kafka", "cluster")
+# Files whose tests share a session fixture: the share-state log and its backfill
+# (tests/spark/sharelog.py).
+TOGETHER = {"tests/spark/test_share_state.py": "share-state",
+            "tests/spark/test_golden_tables.py": "share-state"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (--dist loadgroup)
@@ -41,5 +46,5 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        group = "kafka" if path.startswith("tests/kafka/") else path
+        group = "kafka" if path.startswith("tests/kafka/") else TOGETHER.get(path, path)
         item.add_marker(pytest.mark.xdist_group(group))

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pipeline.errors import UsageError
 from pipeline.java import java_executable
 from pipeline.spark.runtime.session import build_session, stop_session
+from tests.spark.sharelog import share_backfilled, share_base
 
 # The test profile's JVM compiles with C1 only, for the jobs the tests start as processes,
 # which live a minute or two. This session's JVM lives as long as a pytest worker (half an
@@ -31,3 +32,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
                                         "spark.driver.extraJavaOptions": LONG_LIVED_JVM})
     yield session
     stop_session(session)
+
+
+__all__ = ["share_backfilled", "share_base", "spark"]  # the session's fixtures

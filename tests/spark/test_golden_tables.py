@@ -12,11 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.spark.backfill import BackfillOptions, run_backfill
-from pipeline.spark.lag.lagflow import LagOptions
-from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables.options import interval_ms
-from pipeline.spark.tables.topics import record_topics
 from schemas import METADATA_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from schemas.share_state import SHARE_TABLES
@@ -32,8 +28,6 @@ from tests.spark.test_readme_examples import (
     query_answers,
     runs_and_answers,
 )
-from tests.spark.test_share_state import DELAY as SHARE_DELAY
-from tests.spark.test_share_state import NAMES, SAMPLES, ingest_share_dumps
 
 pytestmark = pytest.mark.spark
 
@@ -64,26 +58,18 @@ def test_spark_builds_the_stored_golden_tables(spark: SparkSession, name: str) -
 
 
 @pytest.fixture(scope="module")
-def kafka4(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def kafka4(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory,
+           share_backfilled: Path) -> Path:
     """out/kafka4: a warehouse of the share-streams-by-hand case's tables, as Delta tables;
     with, since that case has no `__share_group_state`, the share-state and lag tables (and
-    `topics`) of a backfill of tests/spark/test_share_state.py's share-state log and
+    `topics`) of the session's backfill of tests/spark/sharelog.py's share-state log and
     end-offset samples."""
     out = tmp_path_factory.mktemp("kafka4")
     case = read_case("share-streams-by-hand", OUTPUT_TABLES)
     for table, df in pure_tables(spark, case.events).items():
         df.write.format("delta").save(str(out / "warehouse" / table))
-    share = out / "share"
-    ingest_share_dumps(spark, share, [0, 1, 2, 3], share / "log")
-    write_samples(spark, SAMPLES, str(share / "samples"))
-    backfilled = share / "warehouse"
-    record_topics(spark, str(backfilled), NAMES, "map")
-    run_backfill(spark, BackfillOptions(events=str(share / "events"), warehouse=str(backfilled),
-                                        database=None, share_state=str(share / "log"),
-                                        lag=LagOptions(str(share / "samples")),
-                                        watermark_delay=SHARE_DELAY))
     for table in (*SHARE_TABLES, *LAG_TABLES, *METADATA_TABLES):
-        (spark.read.format("delta").load(str(backfilled / table))
+        (spark.read.format("delta").load(str(share_backfilled / table))
          .write.format("delta").save(str(out / "warehouse" / table)))
     return out
 

@@ -23,64 +23,25 @@ from pipeline.share.state import replay, share_lag, state_of
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.records import decode_one
 from pipeline.spark.ingest.ingest import KEY as LOG_KEY
-from pipeline.spark.ingest.ingest import IngestOptions, ingest_raw
 from pipeline.spark.lag.lagflow import LagOptions
-from pipeline.spark.lag.samples import write_samples
-from pipeline.spark.runtime.session import temporary_conf
 from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
-from pipeline.spark.tables.topics import record_topics
-from tests.decode import kafka_records
-from tests.share.log import T0, TOPICS, Raw, share_log
+from tests.spark.sharelog import (
+    DELAY,
+    DELAY_MS,
+    NAMES,
+    RAW,
+    SAMPLES,
+    ingest_share_dumps,
+    named,
+)
 
 pytestmark = pytest.mark.spark
 
-RAW = share_log(5)
-# Four dumps in log order, each a version of the log (as a live ingest's batches come).
-CHUNKS = [RAW[k * len(RAW) // 4:(k + 1) * len(RAW) // 4] for k in range(4)]
-NAMES = {TOPICS[0]: "orders", TOPICS[1]: "payments"}
-DELAY, DELAY_MS = "1 minute", 60_000
-# Every 5 s over the log's 240 s (some at a record's very time), each topic partition's end
-# offset growing: the share lag's samples.
-SAMPLES = [{"topic": name, "partition": p, "log_end_offset": 150 + 2 * k + p,
-            "log_start_offset": 0, "sampled_at": T0 - 5_000 + 5_000 * k}
-           for k in range(52) for name in NAMES.values() for p in (0, 1)]
-RAW_SCHEMA = "key binary, value binary, partition int, offset bigint, timestamp bigint"
 # What the comparison reads of a share_partition_state row (its times are the records').
 STATE = ("group_id", "topic_id", "partition", "log_partition", "log_offset", "change",
          "snapshot_epoch", "state_epoch", "leader_epoch", "start_offset",
          "delivery_complete_count", "in_flight", "available", "acknowledged", "archived")
-
-
-def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:
-    spark.createDataFrame(rows, RAW_SCHEMA).write.parquet(str(path))
-    return str(path)
-
-
-# The ingest's shuffles as a cluster's are: several partitions, not coalesced into one, so
-# each commit of the log has several files (one a log partition: two) and a stream of three
-# files a batch splits commits.
-SPREAD = {"spark.sql.adaptive.coalescePartitions.enabled": "false",
-          "spark.sql.shuffle.partitions": "8"}
-
-
-def ingest_share_dumps(spark: SparkSession, base: Path, chunks: list[int],
-                       share_log_path: Path) -> None:
-    """The dumps `chunks` ingested into the share-state log at `share_log_path`, one commit
-    each (and an event log of one record, `base/events`, the ingest's other output), its
-    shuffles `SPREAD`."""
-    events = base / "events-dump"
-    if not events.exists():
-        commit = kafka_records.records()["share_metadata"]
-        _dump(spark, [(commit[0], commit[1], 0, 0, 1_700_000_000_000)], events)
-    for k in chunks:
-        dump = base / f"share-dump-{k}"
-        if not dump.exists():
-            _dump(spark, CHUNKS[k], dump)
-        with temporary_conf(spark, SPREAD):
-            ingest_raw(spark, IngestOptions(events=str(base / "events"), raw=str(events),
-                                            share_state=str(share_log_path),
-                                            raw_share_state=str(dump)))
 
 
 def _commit_files(log: Path) -> list[list[list[tuple[int, int]]]]:
@@ -183,18 +144,9 @@ def _refused(spark: SparkSession, warehouse: Path) -> Counter[str]:
     return Counter(r["reason"] for r in rows)
 
 
-@pytest.fixture(scope="module")
-def base(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("share-state")
-    ingest_share_dumps(spark, root, [0, 1, 2, 3], root / "share-log")
-    write_samples(spark, SAMPLES, str(root / "samples"))
-    return root
-
-
-def _named(spark: SparkSession, warehouse: Path) -> LagOptions:
-    """The warehouse's `topics` table (what the ingest records), and the samples' options."""
-    record_topics(spark, str(warehouse), NAMES, "map")
-    return LagOptions(str(warehouse.parent / "samples"))
+@pytest.fixture
+def base(share_base: Path) -> Path:
+    return share_base
 
 
 def test_the_ingest_writes_each_log_partition_of_a_commit_in_one_file_in_order(
@@ -210,13 +162,10 @@ def test_the_ingest_writes_each_log_partition_of_a_commit_in_one_file_in_order(
 
 
 def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
-        spark: SparkSession, base: Path) -> None:
+        spark: SparkSession, share_backfilled: Path) -> None:
     history, refused = _expected()
     assert len(history) > 150 and sum(refused.values()) >= 3
-    warehouse = base / "backfilled"
-    run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(warehouse),
-                                        database=None, share_state=str(base / "share-log"),
-                                        lag=_named(spark, warehouse), watermark_delay=DELAY))
+    warehouse = share_backfilled
     assert _history(spark, warehouse) == sorted(history, key=lambda r: (r[3], r[4]))
     assert _refused(spark, warehouse) == refused
     last = spark.read.format("delta").load(str(warehouse / "_share_state")).collect()
@@ -241,7 +190,7 @@ def test_the_stream_three_files_a_batch_and_after_a_backfill_writes_the_same_row
                                     checkpoint=str(base / "ck-streamed"), database=None,
                                     max_files_per_trigger=3,
                                     share_state=str(base / "share-log"),
-                                    lag=_named(spark, streamed), watermark_delay=DELAY,
+                                    lag=named(spark, streamed), watermark_delay=DELAY,
                                     upkeep=Upkeep(every=3)))
     assert _history(spark, streamed) == want
     assert _refused(spark, streamed) == refused
@@ -256,7 +205,7 @@ def test_the_stream_three_files_a_batch_and_after_a_backfill_writes_the_same_row
     handed = base / "handed"
     run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(handed),
                                         database=None, share_state=str(half),
-                                        lag=_named(spark, handed), watermark_delay=DELAY))
+                                        lag=named(spark, handed), watermark_delay=DELAY))
     early = _lag(spark, handed)
     assert early[0] and early[0] < lag[0] and early[0] != lag[0]  # some rows, the rest wait
     ingest_share_dumps(spark, base, [2, 3], half)
