@@ -144,16 +144,11 @@ def _refused(spark: SparkSession, warehouse: Path) -> Counter[str]:
     return Counter(r["reason"] for r in rows)
 
 
-@pytest.fixture
-def base(share_base: Path) -> Path:
-    return share_base
-
-
 def test_the_ingest_writes_each_log_partition_of_a_commit_in_one_file_in_order(
-        base: Path) -> None:
+        share_base: Path) -> None:
     """What a stream that splits a commit between micro-batches needs (the next test's, one
     file a batch): no partition's later record in an earlier file."""
-    commits = [files for files in _commit_files(base / "share-log") if files]
+    commits = [files for files in _commit_files(share_base / "share-log") if files]
     assert len(commits) == 4 and max(len(files) for files in commits) > 1  # one a dump
     for files in commits:
         partitions = [{p for p, _ in rows} for rows in files]
@@ -181,15 +176,15 @@ def test_the_backfill_replays_the_log_as_the_share_coordinator_does(
 
 
 def test_the_stream_three_files_a_batch_and_after_a_backfill_writes_the_same_rows(
-        spark: SparkSession, base: Path) -> None:
+        spark: SparkSession, share_base: Path) -> None:
     history, refused = _expected()
     want = sorted(history, key=lambda r: (r[3], r[4]))
-    streamed = base / "streamed"
+    streamed = share_base / "streamed"
     lag = _expected_lag()
-    run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(streamed),
-                                    checkpoint=str(base / "ck-streamed"), database=None,
+    run_replay(spark, ReplayOptions(events=str(share_base / "events"), warehouse=str(streamed),
+                                    checkpoint=str(share_base / "ck-streamed"), database=None,
                                     max_files_per_trigger=3,
-                                    share_state=str(base / "share-log"),
+                                    share_state=str(share_base / "share-log"),
                                     lag=named(spark, streamed), watermark_delay=DELAY,
                                     upkeep=Upkeep(every=3)))
     assert _history(spark, streamed) == want
@@ -200,26 +195,26 @@ def test_the_stream_three_files_a_batch_and_after_a_backfill_writes_the_same_row
                spark.sql(f"DESCRIBE HISTORY delta.`{streamed / own}`").collect()]
         assert "VACUUM END" in ops, (own, ops)
     # A backfill of the log's first two dumps, then a stream once the rest arrived.
-    half = base / "share-log-half"
-    ingest_share_dumps(spark, base, [0, 1], half)
-    handed = base / "handed"
-    run_backfill(spark, BackfillOptions(events=str(base / "events"), warehouse=str(handed),
+    half = share_base / "share-log-half"
+    ingest_share_dumps(spark, share_base, [0, 1], half)
+    handed = share_base / "handed"
+    run_backfill(spark, BackfillOptions(events=str(share_base / "events"), warehouse=str(handed),
                                         database=None, share_state=str(half),
                                         lag=named(spark, handed), watermark_delay=DELAY))
     early = _lag(spark, handed)
     assert early[0] and early[0] < lag[0] and early[0] != lag[0]  # some rows, the rest wait
-    ingest_share_dumps(spark, base, [2, 3], half)
-    run_replay(spark, ReplayOptions(events=str(base / "events"), warehouse=str(handed),
-                                    checkpoint=str(base / "ck-handed"), database=None,
-                                    share_state=str(half), lag=LagOptions(str(base / "samples")),
+    ingest_share_dumps(spark, share_base, [2, 3], half)
+    run_replay(spark, ReplayOptions(events=str(share_base / "events"), warehouse=str(handed),
+                                    checkpoint=str(share_base / "ck-handed"), database=None,
+                                    share_state=str(half), lag=LagOptions(str(share_base / "samples")),
                                     watermark_delay=DELAY))
     assert _history(spark, handed) == want
     assert _refused(spark, handed) == refused
     assert _lag(spark, handed) == lag
 
 
-def test_a_missing_share_state_log_is_a_one_line_error(spark: SparkSession, base: Path) -> None:
+def test_a_missing_share_state_log_is_a_one_line_error(spark: SparkSession, share_base: Path) -> None:
     with pytest.raises(UsageError, match="--share-state .*no Delta table"):
-        run_backfill(spark, BackfillOptions(events=str(base / "events"),
-                                            warehouse=str(base / "none"), database=None,
-                                            share_state=str(base / "nowhere")))
+        run_backfill(spark, BackfillOptions(events=str(share_base / "events"),
+                                            warehouse=str(share_base / "none"), database=None,
+                                            share_state=str(share_base / "nowhere")))
