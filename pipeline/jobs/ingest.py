@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 
+from pyspark.sql import SparkSession
+
 from pipeline.errors import UsageError
 from pipeline.jobs._common import (
     JobParser,
@@ -124,7 +126,7 @@ def check_sampling_args(p: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 @cli(parse)
-def main(args: argparse.Namespace) -> None:
+def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     opts = IngestOptions(
         events=args.events, bootstrap_servers=args.bootstrap_servers, raw=args.raw,
         checkpoint=args.checkpoint, starting_offsets=args.starting_offsets,
@@ -133,13 +135,13 @@ def main(args: argparse.Namespace) -> None:
         sample_interval=args.sample_interval, isolation_level=args.isolation_level,
         share_state=args.share_state, raw_share_state=args.raw_share_state,
     )
-    with job_session("ingest", args.profile, args=args) as spark:
+    with job_session("ingest", args.profile, spark, args=args) as session:
         for flag, dump in (("--raw", opts.raw), ("--raw-share-state", opts.raw_share_state)):
-            if dump is not None and not exists(spark, dump):
+            if dump is not None and not exists(session, dump):
                 raise UsageError(f"{flag} {dump}: no such path; expected a Delta or Parquet "
                                  "dump of raw records (key, value, partition, offset, "
                                  "timestamp)")
-        run_ingest(spark, opts)
+        run_ingest(session, opts)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The recipes of docs/serving.md on a small warehouse: `jobs/serve.py` serves it to real
 clients at once (Spark Connect Python sessions and `beeline` over JDBC) while a stream keeps
-writing it. The jobs build the warehouse themselves, in subprocesses: `jobs/generate.py`
+writing it. The jobs build the warehouse themselves, by their entry points in the suite's
+session (the server and the stream are the processes under test): `jobs/generate.py`
 writes ~1,000 events in two Delta commits to a staging folder; the log the replay reads
 starts as the first commit only, and the second is appended later the way any Delta writer
 appends (its data file first, then its commit file, renamed into `_delta_log/`).
@@ -35,6 +36,7 @@ from typing import IO, Any, TypeVar
 
 import pyspark
 import pytest
+from pyspark.sql import SparkSession
 
 from pipeline.spark.runtime.session import PROFILES_DIR
 from schemas import OUTPUT_TABLES
@@ -122,12 +124,10 @@ def job_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in (CONNECT_MARK, "SPARK_REMOTE")}
 
 
-def run_job(root: Path, name: str, *args: str | Path | int) -> None:
-    log = root / f"{name}.log"
-    with log.open("w") as out:
-        done = subprocess.run(job(name, *args), stdout=out, stderr=subprocess.STDOUT,
-                              cwd=root, env=job_env(), timeout=400)
-    assert done.returncode == 0, log.read_text(errors="replace")[-4000:]
+def run_job(spark: SparkSession, name: str, *args: str | Path | int) -> None:
+    """Job `name`'s entry point with `args`, in `spark` (a process of its own would add a
+    JVM's start and warm-up, and nothing this file tests)."""
+    assert load_job(name).main(list(map(str, args)), spark=spark) in (None, 0)
 
 
 def light_profile(root: Path) -> Path:
@@ -157,17 +157,17 @@ def running(command: list[str], log: Path, cwd: Path) -> Iterator[subprocess.Pop
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Iterator[Served]:
     """docs/serving.md's deployment: the server, and beside it the stream, started together
     (the stream needs no metastore), over a warehouse the replay made first."""
     root = tmp_path_factory.mktemp("serve")
     profile, staged, events = light_profile(root), root / "staged", root / "events"
     warehouse, checkpoint = root / "wh", root / "checkpoint"
-    run_job(root, "generate", "--output", staged, "--groups", GROUPS, "--events", 1000,
-            "--commits", 2, "--profile", profile)
+    run_job(spark, "generate", "--output", staged, "--groups", GROUPS, "--events", 1000,
+            "--commits", 2)
     append_commit(staged, events, 0, root / "commit.tmp")
-    run_job(root, "replay", "--events", events, "--warehouse", warehouse, "--checkpoint",
-            checkpoint, "--database", "", "--profile", profile)
+    run_job(spark, "replay", "--events", events, "--warehouse", warehouse, "--checkpoint",
+            checkpoint, "--database", "")
     connect, thrift, metrics = free_port(), free_port(), free_port()
     server_log, stream_log = root / "serve.log", root / "stream.log"
     with running(job("replay", "--events", events, "--warehouse", warehouse, "--checkpoint",
