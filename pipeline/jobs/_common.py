@@ -12,7 +12,7 @@ import argparse
 import functools
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib.resources import as_file
 from pathlib import Path
@@ -393,18 +393,19 @@ def log_level(args: argparse.Namespace) -> str | None:
 
 @contextmanager
 def job_session(name: str, profile: str, spark: SparkSession | None = None, *,
-                metastore: str | None = None, args: argparse.Namespace | None = None
-                ) -> Iterator[SparkSession]:
+                metastore: str | None = None, args: argparse.Namespace | None = None,
+                extra_conf: Mapping[str, str] | None = None) -> Iterator[SparkSession]:
     """The job's Spark session, stopped when the job ends; one passed in (a test, a notebook
     calling `main(argv, spark)`) is used and left running. `metastore`: see `build_session`;
-    `args`: the job's arguments, for its log level."""
+    `args`: the job's arguments, for its log level; `extra_conf`: settings over the
+    profile's."""
     if spark is not None:
         yield spark
         return
     level = None if args is None else log_level(args)
     if level == "DEBUG":
         logging.getLogger().setLevel(logging.DEBUG)
-    session = build_session(name, profile, metastore=metastore, log_level=level)
+    session = build_session(name, profile, extra_conf, metastore=metastore, log_level=level)
     try:
         yield session
     finally:
