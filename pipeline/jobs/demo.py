@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from pipeline.java import SHORT_LIVED_JVM
 from pipeline.jobs._common import (
     JobParser,
     add_profile_arg,
@@ -26,12 +27,10 @@ from pipeline.spark.runtime.session import session_conf
 
 GROUPS = 40
 EVENTS = 30_000
-# The demo's JVM lives a minute or two: compiled by C1 alone it spends its two cores on the
-# jobs rather than on C2's compiling code it will not run long (as the `test` profile's
-# jobs; a stream left running keeps the default). The whole demo 0.87x the wall time
-# (docs/performance.md). A profile that sets the driver's JVM options keeps its own.
+# The demo's JVM lives a minute or two: a short-lived JVM's options (pipeline/java.py; a
+# stream or backfill run by its own job keeps the profile's). A profile that sets the
+# driver's JVM options keeps its own.
 JVM_OPTIONS = "spark.driver.extraJavaOptions"
-SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def steps(out: str, groups: int = GROUPS, events: int = EVENTS) -> dict[str, list[str]]:
@@ -67,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     # The replay names its tables in the warehouse's metastore: the session opens it.
     own = JVM_OPTIONS in session_conf(args.profile, with_jars=False)
     with job_session("demo", args.profile, metastore=default_metastore(f"{args.output}/warehouse"),
-                     args=args, extra_conf=None if own else {JVM_OPTIONS: SHORT_LIVED_JVM}
+                     args=args, extra_conf=None if own else {JVM_OPTIONS: " ".join(SHORT_LIVED_JVM)}
                      ) as spark:
         for job, argv in jobs.items():
             module = importlib.import_module(f"pipeline.jobs.{job}")

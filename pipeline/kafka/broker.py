@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.java import java_executable
+from pipeline.java import SHORT_LIVED_JVM, java_executable
 from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
 KAFKA_VERSION = "4.2.1"  # share and streams groups on by default since 4.2 (KIP-848 since 4.0)
@@ -169,8 +169,7 @@ def server_properties(log_dir: Path, port: int, controller_port: int,
 
 
 def _jvm(classpath: str, directory: Path, heap: str) -> list[str]:
-    return [java_executable(), f"-Xmx{heap}", "-Xms128m", "-XX:TieredStopAtLevel=1",
-            "-XX:ReservedCodeCacheSize=240m",  # C1-only's 48 MB fills; see conf/profiles/test.conf
+    return [java_executable(), f"-Xmx{heap}", "-Xms128m", *SHORT_LIVED_JVM,
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={directory}", "-cp", classpath]
@@ -196,8 +195,8 @@ def tool_command(broker: Broker, main_class: str, *args: str) -> list[str]:
     config = broker.directory / "tools-log4j2.properties"
     if not config.is_file():
         config.write_text(_TOOLS_LOG4J2)
-    return [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1",
-            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={config}", "-cp",
+    return [java_executable(), "-Xmx256m", *SHORT_LIVED_JVM, "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={config}", "-cp",
             broker_classpath(), main_class, "--bootstrap-server", broker.bootstrap_servers,
             *args]
 

@@ -47,6 +47,7 @@ def records(share_state: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
 
 def run_java(fixture: str) -> list[dict[str, Any]]:
     """Compile and run the program of `fixture`; its records as fixture entries."""
+    from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
     from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
     artifact, version, program = PROGRAMS[fixture]
@@ -55,9 +56,9 @@ def run_java(fixture: str) -> list[dict[str, Any]]:
     classpath = ":".join(str(j) for j in jars)
     with tempfile.TemporaryDirectory() as out:
         sources = [str(HERE / "java" / f"{name}.java") for name in (program, "Print")]
-        subprocess.run(["javac", "-d", out, "-cp", classpath, *sources],
+        subprocess.run(["javac", *JAVAC_OPTIONS, "-d", out, "-cp", classpath, *sources],
                        check=True, capture_output=True, text=True)
-        printed = subprocess.run(["java", "-cp", f"{classpath}:{out}", program],
+        printed = subprocess.run(["java", *SHORT_LIVED_JVM, "-cp", f"{classpath}:{out}", program],
                                  check=True, capture_output=True, text=True).stdout
     entries = []
     for line in printed.splitlines():

@@ -25,6 +25,7 @@ from confluent_kafka.admin import NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
 from pipeline.kafka.broker import KAFKA_VERSION, Broker, kafka_tool
 from pipeline.spark.runtime.jars import Artifact, ensure_jars
 from tests.kafka.clients import admin, until
@@ -83,7 +84,7 @@ class App:
     def __init__(self, classpath: str, bootstrap: str, state_dir: Path) -> None:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open as long as the JVM runs
         self.process = subprocess.Popen(
-            ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "WordCount",
+            ["java", "-Xmx256m", *SHORT_LIVED_JVM, "-cp", classpath, "WordCount",
              bootstrap, APP, str(state_dir), IN, OUT],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
 
@@ -144,7 +145,7 @@ def streams(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPa
     bootstrap = broker.bootstrap_servers
     classpath = _classpath()
     build = root / "classes"
-    subprocess.run(["javac", "-d", str(build), "-cp", classpath,
+    subprocess.run(["javac", *JAVAC_OPTIONS, "-d", str(build), "-cp", classpath,
                     str(HERE / "java" / "WordCount.java")], check=True, capture_output=True)
     classpath = f"{classpath}:{build}"
     _produce(bootstrap)

@@ -51,6 +51,7 @@ def _parsed(text: str) -> list[Batch]:
 
 def run_java(made: list[dict[str, Any]]) -> list[list[Batch]]:
     """Kafka's combination of each case."""
+    from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
     from pipeline.spark.runtime.jars import Artifact, ensure_jars
 
     jars = ensure_jars((Artifact("org.apache.kafka", "kafka-share-coordinator", KAFKA),),
@@ -58,10 +59,11 @@ def run_java(made: list[dict[str, Any]]) -> list[list[Batch]]:
     classpath = ":".join(str(j) for j in jars)
     lines = "".join(f"{c['start']} {_text(c['old'])} {_text(c['new'])}\n" for c in made)
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run(["javac", "-d", out, "-cp", classpath, str(HERE / "java" / "Combine.java")],
+        subprocess.run(["javac", *JAVAC_OPTIONS, "-d", out, "-cp", classpath,
+                        str(HERE / "java" / "Combine.java")],
                        check=True, capture_output=True, text=True)
-        printed = subprocess.run(["java", "-cp", f"{classpath}:{out}", "Combine"], input=lines,
-                                 check=True, capture_output=True, text=True).stdout
+        printed = subprocess.run(["java", *SHORT_LIVED_JVM, "-cp", f"{classpath}:{out}", "Combine"],
+                                 input=lines, check=True, capture_output=True, text=True).stdout
     return [_parsed(line) for line in printed.splitlines()]
 
 
