@@ -30,7 +30,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.generator import LogSpec, generate
-from pipeline.java import SHORT_LIVED_JVM
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.runtime import jars
 from schemas import OUTPUT_TABLES
@@ -85,8 +84,8 @@ def executor_env(home: Path) -> Path:
 SMALL = [word for key, value in {
     "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
     "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.driver.extraJavaOptions": " ".join(SHORT_LIVED_JVM),
-    "spark.executor.extraJavaOptions": " ".join(SHORT_LIVED_JVM),
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
 }.items()
     for word in ("--conf", f"{key}={value}")]
 

