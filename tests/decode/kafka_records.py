@@ -15,9 +15,7 @@ the programs and rewrites the JSON; `test_kafka_records.py::test_fixtures_are_wh
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +45,12 @@ def records(share_state: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
 
 def run_java(fixture: str) -> list[dict[str, Any]]:
     """Compile and run the program of `fixture`; its records as fixture entries."""
-    from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
-    from pipeline.spark.runtime.jars import Artifact, ensure_jars
+    from tests.java_programs import kafka_classpath, program_output
 
     artifact, version, program = PROGRAMS[fixture]
-    jars = ensure_jars((Artifact("org.apache.kafka", artifact, version),),
-                       against_pyspark=False).jars
-    classpath = ":".join(str(j) for j in jars)
-    with tempfile.TemporaryDirectory() as out:
-        sources = [str(HERE / "java" / f"{name}.java") for name in (program, "Print")]
-        subprocess.run(["javac", *JAVAC_OPTIONS, "-d", out, "-cp", classpath, *sources],
-                       check=True, capture_output=True, text=True)
-        printed = subprocess.run(["java", *SHORT_LIVED_JVM, "-cp", f"{classpath}:{out}", program],
-                                 check=True, capture_output=True, text=True).stdout
+    printed = program_output(kafka_classpath(artifact, version),
+                             [HERE / "java" / f"{name}.java" for name in (program, "Print")],
+                             program)
     entries = []
     for line in printed.splitlines():
         name, key, value = line.split(" ")

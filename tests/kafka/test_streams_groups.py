@@ -25,9 +25,8 @@ from confluent_kafka.admin import NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
 from pipeline.kafka.broker import KAFKA_VERSION, Broker, kafka_tool
-from pipeline.spark.runtime.jars import Artifact, ensure_jars
+from tests.java_programs import compile_java, java_command, kafka_classpath
 from tests.kafka.clients import admin, until
 from tests.kafka.conftest import ingest_and_replay
 
@@ -72,20 +71,14 @@ def _describe(broker: Broker, *what: str) -> list[dict[str, str]]:
                             *what))
 
 
-def _classpath() -> str:
-    jars = ensure_jars((Artifact("org.apache.kafka", "kafka-streams", KAFKA_VERSION),),
-                       against_pyspark=False).jars
-    return ":".join(str(j) for j in jars)
-
-
 class App:
     """One WordCount instance, its own JVM."""
 
     def __init__(self, classpath: str, bootstrap: str, state_dir: Path) -> None:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open as long as the JVM runs
         self.process = subprocess.Popen(
-            ["java", "-Xmx256m", *SHORT_LIVED_JVM, "-cp", classpath, "WordCount",
-             bootstrap, APP, str(state_dir), IN, OUT],
+            java_command(classpath, "WordCount", bootstrap, APP, str(state_dir), IN, OUT,
+                         heap="256m"),
             stdout=subprocess.PIPE, stderr=self.log, text=True)
 
     def wait_running(self, timeout_s: float = 120.0) -> None:
@@ -143,10 +136,9 @@ def streams(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPa
             ) -> Iterator[Run]:
     root = tmp_path_factory.mktemp("streams-groups")
     bootstrap = broker.bootstrap_servers
-    classpath = _classpath()
+    classpath = kafka_classpath("kafka-streams", KAFKA_VERSION)
     build = root / "classes"
-    subprocess.run(["javac", *JAVAC_OPTIONS, "-d", str(build), "-cp", classpath,
-                    str(HERE / "java" / "WordCount.java")], check=True, capture_output=True)
+    compile_java([HERE / "java" / "WordCount.java"], classpath, build)
     classpath = f"{classpath}:{build}"
     _produce(bootstrap)
     apps = [App(classpath, bootstrap, root / f"state-{k}") for k in range(2)]

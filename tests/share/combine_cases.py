@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +49,11 @@ def _parsed(text: str) -> list[Batch]:
 
 def run_java(made: list[dict[str, Any]]) -> list[list[Batch]]:
     """Kafka's combination of each case."""
-    from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
-    from pipeline.spark.runtime.jars import Artifact, ensure_jars
+    from tests.java_programs import kafka_classpath, program_output
 
-    jars = ensure_jars((Artifact("org.apache.kafka", "kafka-share-coordinator", KAFKA),),
-                       against_pyspark=False).jars
-    classpath = ":".join(str(j) for j in jars)
     lines = "".join(f"{c['start']} {_text(c['old'])} {_text(c['new'])}\n" for c in made)
-    with tempfile.TemporaryDirectory() as out:
-        subprocess.run(["javac", *JAVAC_OPTIONS, "-d", out, "-cp", classpath,
-                        str(HERE / "java" / "Combine.java")],
-                       check=True, capture_output=True, text=True)
-        printed = subprocess.run(["java", *SHORT_LIVED_JVM, "-cp", f"{classpath}:{out}", "Combine"],
-                                 input=lines, check=True, capture_output=True, text=True).stdout
+    printed = program_output(kafka_classpath("kafka-share-coordinator", KAFKA),
+                             [HERE / "java" / "Combine.java"], "Combine", stdin=lines)
     return [_parsed(line) for line in printed.splitlines()]
 
 
