@@ -22,7 +22,7 @@ NEEDED = "Spark 4.2 and Kafka need Java 17 or 21"
 # profile's jobs the same two.
 SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 # The same for `javac` (a JVM too), whose own options take `-J`: a test's compiling of a few
-# sources 0.64x the CPU (tests/decode/kafka_records.py, docs/performance.md).
+# sources 0.64x the CPU (tests/java_programs.py, docs/performance.md).
 JAVAC_OPTIONS = tuple(f"-J{option}" for option in SHORT_LIVED_JVM)
 
 
