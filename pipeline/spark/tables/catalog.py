@@ -107,7 +107,9 @@ def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
     the columns the shape has; counters, positions and deadlines of group_state are not kept
     per moment and are absent."""
     at = timestamp_sql(at_ms)
-    tables = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    # SHOW TABLES, not spark.catalog.listTables(): the latter decodes its rows with an
+    # encoder that fails when expressions are interpreted (the `test` profile).
+    tables = {r.tableName for r in spark.sql("SHOW TABLES").collect() if r.isTemporary}
     if not {"group_history", "offset_history"} <= tables:
         raise ValueError("--as-of needs group_history and offset_history: replay the log "
                          "again with this version")
