@@ -12,6 +12,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pipeline", "schemas")
 
@@ -25,7 +27,8 @@ def _name(requirement: str) -> str:
 
 def installed_by_dependencies() -> set[str]:
     """The distributions `pip install .` brings: the dependencies and, transitively, theirs
-    (requirements with an environment marker for an extra are not followed)."""
+    (a requirement whose environment marker is false here, or names an extra, is not
+    followed: deltalake's `deprecated` wants `inspect2` only on Python 2)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     todo = [_name(r) for r in project["dependencies"]]
     seen: set[str] = set()
@@ -34,9 +37,10 @@ def installed_by_dependencies() -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        for requirement in metadata.requires(name) or []:
-            if "extra ==" not in requirement.partition(";")[2]:
-                todo.append(_name(requirement))
+        for text in metadata.requires(name) or []:
+            requirement = Requirement(text)  # installed here: not for an extra, marker true
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(_name(text))
     return seen
 
 

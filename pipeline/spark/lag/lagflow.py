@@ -39,7 +39,7 @@ from pipeline.spark.lag.lagstate import STATE, Tables, ensure_state, reset_state
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.runtime.keep import keep, release
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, read_delta, stream_delta
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
@@ -177,8 +177,7 @@ class StreamLag:
                     first["group_lag"] = self._append(step.group_lag, "group_lag")
                     self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
                 state = step.state
-                then[STATE] = lambda: (state.write.format("delta").mode("overwrite")
-                                       .save(state_path(self.warehouse)))
+                then[STATE] = lambda: small.save(state, state_path(self.warehouse), "overwrite")
         elif any_ready:
             known = candidates if version is None else read_samples(
                 spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
@@ -196,8 +195,8 @@ class StreamLag:
                 first["rejected_samples"] = self._append(rejected, "rejected_samples")
             arrived = bool(checked.where(F.col(REASON).isNull()).limit(1).count())
         if any_ready or arrived:  # the pending set changed; else it is left as it is
-            then[PENDING] = lambda: (candidates.where(~passed).write.format("delta")
-                                     .mode("overwrite").save(pending_path(self.warehouse)))
+            then[PENDING] = lambda: small.save(candidates.where(~passed),
+                                               pending_path(self.warehouse), "overwrite")
         return first, then
 
     def _keep(self, df: DataFrame) -> DataFrame:
@@ -207,7 +206,7 @@ class StreamLag:
 
     def _append(self, df: DataFrame, table: str) -> Callable[[], None]:
         path = paths.join(self.warehouse, table)
-        return lambda: df.write.format("delta").mode("append").save(path)
+        return lambda: small.save(df, path)
 
     def release(self) -> None:
         for df in self._kept:

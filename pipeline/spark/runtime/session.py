@@ -254,6 +254,10 @@ def build_session(app_name: str, profile: str = "local",
 # Delta writes this setting into each commit's userMetadata (the stream's batch marks, the
 # maintenance's mark).
 COMMIT_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# Delta's own idempotent-write pair: a write under them is skipped if the table holds this
+# app id's version already (`stream.sinks`, a table not yet marked).
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 
 @contextmanager

@@ -2,6 +2,8 @@
 
 History tables are appended to, current tables MERGEd, each table in one Delta commit of its
 own, side by side (`pipeline.spark.tables.parallel`). Tables live at `<warehouse>/<table>`.
+A table's few rows of a warm batch are committed from the driver by delta-rs
+(`pipeline.spark.tables.small`), a big batch's (or one on an object store) by Spark.
 
 Exactly once: every commit carries the batch's mark in its `userMetadata` (the stream's app
 id and the batch id). Before writing a table, the writer reads the table's newest commits
@@ -35,15 +37,13 @@ from pyspark.sql import functions as F
 from pipeline.spark.fold.wire import FAILED, SAMPLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import StreamLag
 from pipeline.spark.lag.lagstate import HISTORY
-from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.runtime.session import COMMIT_METADATA, TXN_APP_ID, TXN_VERSION, temporary_conf
 from pipeline.spark.stream.maintain import Upkeep
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.parallel import WRITERS, run_all
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 
-TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
 PROGRESS_KEPT = 64  # batches whose figures the writer keeps for the progress line to read
 
@@ -185,24 +185,33 @@ class BatchWriter:
 
     def _commit(self, wire: DataFrame, table: str, count: int) -> None:
         spark = wire.sparkSession
-        if table == "group_state":
-            self._merge_state(spark, wire, count)
-        elif table == "committed_offsets":
-            self._merge_offsets(spark, wire, count)
+        path = self.path(table)
+        if table == "committed_offsets":
+            rows = table_rows(wire, table, extra=True, count=count)
+            source = rows.select(*[F.col(f.name) for f in table_schema(table).fields],
+                                 F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
         else:
-            (table_rows(wire, table, count=count).write.format("delta").mode("append")
-             .save(self.path(table)))
+            source = table_rows(wire, table, count=count)
+        if small.writes_small(spark, path, count):  # a few rows: from the driver (small.py)
+            data = source.toArrow()
+            if table in TABLE_KEYS:
+                small.merge(spark, data, path, TABLE_KEYS[table],
+                            deleted="_deleted" if table == "committed_offsets" else None)
+            else:
+                small.write(spark, data, path)
+        elif table == "group_state":
+            self._merge_state(spark, source)
+        elif table == "committed_offsets":
+            self._merge_offsets(spark, source)
+        else:
+            source.write.format("delta").mode("append").save(path)
 
-    def _merge_state(self, spark: SparkSession, wire: DataFrame, count: int) -> None:
-        source = table_rows(wire, "group_state", count=count)
+    def _merge_state(self, spark: SparkSession, source: DataFrame) -> None:
         (DeltaTable.forPath(spark, self.path("group_state")).alias("t")
          .merge(source.alias("s"), _on_keys("group_state"))
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
 
-    def _merge_offsets(self, spark: SparkSession, wire: DataFrame, count: int) -> None:
-        rows = table_rows(wire, "committed_offsets", extra=True, count=count)
-        cols = [F.col(f.name) for f in table_schema("committed_offsets").fields]
-        source = rows.select(*cols, F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
+    def _merge_offsets(self, spark: SparkSession, source: DataFrame) -> None:
         values: dict[str, str | Column] = {
             f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}
         (DeltaTable.forPath(spark, self.path("committed_offsets")).alias("t")

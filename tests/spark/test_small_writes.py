@@ -1,0 +1,115 @@
+"""A micro-batch's small commits from the driver (`pipeline.spark.tables.small`, delta-rs)
+write what Spark's writer writes: the stream's writer given the same two batches, once each
+way, leaves equal tables (MERGEd updates, inserts and deletes of committed offsets
+included), with the same batch marks; a write over the limit, or to a table under Delta's
+own idempotent pair, stays with Spark's writer."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline.fold import Event
+from pipeline.fold.group_replay import DELETED, Tables, replay_group
+from pipeline.generator import LogSpec, generate
+from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema
+from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
+from pipeline.spark.stream.sinks import BatchWriter, batch_mark
+from pipeline.spark.tables import small
+from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.warehouse import ensure_tables
+from schemas import OUTPUT_TABLES
+from tests.grouping import by_group
+from tests.spark.backends import CONFIG, assert_same_tables, read_tables
+
+pytestmark = pytest.mark.spark
+SPEC = LogSpec(groups=4, events=400, seed=41, log_kind="offsets-topic")
+APP = "small-writes"
+
+
+def _tables(events: list[Event]) -> Tables:
+    """The rows of a batch that replays `events` from no state, every table's."""
+    watermark = max(e.event_time for e in events if e.event_time is not None)
+    tables: Tables = defaultdict(list)
+    for group_id, group_events in by_group(events, unkeyed=True).items():
+        for table, rows in replay_group(group_id, None, group_events, watermark,
+                                        CONFIG).tables.items():
+            tables[table] += rows
+    return tables
+
+
+def _wire(spark: SparkSession, tables: Tables) -> DataFrame:
+    return spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())
+
+
+def _writers(log: Path) -> list[str]:
+    """Who wrote each commit after the table's creation: `delta-rs` or `spark`."""
+    commits = sorted(log.glob("*.json"))[1:]
+    infos = [next(json.loads(line)["commitInfo"] for line in path.read_text().splitlines()
+                  if "commitInfo" in line) for path in commits]
+    return ["delta-rs" if "delta-rs" in json.dumps(info) else "spark" for info in infos]
+
+
+def test_driver_commits_equal_spark_commits(spark: SparkSession, tmp_path: Path) -> None:
+    events = generate(SPEC)
+    # Batch 0: the first half's rows; batch 1: the whole log's, which updates every group's
+    # row and inserts new ones; two of its offsets delete their key instead, and one deletes
+    # a key no batch wrote (the MERGE inserts no row for it).
+    first, whole = _tables(events[:len(events) // 2]), _tables(events)
+    offsets = whole["committed_offsets"]
+    kept = {(r["group_id"], r["topic"], r["partition"]) for r in first["committed_offsets"]}
+    deleting = [i for i, r in enumerate(offsets) if (r["group_id"], r["topic"], r["partition"]) in kept][:2]
+    assert len(deleting) == 2
+    for i in deleting:
+        offsets[i] = {**offsets[i], DELETED: True}
+    offsets.append({**offsets[0], "topic": "never-committed", DELETED: True})
+    batches = [_wire(spark, first), _wire(spark, whole)]
+    warehouses = {way: tmp_path / way for way in ("driver", "spark")}
+    for way, warehouse in warehouses.items():
+        ensure_tables(spark, str(warehouse), None)
+        writer = BatchWriter(str(warehouse), APP)
+        with temporary_conf(spark, {small.SMALL_CONF: str(way == "driver").lower()}):
+            for batch_id, wire in enumerate(batches):
+                writer(wire, batch_id)
+    driver, by_spark = (read_tables(spark, warehouses[w]) for w in ("driver", "spark"))
+    assert_same_tables(driver, by_spark)
+    keys = {tuple(r) for r in driver["committed_offsets"].select("group_id", "topic", "partition").collect()}
+    assert keys and not keys & {(offsets[i]["group_id"], offsets[i]["topic"], offsets[i]["partition"])
+                                for i in deleting} and all(k[1] != "never-committed" for k in keys)
+    written = {t: [b for b, rows in enumerate((first, whole)) if rows.get(t)] for t in OUTPUT_TABLES}
+    assert all(written[t] == [0, 1] for t in ("group_state", "committed_offsets", "offset_history"))
+    for table, batch_ids in written.items():
+        assert _writers(warehouses["driver"] / table / "_delta_log") == ["delta-rs"] * len(batch_ids)
+        assert _writers(warehouses["spark"] / table / "_delta_log") == ["spark"] * len(batch_ids)
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{warehouses['driver'] / table}`")
+        assert [r[0] for r in history.where("version > 0").orderBy("version")
+                .select("userMetadata").collect()] == [batch_mark(APP, b) for b in batch_ids]
+
+
+def test_over_the_limit_or_under_deltas_pair_spark_writes(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    rows = spark.range(3)
+    create_table(spark, path, rows.schema, {})
+    small.save(rows, path)  # 3 rows: from the driver
+    monkeypatch.setattr(small, "SMALL_ROWS", 2)
+    assert small.collect(rows) is None
+    small.save(rows, path)  # over the limit: Spark
+    monkeypatch.undo()
+    with temporary_conf(spark, {TXN_APP_ID: "app", "spark.databricks.delta.write.txnVersion": "0"}):
+        assert not small.writes_small(spark, path, 1)
+        small.save(rows, path)  # Delta's own pair: Spark
+    assert _writers(tmp_path / "t" / "_delta_log") == ["delta-rs", "spark", "spark"]
+    assert spark.read.format("delta").load(path).count() == 9
+
+
+def test_only_local_tables_are_written_from_the_driver() -> None:
+    assert small.local_path("/w/t") == "/w/t"
+    assert small.local_path("file:/w/t") == "/w/t"
+    assert small.local_path("file:///w/t") == "/w/t"
+    assert small.local_path("s3a://lake/w/t") is None
+    assert small.local_path("hdfs://nn:8020/w/t") is None
