@@ -39,6 +39,7 @@ from pipeline.spark.lag.lagflow import ensure_pending
 from pipeline.spark.lag.lagstate import Tables, state_path
 from pipeline.spark.lag.lagstate import step as state_step
 from pipeline.spark.runtime.session import build_session
+from pipeline.spark.tables import small
 from pipeline.spark.tables.options import latest_version
 from pipeline.spark.tables.warehouse import ensure_tables
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0, shapes
@@ -92,10 +93,11 @@ def step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
     ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
     if incremental:
         tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
-                        at_ms + 1, samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)))
-        got = state_step(spark, warehouse, tables, {}, ready, cfg)
+                        at_ms + 1,
+                        samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)).toArrow())
+        got = state_step(spark, warehouse, tables, {}, ready.toArrow(), cfg)
         assert got is not None
-        for df in (got.partition_lag, got.group_lag, got.state):
+        for df in (got.partition_lag, got.group_lag):
             df.write.format("noop").mode("overwrite").save()
     else:
         history = History.read(spark, warehouse, samples)
@@ -113,11 +115,12 @@ def seed_state(spark: SparkSession, warehouse: str, samples_path: str, at_ms: in
     every row: the first step's path)."""
     samples = spark.read.format("delta").load(samples_path)
     tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
-                    at_ms + 1, samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)))
+                    at_ms + 1,
+                    samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)).toArrow())
     ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
-    got = state_step(spark, warehouse, tables, {}, ready, LagConfig())
+    got = state_step(spark, warehouse, tables, {}, ready.toArrow(), LagConfig())
     assert got is not None
-    got.state.write.format("delta").mode("overwrite").save(state_path(warehouse))
+    small.save_arrow(spark, got.state, state_path(warehouse), "overwrite")
 
 
 def main() -> None:

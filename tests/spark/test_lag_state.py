@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pipeline.lag import LagConfig
 from pipeline.spark.lag.lag import History, group_lag, partition_lag, partition_rows
 from pipeline.spark.lag.lagstate import Tables, ensure_state, state_path, step
+from pipeline.spark.tables import small
 from pipeline.spark.tables.options import latest_version
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0
 from tests.benchmarks.bench_lag_step import build_age
@@ -41,13 +42,14 @@ def _step(spark: SparkSession, warehouse: str, samples: str, round_: int,
     table = spark.read.format("delta").load(samples)
     ready = table.where(F.unix_millis("sampled_at") == F.lit(at))
     waiting = table.where(F.unix_millis("sampled_at") > F.lit(at))
-    tables = Tables(spark, warehouse, samples, latest_version(spark, samples), at + 1, waiting)
+    tables = Tables(spark, warehouse, samples, latest_version(spark, samples), at + 1,
+                    waiting.toArrow())
     caplog.clear()
     got = step(spark, warehouse, tables, {} if new is None else {"offset_history": new},
-               ready, CFG)
+               ready.toArrow(), CFG)
     assert got is not None
     said = " ".join(r.getMessage() for r in caplog.records)
-    got.state.write.format("delta").mode("overwrite").save(state_path(warehouse))
+    small.save_arrow(spark, got.state, state_path(warehouse), "overwrite")
     history = History.read(spark, warehouse, table.where(F.unix_millis("sampled_at") <= at))
     rows = partition_rows(ready, history, CFG)
     want = {"partition_lag": _rows(partition_lag(rows)),

@@ -113,3 +113,20 @@ def test_only_local_tables_are_written_from_the_driver() -> None:
     assert small.local_path("file:///w/t") == "/w/t"
     assert small.local_path("s3a://lake/w/t") is None
     assert small.local_path("hdfs://nn:8020/w/t") is None
+
+
+def test_driver_commits_checkpoint_where_the_table_says(spark: SparkSession, tmp_path: Path) -> None:
+    """delta-rs writes Delta's checkpoints at the table's `delta.checkpointInterval`, and
+    Spark reads the table from the newest."""
+    path = str(tmp_path / "t")
+    rows = spark.range(2)
+    create_table(spark, path, rows.schema, {"delta.checkpointInterval": "2"})
+    for _ in range(3):
+        small.save(rows, path)
+    log = tmp_path / "t" / "_delta_log"
+    assert _writers(log) == ["delta-rs"] * 3
+    # every second commit (delta-rs counts them from 1: versions 1 and 3, Spark from 0)
+    checkpoints = sorted(int(p.name.split(".")[0]) for p in log.glob("*.checkpoint.parquet"))
+    assert checkpoints == [1, 3]
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 3
+    assert spark.read.format("delta").load(path).count() == 6

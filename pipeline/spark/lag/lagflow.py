@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -35,13 +37,20 @@ from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
 from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, partition_rows
-from pipeline.spark.lag.lagstate import STATE, Tables, ensure_state, reset_state, state_path
+from pipeline.spark.lag.lagstate import (
+    STATE,
+    Tables,
+    ensure_state,
+    epoch_ms,
+    reset_state,
+    state_path,
+)
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import delta_table, latest_version, read_delta, stream_delta
+from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
@@ -62,6 +71,17 @@ class LagOptions:
     def __post_init__(self) -> None:
         if paths.is_path(self.end_offsets):
             object.__setattr__(self, "end_offsets", paths.qualify(self.end_offsets))
+
+
+def distinct(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """`rows` with the first row of each `key` only (a sample delivered twice is one)."""
+    seen: set[tuple[Any, ...]] = set()
+    firsts = []
+    for i, k in enumerate(zip(*(rows.column(c).to_pylist() for c in key), strict=True)):
+        if k not in seen:
+            seen.add(k)
+            firsts.append(i)
+    return rows if len(firsts) == rows.num_rows else rows.take(firsts)
 
 
 def pending_path(warehouse: str) -> str:
@@ -156,19 +176,27 @@ class StreamLag:
         version = read_version(sources, self._id)
         if version is None:
             version = self.after_version
-        pending = read_delta(spark, pending_path(self.warehouse))
-        checked = select_samples(new) if new is not None else None
-        candidates = pending if checked is None else pending.unionByName(
-            checked.where(F.col(REASON).isNull()).drop(REASON))
-        candidates = self._keep(candidates.dropDuplicates(list(SAMPLE_KEY)))
-        passed = F.unix_millis(F.col("sampled_at")) < F.lit(watermark)
-        ready = candidates.where(passed)
+        # The pending set, the batch's new samples and what the watermark passed are a few
+        # hundred rows: held on the driver as Arrow (no Spark job each), the pending set
+        # read and written by delta-rs where the driver writes the tables (`small`).
+        pending = small.read(spark, pending_path(self.warehouse))
+        checked = select_samples(new).toArrow() if new is not None else None
+        good = rejected = None
+        if checked is not None:
+            malformed = pc.is_valid(checked.column(REASON))
+            rejected = checked.filter(malformed)
+            good = small.conformed(checked.filter(pc.invert(malformed)), pending.schema)
+        pending = small.conformed(pending, pending.schema)
+        candidates = distinct(pending if good is None else pa.concat_tables([pending, good]),
+                              SAMPLE_KEY)
+        passed = pc.less(epoch_ms(candidates.column("sampled_at")), watermark)
+        ready, waiting = candidates.filter(passed), candidates.filter(pc.invert(passed))
         first: Writes = {}
         then: Writes = {}
-        any_ready = bool(ready.limit(1).count())
+        any_ready = ready.num_rows > 0
         if self.incremental and (any_ready or history):
             tables = Tables(spark, self.warehouse, self.opts.end_offsets, version, watermark,
-                            candidates.where(~passed))
+                            waiting)
             step = lag_step(spark, self.warehouse, tables, history,
                             ready if any_ready else None, self.opts.config)
             if step is not None:
@@ -177,26 +205,28 @@ class StreamLag:
                     first["group_lag"] = self._append(step.group_lag, "group_lag")
                     self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
                 state = step.state
-                then[STATE] = lambda: small.save(state, state_path(self.warehouse), "overwrite")
+                then[STATE] = lambda: small.save_arrow(spark, state, state_path(self.warehouse),
+                                                       "overwrite")
         elif any_ready:
-            known = candidates if version is None else read_samples(
+            together = self._keep(spark.createDataFrame(candidates))
+            known = together if version is None else read_samples(
                 spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
-            history_all = History.read(spark, self.warehouse, known.unionByName(candidates))
+            history_all = History.read(spark, self.warehouse, known.unionByName(together))
             derived = Derived.of(history_all, self.opts.config, self._keep)
-            rows = self._keep(partition_rows(ready, history_all, self.opts.config, derived))
+            passed_df = self._keep(spark.createDataFrame(ready))
+            rows = self._keep(partition_rows(passed_df, history_all, self.opts.config, derived))
             if rows.limit(1).count():
                 first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
                 first["group_lag"] = self._append(
                     group_lag(rows, history_all, self.opts.config), "group_lag")
-        arrived = False  # a good sample came in this batch
-        if checked is not None:
-            rejected = self._keep(checked.where(F.col(REASON).isNotNull()))
-            if rejected.limit(1).count():
-                first["rejected_samples"] = self._append(rejected, "rejected_samples")
-            arrived = bool(checked.where(F.col(REASON).isNull()).limit(1).count())
+        if rejected is not None and rejected.num_rows:
+            bad = rejected
+            path = paths.join(self.warehouse, "rejected_samples")
+            first["rejected_samples"] = lambda: small.save_arrow(spark, bad, path)
+        arrived = good is not None and good.num_rows > 0  # a good sample came in this batch
         if any_ready or arrived:  # the pending set changed; else it is left as it is
-            then[PENDING] = lambda: small.save(candidates.where(~passed),
-                                               pending_path(self.warehouse), "overwrite")
+            then[PENDING] = lambda: small.save_arrow(spark, waiting, pending_path(self.warehouse),
+                                                     "overwrite")
         return first, then
 
     def _keep(self, df: DataFrame) -> DataFrame:

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
@@ -32,7 +34,7 @@ from pipeline.lag import LagConfig
 from pipeline.lag.batch import TP, Result, Rows, run
 from pipeline.spark.fold.wire import from_wire_json
 from pipeline.spark.lag.samples import REASON, read_samples
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
@@ -120,13 +122,28 @@ def collect_rows(df: DataFrame, table: str) -> list[dict[str, Any]]:
     return local_rows((r[0] for r in as_json(df, table).collect()), table)
 
 
-def batch_rows(history: Mapping[str, DataFrame], samples: DataFrame | None) -> Rows:
-    """A batch's input: its history rows by table (the tables it wrote) and its ready
-    samples, collected in one Spark job."""
+def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Arrow timestamps as whole epoch milliseconds (int64), as Spark's `unix_millis`."""
+    micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
+    return pc.floor(pc.divide(micros.cast(pa.float64()), 1000)).cast(pa.int64()) \
+        if pc.any(pc.less(micros, 0)).as_py() else pc.divide(micros, 1000)
+
+
+def sample_rows(samples: pa.Table) -> list[dict[str, Any]]:
+    """Samples held on the driver (Arrow, the contract's columns) as the engine reads them:
+    `SAMPLE_COLUMNS`, `sampled_at` in epoch ms, and `t`."""
+    rows: list[dict[str, Any]] = samples.select(
+        [c for c in SAMPLE_COLUMNS if c != "sampled_at"]).to_pylist()
+    for row, at in zip(rows, epoch_ms(samples.column("sampled_at")).to_pylist(), strict=True):
+        row["sampled_at"] = row["t"] = at
+    return rows
+
+
+def batch_rows(history: Mapping[str, DataFrame], samples: pa.Table | None) -> Rows:
+    """A batch's input: its history rows by table (the tables it wrote), collected in one
+    Spark job, and its ready samples (on the driver already)."""
     parts = [as_json(df, table).select(F.lit(table).alias("table"), "j")
              for table, df in history.items()]
-    if samples is not None:
-        parts.append(as_json(samples, "samples").select(F.lit("samples").alias("table"), "j"))
     texts: dict[str, list[str]] = {}
     if parts:
         union = parts[0]
@@ -134,7 +151,10 @@ def batch_rows(history: Mapping[str, DataFrame], samples: DataFrame | None) -> R
             union = union.unionByName(p)
         for r in union.collect():
             texts.setdefault(r[0], []).append(r[1])
-    return _rows({t: local_rows(v, t) for t, v in texts.items()})
+    by_table = {t: local_rows(v, t) for t, v in texts.items()}
+    if samples is not None:
+        by_table["samples"] = sample_rows(samples)
+    return _rows(by_table)
 
 
 def _rows(by_table: Mapping[str, list[dict[str, Any]]]) -> Rows:
@@ -153,7 +173,7 @@ class Tables:
     end_offsets: str
     version: int | None
     until_ms: int
-    waiting: DataFrame  # the samples the watermark has not passed (SAMPLE_KEY columns)
+    waiting: pa.Table  # the samples the watermark has not passed (SAMPLE_KEY columns)
 
     def _table(self, table: str) -> DataFrame:
         return read_delta(self.spark, paths.join(self.warehouse, table))
@@ -163,7 +183,8 @@ class Tables:
             return self.spark.createDataFrame([], "topic string, partition int")
         good = read_samples(self.spark, self.end_offsets, self.version).where(
             F.col(REASON).isNull())
-        return good.join(self.waiting.select(*SAMPLE_KEY), list(SAMPLE_KEY), "left_anti")
+        waiting = self.spark.createDataFrame(self.waiting.select(list(SAMPLE_KEY)))
+        return good.join(waiting, list(SAMPLE_KEY), "left_anti")
 
     def partition(self, tp: TP) -> Rows:
         topic, partition = tp
@@ -201,7 +222,8 @@ class States:
         partitions: dict[TP, str] = {}
         groups: dict[str, str] = {}
         meta = None
-        for kind, key, state in read_delta(spark, state_path(warehouse)).collect():
+        table = small.read(spark, state_path(warehouse)).select(["kind", "key", "state"])
+        for kind, key, state in zip(*(c.to_pylist() for c in table.columns), strict=True):
             if kind == PARTITION:
                 topic, partition = json.loads(key)
                 partitions[(topic, partition)] = state
@@ -216,11 +238,14 @@ class States:
     def updated(self, result: Result) -> States:
         return States({**self.partitions, **result.partitions}, {**self.groups, **result.groups})
 
-    def frame(self, spark: SparkSession) -> DataFrame:
+    def arrow(self) -> pa.Table:
+        """The state table's rows, to write on the driver (`small.save_arrow`)."""
         rows = [(META, "", json.dumps({"v": FORMAT}))]
         rows += [(PARTITION, json.dumps(list(tp)), s) for tp, s in sorted(self.partitions.items())]
         rows += [(GROUP, g, s) for g, s in sorted(self.groups.items())]
-        return spark.createDataFrame(rows, state_schema())
+        names = [f.name for f in state_schema().fields]
+        return pa.table([pa.array([r[i] for r in rows], pa.string()) for i in range(3)],
+                        schema=pa.schema([pa.field(n, pa.string(), False) for n in names]))
 
 
 @dataclass(frozen=True)
@@ -231,7 +256,7 @@ class Step:
     group_lag: DataFrame
     rows: int  # partition_lag's
     group_rows: int
-    state: DataFrame
+    state: pa.Table  # the state table's rows, replacing it after the lag tables' rows
 
 
 def lag_frame(spark: SparkSession, rows: list[dict[str, Any]], table: str) -> DataFrame:
@@ -248,9 +273,9 @@ def _sample_key(s: Mapping[str, Any]) -> tuple[str, int, int]:
 
 
 def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[str, DataFrame],
-         ready: DataFrame | None, cfg: LagConfig) -> Step | None:
-    """The lag of one micro-batch (`ready`: the samples the watermark passed); None: no
-    state yet and nothing to build it for."""
+         ready: pa.Table | None, cfg: LagConfig) -> Step | None:
+    """The lag of one micro-batch (`ready`: the samples the watermark passed, on the driver);
+    None: no state yet and nothing to build it for."""
     states = States.read(spark, warehouse)
     if states is None and ready is None:
         return None  # built at the first batch with samples, from every row then
@@ -273,4 +298,4 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     return Step(lag_frame(spark, result.partition_rows, "partition_lag"),
                 lag_frame(spark, result.group_rows, "group_lag"),
                 len(result.partition_rows), len(result.group_rows),
-                states.updated(result).frame(spark))
+                states.updated(result).arrow())

@@ -1,5 +1,6 @@
 """The warehouse every job reads and writes: the contract's Spark types (`contract`),
 paths and flags as the jobs take them (`paths`, `options`), Spark's errors as one line
 (`errors`), creating a table so a kill cannot wedge it (`creation`), the tables and their
-catalog names (`warehouse`, `topics`, `catalog`), and one batch's writes side by side
-(`parallel`). Imports only `runtime`."""
+catalog names (`warehouse`, `topics`, `catalog`), one batch's writes side by side
+(`parallel`), and a batch's small commits made from the driver by delta-rs (`small`).
+Imports only `runtime`."""

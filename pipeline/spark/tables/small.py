@@ -70,7 +70,7 @@ def _schema(table: DeltaTable) -> pa.Schema:
     return pa.schema(table.schema().to_arrow())
 
 
-def _as_table(data: pa.Table, schema: pa.Schema, keep_extra: bool = False) -> pa.Table:
+def conformed(data: pa.Table, schema: pa.Schema, keep_extra: bool = False) -> pa.Table:
     """`data`'s columns in the table's order and types (a column the rows lack is null);
     with `keep_extra`, `data`'s other columns after them (a MERGE's condition columns)."""
     columns = [data.column(f.name).cast(f.type) if f.name in data.column_names
@@ -102,13 +102,31 @@ def save(df: DataFrame, path: str, mode: Mode = "append") -> None:
         df.write.format("delta").mode(mode).save(path)
 
 
+def read(spark: SparkSession, path: str) -> pa.Table:
+    """The whole (small) Delta table at `path` on the driver, as Arrow: read by delta-rs where
+    the driver writes it, else by Spark."""
+    target = local_path(path) if small_writes(spark) else None
+    if target is not None:
+        return DeltaTable(target).to_pyarrow_table()
+    return spark.read.format("delta").load(path).toArrow()
+
+
+def save_arrow(spark: SparkSession, data: pa.Table, path: str, mode: Mode = "append") -> None:
+    """Rows already on the driver appended to (or replacing the rows of) the table at `path`:
+    by delta-rs where it may, else through Spark's writer."""
+    if writes_small(spark, path, data.num_rows):
+        write(spark, data, path, mode)
+    else:
+        spark.createDataFrame(data).write.format("delta").mode(mode).save(path)
+
+
 def write(spark: SparkSession, data: pa.Table, path: str, mode: Mode = "append") -> None:
     """`data` appended to (or, `mode="overwrite"`, replacing the rows of) the table at
     `path`, in one commit."""
     target = local_path(path)
     assert target is not None, path
     table = DeltaTable(target)
-    rows = _as_table(data, _schema(table))
+    rows = conformed(data, _schema(table))
     if mode == "overwrite":
         write_deltalake(table, rows, mode="overwrite", commit_properties=_commit(spark))
     else:
@@ -127,7 +145,7 @@ def merge(spark: SparkSession, data: pa.Table, path: str, keys: tuple[str, ...],
     schema = _schema(table)
     on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
     values: Mapping[str, str] = {_quoted(f.name): f"s.{_quoted(f.name)}" for f in schema}
-    merger: Any = table.merge(_as_table(data, schema, keep_extra=True), on, source_alias="s",
+    merger: Any = table.merge(conformed(data, schema, keep_extra=True), on, source_alias="s",
                               target_alias="t", commit_properties=_commit(spark))
     insert_when = None
     if deleted is not None:
