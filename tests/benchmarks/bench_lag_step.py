@@ -97,8 +97,8 @@ def step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
                         samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)).toArrow())
         got = state_step(spark, warehouse, tables, {}, ready.toArrow(), cfg)
         assert got is not None
-        for df in (got.partition_lag, got.group_lag):
-            df.write.format("noop").mode("overwrite").save()
+        for rows in (got.partition_lag, got.group_lag):
+            spark.createDataFrame(rows).write.format("noop").mode("overwrite").save()
     else:
         history = History.read(spark, warehouse, samples)
         rows = partition_rows(ready, history, cfg).cache()

@@ -235,6 +235,8 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
             seconds.append(b["batchDuration"] / 1000)
             started = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00"))
             fresh.append(started.timestamp() + b["batchDuration"] / 1000 - appended)
+            print(f"  micro-batch {b['batchId']}: {b['numInputRows']:,} rows, "
+                  f"{seconds[-1]:.1f} s", flush=True)
             state.append({op["operatorName"]: (op["numRowsTotal"], op["memoryUsedBytes"])
                           for op in b["stateOperators"]})
 

@@ -54,12 +54,14 @@ def _step(spark: SparkSession, warehouse: str, samples: str, round_: int,
     rows = partition_rows(ready, history, CFG)
     want = {"partition_lag": _rows(partition_lag(rows)),
             "group_lag": _rows(group_lag(rows, history, CFG))}
-    mine = {"partition_lag": _rows(got.partition_lag), "group_lag": _rows(got.group_lag)}
+    got_partitions = spark.createDataFrame(got.partition_lag)
+    mine = {"partition_lag": _rows(got_partitions),
+            "group_lag": _rows(spark.createDataFrame(got.group_lag))}
     assert want["partition_lag"] and want["group_lag"]
     for name in want:
         extra, missing = mine[name] - want[name], want[name] - mine[name]
         assert not extra and not missing, (name, said, list(extra)[:2], list(missing)[:2])
-    rewound = got.partition_lag.where(
+    rewound = got_partitions.where(
         (F.col("group_id") == "group-0") & (F.col("topic") == "topic-0")
         & (F.col("partition") == 0) & (F.col("committed_offset") == 1500))
     return said, {**mine, "rewound": _rows(rewound)}

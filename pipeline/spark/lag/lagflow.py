@@ -26,6 +26,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -201,8 +202,10 @@ class StreamLag:
                             ready if any_ready else None, self.opts.config)
             if step is not None:
                 if step.rows:  # no commit for a table with no rows
-                    first["partition_lag"] = self._append(step.partition_lag, "partition_lag")
-                    first["group_lag"] = self._append(step.group_lag, "group_lag")
+                    for table, rows in (("partition_lag", step.partition_lag),
+                                        ("group_lag", step.group_lag)):
+                        first[table] = partial(small.save_arrow, spark, rows,
+                                               paths.join(self.warehouse, table))
                     self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
                 state = step.state
                 then[STATE] = lambda: small.save_arrow(spark, state, state_path(self.warehouse),

@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from pipeline.lag import LagConfig
 from pipeline.lag.batch import TP, Result, Rows, run
-from pipeline.spark.fold.wire import from_wire_json
 from pipeline.spark.lag.samples import REASON, read_samples
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
@@ -250,22 +250,29 @@ class States:
 
 @dataclass(frozen=True)
 class Step:
-    """One batch's lag: its rows as DataFrames, and the state to write after them."""
+    """One batch's lag: its rows, and the state to write after them (Arrow, on the driver)."""
 
-    partition_lag: DataFrame
-    group_lag: DataFrame
+    partition_lag: pa.Table
+    group_lag: pa.Table
     rows: int  # partition_lag's
     group_rows: int
     state: pa.Table  # the state table's rows, replacing it after the lag tables' rows
 
 
-def lag_frame(spark: SparkSession, rows: list[dict[str, Any]], table: str) -> DataFrame:
+def lag_arrow(rows: list[dict[str, Any]], table: str) -> pa.Table:
     """The engine's rows (`t`: sampled_at, times in epoch ms) as `table`'s, typed by the
-    contract."""
-    texts = [(json.dumps({**r, "sampled_at": r["t"]}),) for r in rows]
-    schema = table_schema(table)
-    return spark.createDataFrame(texts, "_row string").select(
-        *from_wire_json(F.col("_row"), schema, failfast=True))
+    contract, on the driver where the engine made them (a value its column cannot hold
+    raises, naming nothing less than Arrow does)."""
+    schema = to_arrow_schema(table_schema(table), timezone="UTC")
+    columns = []
+    for f in schema:
+        values = [r["t"] if f.name == "sampled_at" else r.get(f.name) for r in rows]
+        if pa.types.is_timestamp(f.type):
+            ms = pa.array(values, pa.int64())
+            columns.append(ms.cast(pa.timestamp("ms", "UTC")).cast(f.type))
+        else:
+            columns.append(pa.array(values, f.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
 def _sample_key(s: Mapping[str, Any]) -> tuple[str, int, int]:
@@ -295,7 +302,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     result = run(states.partitions, states.groups, batch, tables, cfg, tables.until_ms)
     for why in result.rebuilt:
         log.info("lag: read the history again for %s", why)
-    return Step(lag_frame(spark, result.partition_rows, "partition_lag"),
-                lag_frame(spark, result.group_rows, "group_lag"),
+    return Step(lag_arrow(result.partition_rows, "partition_lag"),
+                lag_arrow(result.group_rows, "group_lag"),
                 len(result.partition_rows), len(result.group_rows),
                 states.updated(result).arrow())

@@ -113,8 +113,9 @@ def read(spark: SparkSession, path: str) -> pa.Table:
 
 def save_arrow(spark: SparkSession, data: pa.Table, path: str, mode: Mode = "append") -> None:
     """Rows already on the driver appended to (or replacing the rows of) the table at `path`:
-    by delta-rs where it may, else through Spark's writer."""
-    if writes_small(spark, path, data.num_rows):
+    by delta-rs where it may (whatever their number: they are collected already), else
+    through Spark's writer."""
+    if writes_small(spark, path):
         write(spark, data, path, mode)
     else:
         spark.createDataFrame(data).write.format("delta").mode(mode).save(path)
