@@ -229,9 +229,13 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
     def taken() -> None:
         """The progress of the batches with input not yet counted."""
         for b in query.recentProgress:
-            if (b["batchId"], b["timestamp"]) in seen or b["numInputRows"] == 0:
+            if (b["batchId"], b["timestamp"]) in seen:
                 continue
             seen.add((b["batchId"], b["timestamp"]))
+            if b["numInputRows"] == 0:  # the watermark moved: the lag rows, the timers
+                print(f"  micro-batch {b['batchId']}: no input, "
+                      f"{b['batchDuration'] / 1000:.1f} s", flush=True)
+                continue
             seconds.append(b["batchDuration"] / 1000)
             started = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00"))
             fresh.append(started.timestamp() + b["batchDuration"] / 1000 - appended)

@@ -187,7 +187,7 @@ class StreamLag:
             malformed = pc.is_valid(checked.column(REASON))
             rejected = checked.filter(malformed)
             good = small.conformed(checked.filter(pc.invert(malformed)), pending.schema)
-        pending = small.conformed(pending, pending.schema)
+        pending = small.conformed(pending, pending.schema)  # nullable, as `good`, to concat
         candidates = distinct(pending if good is None else pa.concat_tables([pending, good]),
                               SAMPLE_KEY)
         passed = pc.less(epoch_ms(candidates.column("sampled_at")), watermark)
@@ -207,9 +207,8 @@ class StreamLag:
                         first[table] = partial(small.save_arrow, spark, rows,
                                                paths.join(self.warehouse, table))
                     self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
-                state = step.state
-                then[STATE] = lambda: small.save_arrow(spark, state, state_path(self.warehouse),
-                                                       "overwrite")
+                then[STATE] = partial(small.save_arrow, spark, step.state,
+                                      state_path(self.warehouse), "overwrite")
         elif any_ready:
             together = self._keep(spark.createDataFrame(candidates))
             known = together if version is None else read_samples(
@@ -223,13 +222,12 @@ class StreamLag:
                 first["group_lag"] = self._append(
                     group_lag(rows, history_all, self.opts.config), "group_lag")
         if rejected is not None and rejected.num_rows:
-            bad = rejected
-            path = paths.join(self.warehouse, "rejected_samples")
-            first["rejected_samples"] = lambda: small.save_arrow(spark, bad, path)
+            first["rejected_samples"] = partial(small.save_arrow, spark, rejected,
+                                                paths.join(self.warehouse, "rejected_samples"))
         arrived = good is not None and good.num_rows > 0  # a good sample came in this batch
         if any_ready or arrived:  # the pending set changed; else it is left as it is
-            then[PENDING] = lambda: small.save_arrow(spark, waiting, pending_path(self.warehouse),
-                                                     "overwrite")
+            then[PENDING] = partial(small.save_arrow, spark, waiting,
+                                    pending_path(self.warehouse), "overwrite")
         return first, then
 
     def _keep(self, df: DataFrame) -> DataFrame:
