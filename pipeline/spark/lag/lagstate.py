@@ -124,9 +124,8 @@ def collect_rows(df: DataFrame, table: str) -> list[dict[str, Any]]:
 
 def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """Arrow timestamps as whole epoch milliseconds (int64), as Spark's `unix_millis`."""
-    micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
-    return pc.floor(pc.divide(micros.cast(pa.float64()), 1000)).cast(pa.int64()) \
-        if pc.any(pc.less(micros, 0)).as_py() else pc.divide(micros, 1000)
+    micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64()).cast(pa.float64())
+    return pc.floor(pc.divide(micros, 1000)).cast(pa.int64())  # exact below 2**53 us
 
 
 def sample_rows(samples: pa.Table) -> list[dict[str, Any]]:
@@ -262,7 +261,7 @@ class Step:
 def lag_arrow(rows: list[dict[str, Any]], table: str) -> pa.Table:
     """The engine's rows (`t`: sampled_at, times in epoch ms) as `table`'s, typed by the
     contract, on the driver where the engine made them (a value its column cannot hold
-    raises, naming nothing less than Arrow does)."""
+    raises, as Spark's parsing of them did)."""
     schema = to_arrow_schema(table_schema(table), timezone="UTC")
     columns = []
     for f in schema:

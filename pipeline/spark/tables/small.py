@@ -37,8 +37,6 @@ from pipeline.spark.tables.paths import is_uri
 
 SMALL_ROWS = 50_000  # the most rows a commit from the driver collects
 SMALL_CONF = "spark.cgr.smallWrites"  # "false": every commit by Spark's writer
-
-
 Mode = Literal["append", "overwrite"]
 
 
