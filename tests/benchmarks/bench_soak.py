@@ -26,6 +26,14 @@ and prints the seconds each batch's publish took (it runs beside the next batch)
 `--metrics both` runs the soak twice on one log, without then with, one after the other, and
 prints the two runs' batch seconds side by side: what the metrics cost a batch.
 
+`--rate N` feeds the stream as a cluster's log grows, whatever the stream does: the appends
+come every `--chunk`/N seconds from a thread of their own (open loop), not after the stream
+took the last one. Freshness is then each append's commit to the end of the first batch that
+read its version, and its median in the first and the last fifth of the appends show whether
+the stream keeps up (a stream that falls behind sees it grow batch after batch); it prints the
+events/s offered and the events/s taken. The target, a median <= 30 s at 2,000 events/s with
+a 10 s trigger, is `--trigger 10 --chunk 20000 --rate 2000`.
+
 `--ahead` writes the whole log first, in `--batches` commits (each with its samples' commit),
 and reads it one commit a batch (`maxFilesPerTrigger` 1 on both sources, available-now), the
 batches back to back: the same micro-batches without the appends' wait, in about a third of
@@ -35,6 +43,7 @@ the time; it measures no freshness.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
 import tempfile
@@ -129,6 +138,9 @@ def main() -> None:
                         "freshness")
     p.add_argument("--metrics", choices=("off", "on", "both"), default="off",
                    help="serve and scrape the Prometheus metrics; both: a run without, then with")
+    p.add_argument("--rate", type=float, default=None,
+                   help="events/s appended on a clock of their own (open loop); default: "
+                        "each append after the stream took the last one")
     args = p.parse_args()
     # the lag step's reads of history (`lag: read the history again for ...`) are the
     # expensive path a soak must not take batch after batch: shown as they happen
@@ -193,6 +205,33 @@ def append(spark: SparkSession, log: Path, ends: Path, chunk: list[Any],
     write_event_log(spark, chunk, str(log), mode="append")
 
 
+def feed(spark: SparkSession, args: argparse.Namespace, events: list[Any],
+         samples: list[dict[str, Any]], log: Path, ends: Path,
+         made: list[tuple[int, float]]) -> None:
+    """The open loop: append `i` at `i * chunk / rate` seconds from now (at once when late),
+    recording the log's version it made (the log's first commit is version 0) and when."""
+    began = time.time()
+    for i, (chunk, rows) in enumerate(appends(args, events, samples)):
+        wait = began + i * args.chunk / args.rate - time.time()
+        if wait > 0:
+            time.sleep(wait)  # the load's clock, not a wait for the stream
+        append(spark, log, ends, chunk, rows)
+        made.append((i + 1, time.time()))
+
+
+def read_through(progress: dict[str, Any], log: str) -> int:
+    """The event log's last version a batch read whole (a Delta source's end offset names
+    the next file to read: `index` -1 at the start of `reservoirVersion`)."""
+    for source in progress["sources"]:
+        if log in source["description"]:
+            end = source["endOffset"]
+            if isinstance(end, str):
+                end = json.loads(end)
+            version = int(end["reservoirVersion"])
+            return version - 1 if int(end.get("index", -1)) < 0 else version
+    return -1
+
+
 def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
         samples: list[dict[str, Any]], log: Path, ends: Path, wh: Path, root: Path,
         server: MetricsServer | None) -> list[float]:
@@ -225,6 +264,9 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
     state: list[dict[str, Any]] = []
     seen: set[tuple[int, str]] = set()
     appended = 0.0
+    made: list[tuple[int, float]] = []  # open loop: each append's log version and time
+    busy: list[float] = []  # every batch's seconds, with input or not
+    took = 0.0
 
     def taken() -> None:
         """The progress of the batches with input not yet counted."""
@@ -232,13 +274,20 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
             if (b["batchId"], b["timestamp"]) in seen:
                 continue
             seen.add((b["batchId"], b["timestamp"]))
+            busy.append(b["batchDuration"] / 1000)
             if b["numInputRows"] == 0:  # the watermark moved: the lag rows, the timers
                 print(f"  micro-batch {b['batchId']}: no input, "
                       f"{b['batchDuration'] / 1000:.1f} s", flush=True)
                 continue
             seconds.append(b["batchDuration"] / 1000)
             started = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00"))
-            fresh.append(started.timestamp() + b["batchDuration"] / 1000 - appended)
+            ended = started.timestamp() + b["batchDuration"] / 1000
+            if args.rate:
+                read = read_through(b, str(log))
+                while made and made[0][0] <= read:  # the appends this batch read
+                    fresh.append(ended - made.pop(0)[1])
+            else:
+                fresh.append(ended - appended)
             print(f"  micro-batch {b['batchId']}: {b['numInputRows']:,} rows, "
                   f"{seconds[-1]:.1f} s", flush=True)
             state.append({op["operatorName"]: (op["numRowsTotal"], op["memoryUsedBytes"])
@@ -266,6 +315,26 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
                     taken()
                     report(len(memory) - 1)
             taken()
+        elif args.rate:  # appends on their own clock; each batch's progress as it ends
+            query.processAllAvailable()
+            seen.update((b["batchId"], b["timestamp"]) for b in query.recentProgress)
+            feeder = threading.Thread(target=feed, args=(spark, args, events, samples, log,
+                                                         ends, made), daemon=True)
+            began = time.time()
+            feeder.start()
+            last = None
+            while feeder.is_alive():
+                feeder.join(1.0)
+                progress = query.lastProgress
+                if progress is not None and progress["batchId"] != last:
+                    last = progress["batchId"]
+                    memory.append(dict(peak.peak))
+                    peak.reset()
+                    taken()
+                    report(len(memory) - 1)
+            query.processAllAvailable()
+            taken()
+            took = time.time() - began
         else:
             query.processAllAvailable()
             seen.update((b["batchId"], b["timestamp"]) for b in query.recentProgress)
@@ -288,7 +357,15 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
               f"{statistics.median(published):.2f}, max {max(published):.2f}")
     print(f"  batch seconds: first fifth median {first:.2f}, last fifth {last:.2f} -> "
           f"{last / first:.2f}x (target <= 1.2x)")
-    if not args.ahead:
+    if args.rate:
+        f_first, f_last = fifths(fresh)
+        print(f"  offered {args.rate:,.0f} events/s: {len(events) - 1:,} events; the stream "
+              f"ran batches {sum(busy):.0f} s of the {took:.0f} s from the first append to the "
+              f"last batch: busy {sum(busy) / took:.0%}")
+        print(f"  freshness (append -> the batch that read it): median "
+              f"{statistics.median(fresh):.1f} s, max {max(fresh):.1f} s; first fifth "
+              f"{f_first:.1f} s, last fifth {f_last:.1f} s -> {f_last / f_first:.2f}x")
+    elif not args.ahead:
         print(f"  freshness (append -> batch done): median {statistics.median(fresh):.1f} s, "
               f"max {max(fresh):.1f} s")
     for part in ("total", *PeakMemory.PARTS):
