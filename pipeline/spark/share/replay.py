@@ -30,7 +30,7 @@ from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, 
 
 from pipeline.errors import UsageError
 from pipeline.share.state import replay, resumed
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
 from schemas.share_state import SHARE_KEY, SHARE_STATE_TOPIC
@@ -126,9 +126,15 @@ def last_of(spark: SparkSession, warehouse: str, log_rows: DataFrame) -> DataFra
 
 
 def merge_current(spark: SparkSession, warehouse: str, last: DataFrame) -> None:
-    """Each key's new last row into `_share_state`."""
+    """Each key's new last row into `_share_state`: a few rows MERGEd from the driver where
+    it may (`small`), else by Spark."""
+    path = current_path(warehouse)
+    data = small.collect(last) if small.writes_small(spark, path) else None
+    if data is not None:
+        small.merge(spark, data, path, SHARE_KEY)
+        return
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in SHARE_KEY)
-    (DeltaTable.forPath(spark, current_path(warehouse)).alias("t").merge(last.alias("s"), on)
+    (DeltaTable.forPath(spark, path).alias("t").merge(last.alias("s"), on)
      .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
 
 

@@ -53,7 +53,7 @@ from pipeline.spark.share.replay import (
 )
 from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.sinks import PROGRESS_KEPT, BatchWriter, batch_mark
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
     latest_version,
@@ -101,11 +101,10 @@ class ShareWriter:
 
             first: dict[str, Callable[[], None]] = {}
             if counts[HISTORY]:
-                first[HISTORY] = lambda: history_rows(out).write.format("delta").mode(
-                    "append").save(path(HISTORY))
+                first[HISTORY] = lambda: small.save(history_rows(out), path(HISTORY))
             if counts["rejected_events"]:
-                first["rejected_events"] = lambda: rejected_rows(out).write.format(
-                    "delta").mode("append").save(path("rejected_events"))
+                first["rejected_events"] = lambda: small.save(rejected_rows(out),
+                                                              path("rejected_events"))
             with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
                 self.tables.write_phase(spark, batch_id, first, seconds)
                 lag_rows = self._lag(spark, batch_id, seconds,
@@ -138,19 +137,15 @@ class ShareWriter:
                 count = step.rows.count()
             if count:
                 self.tables.write_phase(spark, batch_id, {
-                    table: partial(_append, make(step.rows), paths.join(self.warehouse, table))
+                    table: partial(small.save, make(step.rows), paths.join(self.warehouse, table))
                     for table, make in LAG_WRITES}, seconds)
             if new is not None or step.watermark_ms != step.since_ms:  # the state moved
-                self.tables.write_phase(spark, batch_id, {LAG_STATE: lambda: (
-                    step.state.write.format("delta").mode("overwrite")
-                    .save(lag_state_path(self.warehouse)))}, seconds)
+                self.tables.write_phase(spark, batch_id, {LAG_STATE: partial(
+                    small.save, step.state, lag_state_path(self.warehouse), "overwrite")},
+                    seconds)
         finally:
             release_step(step)
         return count
-
-
-def _append(df: DataFrame, path: str) -> None:
-    df.write.format("delta").mode("append").save(path)
 
 
 def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpoint: str,
