@@ -54,7 +54,7 @@ from pipeline.spark.share.replay import (
     rejected_rows,
     replayed,
 )
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
@@ -294,10 +294,10 @@ def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
              filled: bool) -> None:
     """Replace one table's rows in one commit. An empty table is appended to: the same rows,
     and no appendOnly toggle (Delta refuses even an empty append-only table an overwrite),
-    so a fresh warehouse costs one commit a table. A filled append-only table is opened for
-    just the overwrite."""
+    so a fresh warehouse costs one commit a table, from the driver when its rows are few
+    (`small`). A filled append-only table is opened for just the overwrite, by Spark."""
     if not filled:
-        rows.write.format("delta").mode("append").save(path)
+        small.save(rows, path)
         return
     table = quote_path(path)
     if append_only:
