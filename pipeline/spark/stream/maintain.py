@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+import math
+import time
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from delta.tables import DeltaTable
+from deltalake import DeltaTable as LocalTable
 from pyspark.sql import SparkSession
 
 from pipeline.spark.lag.lagflow import PENDING
@@ -28,7 +31,7 @@ from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.share.lag import LAG_STATE as SHARE_LAG_STATE
 from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
 from schemas import APPEND_TABLES, WAREHOUSE_TABLES
@@ -68,14 +71,28 @@ class Done:
 DEFAULT_EVERY = 100
 
 
+# How often a stream's upkeep VACUUMs a table at most, and how many tables one upkeep
+# VACUUMs at most (those VACUUMed longest ago, never first). A file becomes deletable only
+# `vacuum_hours` (a week at least) after a commit stopped reading it, so a VACUUM an hour
+# after the last finds at most an hour's worth; each costs a listing of the table's
+# directory and Spark jobs: 1.5-2 s a table on two cores, 20-40 s for the whole warehouse,
+# which held a stream's batch up that long every time (docs/performance.md).
+VACUUM_EVERY_S = 3600.0
+VACUUMS_PER_UPKEEP = 3
+
+
 @dataclass(frozen=True)
 class Upkeep:
     """`--maintain-every N`: a stream maintains its tables itself after every `every`-th
-    micro-batch's writes, so no OPTIMIZE or VACUUM runs beside its own MERGEs."""
+    micro-batch's writes, so no OPTIMIZE or VACUUM runs beside its own MERGEs. OPTIMIZE (where
+    a table has more than one file) and the retention each time; VACUUM of at most
+    `VACUUMS_PER_UPKEEP` tables, those this stream has not VACUUMed in `VACUUM_EVERY_S`."""
 
     every: int
     retain_days: float | None = None
     vacuum_hours: float = MIN_VACUUM_HOURS
+    # this stream's last VACUUM of each table (monotonic seconds): not a setting
+    vacuumed: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.every < 1:
@@ -87,8 +104,20 @@ class Upkeep:
     def run(self, spark: SparkSession, warehouse: str,
             tables: Iterable[str] | None = None) -> list[Done]:
         """`tables`: by default the main query's (`maintained_tables`)."""
-        return maintain(spark, warehouse, tables, retain_days=self.retain_days,
-                        vacuum_hours=self.vacuum_hours)
+        names = tuple(tables or maintained_tables())
+        stale = self.to_vacuum(names, time.monotonic())
+        return maintain(spark, warehouse, names, retain_days=self.retain_days,
+                        vacuum_hours=self.vacuum_hours, vacuum=stale)
+
+    def to_vacuum(self, tables: Iterable[str], now: float) -> set[str]:
+        """The tables this upkeep VACUUMs at `now` (monotonic seconds), counted as VACUUMed
+        then (a table not there has nothing to delete)."""
+        last = {t: self.vacuumed.get(t, -math.inf) for t in tables}  # -inf: never
+        stale = sorted((t for t, at in last.items() if now - at >= VACUUM_EVERY_S),
+                       key=last.__getitem__)  # the longest ago first, in the tables' order
+        picked = set(stale[:VACUUMS_PER_UPKEEP])
+        self.vacuumed.update({t: now for t in picked})
+        return picked
 
 
 # The lag step's own working tables, overwritten at each step: their old files need VACUUM.
@@ -115,9 +144,10 @@ def every_table() -> tuple[str, ...]:
 
 def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None = None,
              retain_days: float | None = None, vacuum_hours: float = MIN_VACUUM_HOURS,
-             now: datetime | None = None) -> list[Done]:
+             now: datetime | None = None, vacuum: Container[str] | None = None) -> list[Done]:
     """OPTIMIZE, the retention, then VACUUM each of `tables` (default: the main query's,
-    `maintained_tables`) that exists under `warehouse`."""
+    `maintained_tables`) that exists under `warehouse`; `vacuum`: the tables to VACUUM
+    (default: all of them)."""
     if vacuum_hours < MIN_VACUUM_HOURS:
         raise ValueError(f"vacuum retention must be at least {MIN_VACUUM_HOURS} hours "
                          "(Delta's own floor, which keeps readers of recent versions safe)")
@@ -131,18 +161,33 @@ def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None =
         for table in tables or maintained_tables():
             path = paths.join(warehouse, table)
             if DeltaTable.isDeltaTable(spark, path):
-                done.append(_maintain_table(spark, table, path, cutoff, vacuum_hours))
+                done.append(_maintain_table(spark, table, path, cutoff, vacuum_hours,
+                                            vacuum is None or table in vacuum))
     return done
 
 
 def file_count(spark: SparkSession, path: str) -> int:
-    """The live data files of the Delta table at `path` (its latest version)."""
+    """The live data files of the Delta table at `path` (its latest version): read from its
+    log by delta-rs where the driver reads the table itself (~0.01 s), else by Spark's
+    `DESCRIBE DETAIL` (~0.2 s)."""
+    local = small.local_path(path) if small.small_writes(spark) else None
+    if local is not None:
+        return len(LocalTable(local).file_uris())
     row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("numFiles").first()
     return 0 if row is None or row[0] is None else int(row[0])
 
 
+def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table properties of the Delta table at `path`, read as `file_count` reads."""
+    local = small.local_path(path) if small.small_writes(spark) else None
+    if local is not None:
+        return dict(LocalTable(local).metadata().configuration)
+    row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("properties").first()
+    return {} if row is None or row[0] is None else dict(row[0])
+
+
 def _maintain_table(spark: SparkSession, table: str, path: str, cutoff: datetime | None,
-                    vacuum_hours: float) -> Done:
+                    vacuum_hours: float, vacuum: bool = True) -> Done:
     done = Done(table, files_before=file_count(spark, path))
     name = quote_path(path)
     if done.files_before > 1:
@@ -152,28 +197,29 @@ def _maintain_table(spark: SparkSession, table: str, path: str, cutoff: datetime
         done.deleted_rows = _delete_before(spark, table, path, cutoff)
         if done.deleted_rows:
             done.steps.append(f"DELETE {done.deleted_rows} rows before {cutoff.isoformat()}")
-    _keep_files_for(spark, name, vacuum_hours)
-    spark.sql(f"VACUUM {name}")
-    done.vacuumed = True
-    done.steps.append(f"VACUUM {vacuum_hours:g} h")
+    if vacuum:
+        _keep_files_for(spark, path, vacuum_hours)
+        spark.sql(f"VACUUM {name}")
+        done.vacuumed = True
+        done.steps.append(f"VACUUM {vacuum_hours:g} h")
     done.files_after = file_count(spark, path)
     log.info("%s: %s; %d files -> %d", table, ", ".join(done.steps), done.files_before,
              done.files_after)
     return done
 
 
-def _keep_files_for(spark: SparkSession, name: str, hours: float) -> None:
+def _keep_files_for(spark: SparkSession, path: str, hours: float) -> None:
     """Make `hours` the table's file retention, which VACUUM keeps. Delta 4 ignores VACUUM's
     RETAIN argument unless it is 0 (`spark.databricks.delta.vacuum.retentionWindowIgnore.
     enabled`, on by default) and keeps what `delta.deletedFileRetentionDuration` says (a week
     when unset): a RETAIN longer than a week would delete files a reader still expects. Set
     only when it changes (each ALTER is a commit)."""
-    row = spark.sql(f"DESCRIBE DETAIL {name}").select("properties").first()
-    current = None if row is None or row[0] is None else row[0].get(FILE_RETENTION)
+    current = table_properties(spark, path).get(FILE_RETENTION)
     wanted = f"interval {hours:g} hours"
     if current == wanted or (current is None and hours == MIN_VACUUM_HOURS):
         return
-    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{FILE_RETENTION}' = '{wanted}')")
+    spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES "
+              f"('{FILE_RETENTION}' = '{wanted}')")
 
 
 def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime) -> int:
@@ -183,8 +229,7 @@ def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime)
     if not old:
         return 0
     name = quote_path(path)
-    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
-    append_only = detail is not None and detail[0].get(APPEND_ONLY) == "true"
+    append_only = table_properties(spark, path).get(APPEND_ONLY) == "true"
     if append_only:
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
     try:
