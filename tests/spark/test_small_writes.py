@@ -18,7 +18,7 @@ from pipeline.fold.group_replay import DELETED, Tables, replay_group
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema
 from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
-from pipeline.spark.stream.sinks import BatchWriter, batch_mark
+from pipeline.spark.stream.sinks import NEVER_WRITTEN, BatchWriter, batch_mark, last_batch
 from pipeline.spark.tables import small
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.warehouse import ensure_tables
@@ -105,6 +105,19 @@ def test_over_the_limit_or_under_deltas_pair_spark_writes(
         small.save(rows, path)  # Delta's own pair: Spark
     assert _writers(tmp_path / "t" / "_delta_log") == ["delta-rs", "spark", "spark"]
     assert spark.read.format("delta").load(path).count() == 9
+
+
+def test_a_table_given_column_comments_is_still_never_written(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A catalog's warehouse gets its columns' docs as comments (`REPLACE COLUMNS`, a commit
+    with no rows) before the stream's first batch: that batch may still go from the driver,
+    not under Delta's pair (which is for a table a batch of this app may already hold)."""
+    path = str(tmp_path / "t")
+    create_table(spark, path, spark.range(1).schema, {})
+    spark.sql(f"ALTER TABLE delta.`{path}` REPLACE COLUMNS (id BIGINT COMMENT 'the id')")
+    assert last_batch(spark, path, APP) == NEVER_WRITTEN
+    small.save(spark.range(2), path)
+    assert last_batch(spark, path, APP) is None  # rows now, and no mark of APP
 
 
 def test_only_local_tables_are_written_from_the_driver() -> None:

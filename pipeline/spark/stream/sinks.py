@@ -69,8 +69,9 @@ def _marked_batch(metadata: str | None, app_id: str) -> int | None:
 
 
 NEVER_WRITTEN = -1  # `last_batch`: the table has never held a row, nobody's batch is in it
-# Commits that add no row: how `tables.creation` makes a table, and the properties set later.
-NO_ROWS = frozenset({"CREATE TABLE", "SET TBLPROPERTIES"})
+# Commits that add no row: how `tables.creation` makes a table, the properties set later,
+# and the columns' comments a catalog's warehouse gets (`catalog.comment_columns`).
+NO_ROWS = frozenset({"CREATE TABLE", "SET TBLPROPERTIES", "REPLACE COLUMNS"})
 
 
 def last_batch(spark: SparkSession, path: str, app_id: str) -> int | None:
