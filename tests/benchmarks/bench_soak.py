@@ -50,7 +50,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -302,18 +302,22 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
                   f"{statistics.median(seconds):.1f} s, JVM heap live {heap[-1] / 2**30:.2f} "
                   "GiB", flush=True)
 
+    def watch(running: Callable[[], bool], wait: Callable[[], object]) -> None:
+        """Each batch's progress and memory as it ends, while `running`."""
+        last = None
+        while running():
+            wait()
+            progress = query.lastProgress
+            if progress is not None and progress["batchId"] != last:
+                last = progress["batchId"]
+                memory.append(dict(peak.peak))
+                peak.reset()
+                taken()
+                report(len(memory) - 1)
+
     with PeakMemory() as peak:
         if args.ahead:  # one batch per commit, back to back, until the log's end
-            last = None
-            while query.isActive:
-                query.awaitTermination(1)
-                progress = query.lastProgress
-                if progress is not None and progress["batchId"] != last:
-                    last = progress["batchId"]
-                    memory.append(dict(peak.peak))
-                    peak.reset()
-                    taken()
-                    report(len(memory) - 1)
+            watch(lambda: query.isActive, lambda: query.awaitTermination(1))
             taken()
         elif args.rate:  # appends on their own clock; each batch's progress as it ends
             query.processAllAvailable()
@@ -322,16 +326,7 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
                                                          ends, made), daemon=True)
             began = time.time()
             feeder.start()
-            last = None
-            while feeder.is_alive():
-                feeder.join(1.0)
-                progress = query.lastProgress
-                if progress is not None and progress["batchId"] != last:
-                    last = progress["batchId"]
-                    memory.append(dict(peak.peak))
-                    peak.reset()
-                    taken()
-                    report(len(memory) - 1)
+            watch(feeder.is_alive, lambda: feeder.join(1.0))
             query.processAllAvailable()
             taken()
             took = time.time() - began
