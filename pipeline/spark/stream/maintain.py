@@ -170,7 +170,7 @@ def file_count(spark: SparkSession, path: str) -> int:
     """The live data files of the Delta table at `path` (its latest version): read from its
     log by delta-rs where the driver reads the table itself (~0.01 s), else by Spark's
     `DESCRIBE DETAIL` (~0.2 s)."""
-    local = small.local_path(path) if small.small_writes(spark) else None
+    local = small.driver_path(spark, path)
     if local is not None:
         return len(LocalTable(local).file_uris())
     row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("numFiles").first()
@@ -179,7 +179,7 @@ def file_count(spark: SparkSession, path: str) -> int:
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """The table properties of the Delta table at `path`, read as `file_count` reads."""
-    local = small.local_path(path) if small.small_writes(spark) else None
+    local = small.driver_path(spark, path)
     if local is not None:
         return dict(LocalTable(local).metadata().configuration)
     row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("properties").first()

@@ -53,6 +53,12 @@ def small_writes(spark: SparkSession) -> bool:
     return (spark.conf.get(SMALL_CONF, "true") or "true").lower() != "false"
 
 
+def driver_path(spark: SparkSession, path: str) -> str | None:
+    """The local path at which the driver reads the table at `path` itself (delta-rs), or
+    None where Spark reads it (an object store, HDFS, or `SMALL_CONF` off)."""
+    return local_path(path) if small_writes(spark) else None
+
+
 def writes_small(spark: SparkSession, path: str, rows: int | None = None) -> bool:
     """Whether a commit of `rows` rows (None: not known) to `path` may go from the driver."""
     return small_writes(spark) and local_path(path) is not None \
@@ -103,7 +109,7 @@ def save(df: DataFrame, path: str, mode: Mode = "append") -> None:
 def read(spark: SparkSession, path: str) -> pa.Table:
     """The whole (small) Delta table at `path` on the driver, as Arrow: read by delta-rs where
     the driver writes it, else by Spark."""
-    target = local_path(path) if small_writes(spark) else None
+    target = driver_path(spark, path)
     if target is not None:
         return DeltaTable(target).to_pyarrow_table()
     return spark.read.format("delta").load(path).toArrow()
