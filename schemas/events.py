@@ -76,6 +76,10 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("api_version", "int", doc="request version; null means the newest"),
     Column("current_state_timestamp", "timestamp",
            doc="GROUP_METADATA: when the group entered its state (KIP-211)"),
+    Column("topic_id", "string",
+           doc="OFFSET_COMMIT: the topic's id (base64), a tagged field of Kafka 4.3+; null "
+               "where the record does not carry it. It names the topic that KIP-848 "
+               "assignments give by id only"),
     # KIP-848 consumer-group records (types 3-8, 16): the names and types the decoder emits
     # (pipeline.decode.columns.EXTRA_COLUMNS), so its rows fit the event log as they are.
     Column("group_epoch", "int", doc="CONSUMER_GROUP_METADATA: the group epoch"),

@@ -267,7 +267,9 @@ TOPICS: tuple[Column, ...] = (
     Column("seen_at", "timestamp", False,
            "when the ingest first saw this id with this name (wall clock); ids are never "
            "reused, a deleted and recreated topic gets a new id and a new row"),
-    Column("source", "string", False, "cluster (the live ingest's admin call) or the map file"),
+    Column("source", "string", False,
+           "cluster (the live ingest's admin call), offset-commit (the ids Kafka 4.3+'s commits "
+           "carry, from a raw dump) or the map file"),
 )
 
 OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {

@@ -60,6 +60,8 @@ EXTRA_COLUMNS: dict[str, str] = {
     "commit_timestamp_ms": "bigint",
     "expire_timestamp_ms": "bigint",
     "current_state_timestamp_ms": "bigint",
+    # OFFSET_COMMIT, Kafka 4.3+ (tagged): the committed topic's id; null where not carried
+    "topic_id": "string",
     # CONSUMER_GROUP_METADATA (type 3)
     "group_epoch": "int",
     "metadata_hash": "bigint",  # KIP-1101 tagged field; 0 when absent

@@ -247,7 +247,8 @@ def _key_values(value: Any) -> list[dict[str, Any]]:
 
 def _tasks(value: Any) -> list[dict[str, Any]]:
     return [{"subtopology_id": t["subtopology_id"], "partitions": list(t["partitions"]),
-             "assignment_epochs": list(t.get("assignment_epochs") or ())} for t in value or ()]
+             "assignment_epochs": None if t.get("assignment_epochs") is None
+             else list(t["assignment_epochs"])} for t in value or ()]
 
 
 def _streams_member_metadata(row: Row) -> dict[str, Any]:

@@ -2,22 +2,19 @@
 table that maps a key's int16 type to its key schema, value schema and event type. Field names
 are Kafka's, in snake case. Keys are never flexible; values are flexible from the version
 Kafka's JSON says (OffsetCommitValue and GroupMetadataValue from v4, the KIP-848 values from v0).
-Facts come from Kafka's coordinator record schemas (docs/kafka.md, Decoding real records) and apache/kafka's
-`group-coordinator/src/main/resources/common/message/*.json`; the one field taken from a newer
-upstream file than the fact sheet's snapshot is ConsumerGroupMetadataValue's tagged
-`MetadataHash` (tag 0, KIP-1101, Kafka 4.1). Other tags added upstream later are skipped as
-unknown tags. Share-group types 10-15 (KIP-932) and streams-group types 17 and 19-23 (KIP-1071)
-are declared as Kafka 4.2.1's generated classes print their schemas (`SCHEMAS`), with the tags
-4.3 and 4.4 added (4.4.0's classes: AssignmentTimestamp, topology-description epochs); two of them,
-ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue, also have the layout Kafka
-4.0 wrote under the same version 0 (`RecordType.legacy`; `pipeline.decode.records` tells the
-two apart by the bytes). Type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) is declared by
-key only: its rows are labelled UNSUPPORTED_RECORD, as is anything unknown (18, 24+)."""
+Every declaration equals the JSON schema Kafka 4.4.0 ships in its coordinator JARs
+(`common/message/*.json`), field by field at every version, tagged fields included
+(tests/decode/test_kafka_specs.py reads them there); the two layouts only Kafka 4.0 wrote
+under the same version 0, of ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue
+(`RecordType.legacy`; `pipeline.decode.records` tells the two apart by the bytes), equal 4.0.0's.
+Type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) is declared by key only: its rows are
+labelled UNSUPPORTED_RECORD, as is anything unknown (18, 24+)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.decode.primitives import ZERO_UUID
 from pipeline.decode.schema import (
     BYTES,
     INT8,
@@ -59,6 +56,7 @@ OFFSET_COMMIT_VALUE = message(
     field("metadata", STRING),
     field("commit_timestamp", INT64),
     field("expire_timestamp", INT64, "1", default=-1),
+    field("topic_id", UUID, "4+", tag=0, default=ZERO_UUID),  # Kafka 4.3+: the topic's id
 )
 
 MEMBER_METADATA = Struct("MemberMetadata", (
@@ -126,8 +124,10 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = message(
     field("subscribed_topic_regex", STRING, nullable="0+"),
     field("rebalance_timeout_ms", INT32, default=-1),
     field("server_assignor", STRING, nullable="0+"),
+    # Kafka writes a null explicitly (a consumer-protocol member): its default is the empty
+    # struct, which it never writes
     field("classic_member_metadata", CLASSIC_MEMBER_METADATA, nullable="0+", tag=0,
-          default=None),
+          default={"session_timeout_ms": 0, "supported_protocols": []}),
 )
 
 def _assignment_metadata(group: str) -> Message:
@@ -152,11 +152,18 @@ MEMBER_EPOCHS = (
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _assignment_metadata("Consumer")
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _target_partitions("Consumer")
 
+# A member's partitions with the epoch each was assigned at (Kafka 4.4, tagged: the
+# coordinator fences a zombie's commits by it).
+ASSIGNED_TOPIC_PARTITIONS = Struct("TopicPartitions", (
+    *TOPIC_PARTITIONS.fields,
+    field("assignment_epochs", ArrayOf(INT32), nullable="0+", tag=0, default=[]),
+))
+
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
     "ConsumerGroupCurrentMemberAssignmentValue", "0", "0+",
     *MEMBER_EPOCHS,
-    field("assigned_partitions", ArrayOf(TOPIC_PARTITIONS)),
-    field("partitions_pending_revocation", ArrayOf(TOPIC_PARTITIONS)),
+    field("assigned_partitions", ArrayOf(ASSIGNED_TOPIC_PARTITIONS)),
+    field("partitions_pending_revocation", ArrayOf(ASSIGNED_TOPIC_PARTITIONS)),
 )
 
 CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = message(
@@ -255,7 +262,7 @@ TARGET_TASK_IDS = Struct("TaskIds", (
 CURRENT_TASK_IDS = Struct("TaskIds", (
     field("subtopology_id", STRING),
     field("partitions", ArrayOf(INT32)),
-    field("assignment_epochs", ArrayOf(INT32), tag=0, default=[]),  # Kafka 4.2+
+    field("assignment_epochs", ArrayOf(INT32), nullable="0+", tag=0, default=[]),  # 4.2+
 ))
 TASK_KINDS = ("active_tasks", "standby_tasks", "warmup_tasks")
 

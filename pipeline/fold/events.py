@@ -128,6 +128,7 @@ class Event:
     request_member_id: str | None = None
     api_version: int | None = None
     current_state_timestamp: int | None = None
+    topic_id: str | None = None
     group_epoch: int | None = None
     metadata_hash: int | None = None
     topics_metadata: tuple[TopicMetadata, ...] | None = None

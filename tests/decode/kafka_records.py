@@ -6,6 +6,9 @@ with 4.4.0); WriteShareState.java and WriteShareState40.java (the share coordina
 `__share_group_state` records, kafka-share-coordinator 4.2.1 and 4.0.0); each compiled with
 Print.java, their shared output, print them; `kafka_records.json` holds that output, per
 fixture set (`PROGRAMS`), as {name, key, value} with hex bytes (value null for a tombstone).
+WriteEveryVersion.java (`EVERY_VERSION`) writes the classic and consumer-group types (0-8, 16)
+at every version Kafka 4.4.0 declares, each entry with `json` too: the value as Kafka's own
+generated JsonConverter renders it (tests/decode/test_every_version.py).
 
 `python -m tests.decode.kafka_records` fetches the artifacts into the project's cache (Maven,
 `pipeline.spark.runtime.jars.ensure_jars`, as the test broker's jars are), compiles and runs
@@ -27,6 +30,8 @@ PROGRAMS = {"4.2.1": ("kafka-group-coordinator", "4.2.1", "WriteRecords"),
             "4.4.0": ("kafka-group-coordinator", "4.4.0", "WriteRecords44"),
             "share-state 4.2.1": ("kafka-share-coordinator", "4.2.1", "WriteShareState"),
             "share-state 4.0.0": ("kafka-share-coordinator", "4.0.0", "WriteShareState40")}
+EVERY_VERSION = "every version 4.4.0"
+PROGRAMS[EVERY_VERSION] = ("kafka-group-coordinator", "4.4.0", "WriteEveryVersion")
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
@@ -40,7 +45,13 @@ def records(share_state: bool = False) -> dict[str, tuple[bytes, bytes | None]]:
     return {r["name"]: (bytes.fromhex(r["key"]),
                         None if r["value"] is None else bytes.fromhex(r["value"]))
             for fixture, written in load().items()
-            if fixture.startswith("share-state") == share_state for r in written}
+            if fixture != EVERY_VERSION and fixture.startswith("share-state") == share_state
+            for r in written}
+
+
+def every_version() -> list[dict[str, Any]]:
+    """WriteEveryVersion's records: {name, key, value, json}, bytes as hex."""
+    return load()[EVERY_VERSION]
 
 
 def run_java(fixture: str) -> list[dict[str, Any]]:
@@ -53,8 +64,9 @@ def run_java(fixture: str) -> list[dict[str, Any]]:
                              program)
     entries = []
     for line in printed.splitlines():
-        name, key, value = line.split(" ")
-        entries.append({"name": name, "key": key, "value": None if value == "null" else value})
+        name, key, value, *json_value = line.split(" ")
+        entries.append({"name": name, "key": key, "value": None if value == "null" else value,
+                        **({"json": json.loads(json_value[0])} if json_value else {})})
     return entries
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.decode.messages import CONSUMER_GROUP_MEMBER_METADATA_VALUE as MEMBER_VALUE
 from pipeline.decode.messages import CONSUMER_GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE
-from pipeline.decode.primitives import DecodeError, EncodeError, Reader, Writer
+from pipeline.decode.primitives import ZERO_UUID, DecodeError, EncodeError, Reader, Writer
 from pipeline.decode.reader import read_message
 from pipeline.decode.schema import (
     INT8,
@@ -78,7 +78,7 @@ def test_fields_absent_at_a_version_take_their_defaults() -> None:
     v0 = read(OFFSET_COMMIT_VALUE, 0, write(OFFSET_COMMIT_VALUE, 0, {
         "offset": 1, "metadata": "m", "commit_timestamp": 2}))
     assert v0 == {"offset": 1, "leader_epoch": -1, "metadata": "m", "commit_timestamp": 2,
-                  "expire_timestamp": -1}
+                  "expire_timestamp": -1, "topic_id": ZERO_UUID}
 
 
 def test_writer_leaves_out_fields_the_version_lacks() -> None:
@@ -121,10 +121,15 @@ MEMBER = {"instance_id": None, "rack_id": None, "client_id": "c", "client_host":
 MEMBER_BODY = "00" "00" "0263" "0268" "02" "0274" "00" "000003e8" "00"
 
 
-def test_classic_member_metadata_absent_is_left_out_of_the_tagged_section() -> None:
+def test_a_null_classic_member_metadata_is_written_as_a_tag_with_a_null_marker() -> None:
+    """As Kafka 4.4 writes a consumer-protocol member (tests/decode/kafka_records.json,
+    consumer_member_nulls): its default is the empty struct, so a null is written, and a
+    record without the tag reads as that empty struct."""
     data = write(MEMBER_VALUE, 0, {**MEMBER, "classic_member_metadata": None})
-    assert data.hex() == MEMBER_BODY + "00"
+    assert data.hex() == MEMBER_BODY + "01" "00" "01" "00"
     assert read(MEMBER_VALUE, 0, data) == {**MEMBER, "classic_member_metadata": None}
+    assert read(MEMBER_VALUE, 0, bytes.fromhex(MEMBER_BODY + "00")) == {
+        **MEMBER, "classic_member_metadata": {"session_timeout_ms": 0, "supported_protocols": []}}
 
 
 def test_classic_member_metadata_present_has_size_plus_one_and_a_presence_marker() -> None:
