@@ -4,6 +4,8 @@ pytest's caplog (per test) does not see."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class Said(logging.Handler):
@@ -15,3 +17,22 @@ class Said(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
+
+
+@contextmanager
+def saying(*loggers: str) -> Iterator[Said]:
+    """What `loggers` say at INFO and above within the block (their levels set to INFO, and
+    put back after)."""
+    said = Said()
+    levels = {}
+    for name in loggers:
+        logger = logging.getLogger(name)
+        levels[name] = logger.level
+        logger.addHandler(said)
+        logger.setLevel(logging.INFO)
+    try:
+        yield said
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).removeHandler(said)
+            logging.getLogger(name).setLevel(level)

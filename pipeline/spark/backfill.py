@@ -32,7 +32,7 @@ from pipeline.spark.events.packing import packed_events
 from pipeline.spark.fold.folding import batch_fold
 from pipeline.spark.fold.handoff import Manifest, ensure_seed_table, seed_path
 from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
-from pipeline.spark.lag.lagflow import BackfillLag, Held, LagOptions, ensure_pending
+from pipeline.spark.lag.lagflow import BackfillLag, LagOptions, ensure_pending
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
 from pipeline.spark.share.lag import (
@@ -62,7 +62,6 @@ from pipeline.spark.tables.parallel import run_all
 from pipeline.spark.tables.paths import is_path
 from pipeline.spark.tables.topics import copy_log_topics
 from pipeline.spark.tables.warehouse import ensure_tables
-from pipeline.times import ms_text
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from schemas.share_state import SHARE_TABLES
@@ -169,7 +168,9 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
         if opts.until_ms is None:
             held = lag.write_pending(opts.warehouse, manifest.watermark_ms)
             if held.count:
-                log.info(held_line(held, manifest.watermark_ms, opts.watermark_delay))
+                log.info(held.line(manifest.watermark_ms, opts.watermark_delay,
+                                   "a stream continuing from this backfill writes their lag, "
+                                   "or a backfill with a shorter --watermark-delay writes it now"))
     if opts.share_state is not None:
         _write_share(spark, opts, "share_partition_state" in filled, lag)
     # Last, so a manifest exists only when every table was replaced.
@@ -237,15 +238,6 @@ def _write_share_lag(spark: SparkSession, opts: BackfillOptions, lag: BackfillLa
         step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))
     finally:
         release_step(step)
-
-
-def held_line(held: Held, watermark_ms: int | None, delay: str) -> str:
-    """One line on the samples a backfill held back: how many, until when, and the flag."""
-    return (f"{held.count} end-offset samples ({ms_text(held.first_ms)} to "
-            f"{ms_text(held.last_ms)}) wait in _lag_pending, after the watermark "
-            f"{ms_text(watermark_ms)} (the log's last event time less --watermark-delay "
-            f"{delay}): a stream continuing from this backfill writes their lag, or a backfill "
-            "with a shorter --watermark-delay writes it now")
 
 
 def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:

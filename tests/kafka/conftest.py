@@ -63,8 +63,8 @@ class Replayed:
 
 def replay(spark: SparkSession, events: str, root: Path, share_state: str | None = None,
            end_offsets: str | None = None, dumped: bool = False) -> Path:
-    """The replay into `root/warehouse`; with `end_offsets`, samples the test wrote, and a
-    watermark delay of a second (the share-state log's own: its last records pass them).
+    """The replay into `root/warehouse`; with `end_offsets`, the lag of those samples, and a
+    watermark delay of a second (the logs' records after a sample pass it).
 
     The fold checks each group's rows are in the partition Kafka maps it to: it takes the
     broker's partition count (3) from the log, where the live ingest recorded it; a log
@@ -81,16 +81,27 @@ def replay(spark: SparkSession, events: str, root: Path, share_state: str | None
     return root / "warehouse"
 
 
+def ingest(spark: SparkSession, bootstrap: str, root: Path, share_state: bool = False,
+           sample: bool = False) -> None:
+    """The broker's log now, ingested live into `root/events` (available-now, topic ids
+    recorded; with `share_state`, `__share_group_state` too, into `root/share-state`; with
+    `sample`, the end offsets of the topics the logs name into `root/samples`, at the
+    run's start and end, as `jobs/ingest.py --end-offsets` samples them)."""
+    run_ingest(spark, IngestOptions(
+        events=str(root / "events"), bootstrap_servers=bootstrap,
+        checkpoint=str(root / "ingest-ckpt"), warehouse=str(root / "warehouse"),
+        share_state=str(root / "share-state") if share_state else None,
+        end_offsets=str(root / "samples") if sample else None))
+
+
 def ingest_and_replay(spark: SparkSession, bootstrap: str, root: Path,
-                      share_state: bool = False, end_offsets: str | None = None) -> Path:
-    """The broker's log now, ingested live (available-now, topic ids recorded; with
-    `share_state`, `__share_group_state` too, into `root/share-state`) and replayed into
-    `root/warehouse`."""
-    share = str(root / "share-state") if share_state else None
-    run_ingest(spark, IngestOptions(events=str(root / "events"), bootstrap_servers=bootstrap,
-                                    checkpoint=str(root / "ingest-ckpt"),
-                                    warehouse=str(root / "warehouse"), share_state=share))
-    return replay(spark, str(root / "events"), root, share, end_offsets)
+                      share_state: bool = False, sample: bool = False) -> Path:
+    """`ingest`, then the replay into `root/warehouse` (with `sample`, of the lag of every
+    sample in `root/samples` too)."""
+    ingest(spark, bootstrap, root, share_state, sample)
+    return replay(spark, str(root / "events"), root,
+                  str(root / "share-state") if share_state else None,
+                  str(root / "samples") if sample else None)
 
 
 @pytest.fixture(scope="session")

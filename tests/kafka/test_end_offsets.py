@@ -22,10 +22,11 @@ from pipeline.spark.ingest.ingest import IngestOptions, run_ingest
 from pipeline.spark.ingest.sampler import EndOffsetSampler, SampleRound, named_topics
 from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables.contract import event_schema
+from schemas.consumed import SHARE_STATE_CONSUMED_TOPICS
 from schemas.lag import SAMPLE_KEY
 from tests.jobs.jobs import load_job
 from tests.kafka.clients import OUT_TOPIC, PARTITIONS, PER_PARTITION, TOPIC, Scenarios, admin, until
-from tests.said import Said
+from tests.said import Said, saying
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 ORDERS = {(TOPIC, p) for p in range(PARTITIONS)}
@@ -53,6 +54,7 @@ class Ingested:
     events: str
     samples: Path
     started_ms: int
+    said: list[str]  # what the sampler and the ingest logged
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +63,12 @@ def ingested(spark: SparkSession, broker: Broker, workload: Scenarios,
     """The broker's `__consumer_offsets` ingested afresh (available-now) with --end-offsets."""
     root = tmp_path_factory.mktemp("end-offsets")
     started_ms = int(time.time() * 1000)
-    run_ingest(spark, IngestOptions(events=str(root / "events"),
-                                    bootstrap_servers=broker.bootstrap_servers,
-                                    checkpoint=str(root / "ingest-ckpt"),
-                                    end_offsets=str(root / "samples")))
-    return Ingested(str(root / "events"), root / "samples", started_ms)
+    with saying("sampler", "ingest") as said:
+        run_ingest(spark, IngestOptions(events=str(root / "events"),
+                                        bootstrap_servers=broker.bootstrap_servers,
+                                        checkpoint=str(root / "ingest-ckpt"),
+                                        end_offsets=str(root / "samples")))
+    return Ingested(str(root / "events"), root / "samples", started_ms, said.lines)
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +91,10 @@ def sampled(spark: SparkSession, broker: Broker, ingested: Ingested,
 
 
 
-def test_the_consumed_topics_are_named_by_commits_and_every_kind_of_subscription(
+def test_the_consumed_topics_are_named_by_commits_and_every_group_type(
         spark: SparkSession) -> None:
     member = {"member_id": "m", "subscription": ["classic-sub"], "assignment": None}
+    info = {"name": "changelog", "partitions": 1, "replication_factor": 1, "topic_configs": []}
     rows: list[dict[str, Any]] = [
         {"event_type": "OFFSET_COMMIT", "topic": "committed", "partition": 4},
         {"event_type": "GROUP_METADATA", "members": [member, {**member, "subscription": None}]},
@@ -98,14 +102,34 @@ def test_the_consumed_topics_are_named_by_commits_and_every_kind_of_subscription
                                              {"name": "sticky", "topics": None}]},
         {"event_type": "CONSUMER_GROUP_MEMBER_METADATA", "subscribed_topic_names": ["kip848"]},
         {"event_type": "CONSUMER_GROUP_REGULAR_EXPRESSION", "regex_topics": ["by-regex"]},
+        {"event_type": "SHARE_GROUP_MEMBER_METADATA", "subscribed_topic_names": ["queue"]},
+        {"event_type": "SHARE_GROUP_STATE_PARTITION_METADATA", "initialized_topics": [
+            {"topic_id": "id", "topic_name": "queue-state", "partitions": [0]}]},
+        {"event_type": "STREAMS_GROUP_TOPOLOGY", "subtopologies": [
+            {"subtopology_id": "0", "source_topics": ["words"], "source_topic_regex": [],
+             "state_changelog_topics": [info], "repartition_sink_topics": ["sunk"],
+             "repartition_source_topics": [{**info, "name": "repart"}],
+             "copartition_groups": []}]},
         {"event_type": "OFFSET_TOMBSTONE", "topic": "deleted-offsets"},  # no longer consumed
+        {"event_type": "STREAMS_GROUP_MEMBER_METADATA", "subscribed_topic_names": ["unread"]},
         {"event_type": "OFFSET_COMMIT", "topic": None},
     ]
     names = [f.name for f in event_schema().fields]
     df = spark.createDataFrame([tuple(r.get(n) for n in names) for r in rows], event_schema())
-    assert named_topics(df) == {"committed", "classic-sub", "joined", "b", "kip848", "by-regex"}
-    assert named_topics(df.drop("regex_topics", "subscribed_topic_names")) == {
-        "committed", "classic-sub", "joined", "b"}
+    found = named_topics(df)
+    assert {t for t, by_id in found} == {
+        "committed", "classic-sub", "joined", "b", "kip848", "by-regex", "queue", "queue-state",
+        "words", "changelog", "repart"}
+    assert found[("queue", False)] == {"share group subscription"}
+    assert found[("repart", False)] == {"streams group repartition topic"}
+    assert found[("committed", False)] == {"committed offsets"}
+    assert {t for t, _ in named_topics(df.drop("regex_topics", "subscribed_topic_names"))} == {
+        "committed", "classic-sub", "joined", "b", "queue-state", "words", "changelog", "repart"}
+    share_log = spark.createDataFrame(
+        [("SHARE_SNAPSHOT", "AAECAwQFBgcICQoLDA0ODw"), ("SHARE_UPDATE", None),
+         ("SHARE_SNAPSHOT_TOMBSTONE", "gone")], "event_type string, topic_id string")
+    assert named_topics(share_log, SHARE_STATE_CONSUMED_TOPICS) == {
+        ("AAECAwQFBgcICQoLDA0ODw", True): {"share group share-partition state"}}
 
 
 def test_a_round_samples_every_partition_of_the_consumed_topics_as_the_broker_answers(
@@ -186,12 +210,24 @@ def test_an_available_now_ingest_with_end_offsets_writes_samples(
     latest = broker_answer(broker.bootstrap_servers, TOPIC, PARTITIONS, OffsetSpec.latest())
     rows = samples(spark, ingested.samples).collect()
     rounds = {r["sampled_ms"] for r in rows}
-    # A round at the start (it may find no topic yet: the log was empty) and one at the end.
-    assert 1 <= len(rounds) <= 2 and min(rounds) >= ingested.started_ms
+    # A round at the start (on this fresh log, once the first batch named the topics) and
+    # one at the end.
+    assert len(rounds) == 2 and min(rounds) >= ingested.started_ms
     last = [r for r in rows if r["sampled_ms"] == max(rounds)]
     assert {(r["topic"], r["partition"]): r["log_end_offset"] for r in last} == \
         {tp: offset for tp, (offset, _) in latest.items()}
     assert {(r["source"], r["isolation_level"]) for r in rows} == {("cluster", "READ_UNCOMMITTED")}
+
+
+def test_the_ingest_says_what_it_samples_and_why_and_that_its_samples_wait(
+        ingested: Ingested) -> None:
+    said = "\n".join(ingested.said)
+    assert "the first round waits for the first records that name one" in said
+    (topics,) = [line for line in ingested.said if line.startswith("sampling the end offsets")]
+    # the workload's classic and KIP-848 groups subscribe to `orders` and commit to it
+    assert f"{TOPIC} (" in topics and "committed offsets" in topics
+    assert "classic group subscription" in topics and "consumer group subscription" in topics
+    assert "later than every record it wrote" in said and "--trigger processing-time" in said
 
 
 def test_end_offsets_without_a_live_cluster_is_a_one_line_usage_error(

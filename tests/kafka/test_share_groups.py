@@ -2,7 +2,8 @@
 console share consumer reads a topic in two sessions, then the live ingest reads
 `__consumer_offsets` and `__share_group_state` (`--share-state`) and the replay writes
 share_partition_state. Each share partition's start offset and lag equal what
-`kafka-share-groups --describe --offsets --verbose` prints; then a third consumer joins and
+`kafka-share-groups --describe --offsets --verbose` prints, and so does the lag of the end
+offsets the live ingest (`--end-offsets`) sampled then; then a third consumer joins and
 is killed (its session expires) and the group is deleted: at each moment the replayed
 group's state, epochs and member count are what `--describe --state --verbose` printed, its
 members what `--members --verbose` printed, and the deletion ends each share partition's
@@ -31,9 +32,8 @@ from pipeline.kafka.broker import (
     tool_command,
 )
 from pipeline.share.state import share_lag, state_of
-from pipeline.spark.lag.samples import write_samples
 from tests.kafka.clients import admin, until
-from tests.kafka.conftest import ingest_and_replay
+from tests.kafka.conftest import ingest, ingest_and_replay
 
 pytestmark = pytest.mark.kafka
 
@@ -54,6 +54,7 @@ class Shared:
     offsets: dict[int, tuple[str, str]]  # partition -> START-OFFSET, LAG as printed
     moments: list[Moment]  # after the two sessions; a third running; killed; deleted
     root: Path
+    sampled: set[int]  # the live ingest's sample times at the first moment, epoch ms
 
 
 def _table(text: str) -> list[dict[str, str]]:
@@ -120,6 +121,12 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
     offsets = until("the share group's offsets", described)
     moments = [_moment(broker, "EMPTY", 0)]
     assert described() == offsets  # the offsets are the first moment's
+    # The live ingest samples the end offsets of what the logs name, at its start and end:
+    # nothing moves meanwhile, so both samples see what the tool printed.
+    ingest(spark, bootstrap, root, share_state=True, sample=True)
+    sampled = {r["sampled_at"] for r in spark.read.format("delta").load(str(root / "samples"))
+               .select(F.unix_millis("sampled_at").alias("sampled_at")).collect()}
+    assert described() == offsets
     running = subprocess.Popen(tool_command(broker, CONSOLE_SHARE_CONSUMER, "--topic", TOPIC,
                                             "--group", GROUP), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
@@ -134,12 +141,8 @@ def shared(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPat
     moments.append(_moment(broker, "EMPTY", 0))
     kafka_tool(broker, SHARE_GROUP_COMMAND, "--delete", "--group", GROUP)
     moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
-    # The end offsets as of the first moment (all produced before it): the share lag's sample.
-    write_samples(spark, [{"topic": TOPIC, "partition": p, "log_end_offset": PER_PARTITION,
-                           "sampled_at": moments[0].at_ms} for p in (0, 1)], str(root / "samples"))
-    ingest_and_replay(spark, bootstrap, root, share_state=True,
-                      end_offsets=str(root / "samples"))
-    return Shared(offsets, moments, root)
+    ingest_and_replay(spark, bootstrap, root, share_state=True, sample=True)
+    return Shared(offsets, moments, root, sampled)
 
 
 def _newest(spark: SparkSession, root: Path, at_ms: int) -> dict[int, Any]:
@@ -172,26 +175,40 @@ def test_each_share_partitions_start_offset_and_lag_are_what_kafka_share_groups_
     assert consumed > 0  # the consumer moved the start offsets
 
 
+def test_the_live_ingest_samples_the_share_groups_topic_at_its_start_and_end(
+        spark: SparkSession, shared: Shared) -> None:
+    """Nobody commits to `queue`: only the share group's records name it, and the sampler
+    learned it from them, on a log that named nothing when its first run began."""
+    assert len(shared.sampled) == 2
+    rows = (spark.read.format("delta").load(str(shared.root / "samples"))
+            .filter(F.unix_millis("sampled_at").isin(*shared.sampled)
+                    & (F.col("topic") == TOPIC)).collect())
+    assert sorted((r["partition"], r["log_end_offset"]) for r in rows) == [
+        (0, PER_PARTITION), (0, PER_PARTITION), (1, PER_PARTITION), (1, PER_PARTITION)]
+
+
 def test_the_lag_tables_give_the_share_lag_kafka_share_groups_printed(
         spark: SparkSession, shared: Shared) -> None:
     def read(table: str) -> list[Any]:
         return (spark.read.format("delta").load(str(shared.root / "warehouse" / table))
-                .filter(F.col("group_id") == GROUP).collect())
-    at = shared.moments[0].at_ms
+                .filter((F.col("group_id") == GROUP)
+                        & F.unix_millis("sampled_at").isin(*shared.sampled)).collect())
     every = read("partition_lag")
-    rows = {r["partition"]: r for r in every}
-    assert len(every) == 2 and set(rows) == {0, 1}  # the sample's, no NO_COMMIT of a member
-    for partition, (start, lag) in shared.offsets.items():
-        row = rows[partition]
-        assert int(row["sampled_at"].timestamp() * 1000) == at
+    # each sample's two partitions, no NO_COMMIT of a member
+    assert sorted((int(r["sampled_at"].timestamp() * 1000), r["partition"]) for r in every) == \
+        sorted((at, p) for at in shared.sampled for p in (0, 1))
+    for row in every:
+        start, lag = shared.offsets[row["partition"]]
         assert (row["offset_status"], row["group_type"], row["topic"]) == (
             "SHARE_STATE", "share", TOPIC)
         assert str(row["start_offset"]) == start, row
         assert row["lag"] == (None if lag == "-" else int(lag)), row
-    (group,) = read("group_lag")
+    groups = read("group_lag")
+    assert len(groups) == 2
     known = [int(lag) for _, lag in shared.offsets.values() if lag != "-"]
-    assert group["total_lag"] == (sum(known) if known else None)
-    assert group["partitions"] == 2 and group["status"] == "NOTFOUND"
+    for group in groups:
+        assert group["total_lag"] == (sum(known) if known else None)
+        assert group["partitions"] == 2 and group["status"] == "NOTFOUND"
 
 
 def test_the_share_state_log_holds_every_record_and_none_is_refused(

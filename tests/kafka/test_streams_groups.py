@@ -1,11 +1,12 @@
 """A streams group on the real broker (Kafka 4.2: the streams rebalance protocol on by
 default): Kafka's WordCount (tests/kafka/java/WordCount.java, kafka-streams 4.2.1) run as two
 instances with `group.protocol=streams`; one leaves, the other is killed and its session
-expires, then the group is deleted. At each of those moments `kafka-streams-groups
---describe` printed the group's state, epochs and members (`--state --verbose`, `--members
---verbose`); the live ingest and the replay then give the same, moment by moment, from
-group_history, and the group's committed offsets equal `--offsets --verbose` once it caught
-up."""
+expires, more words arrive, then the group is deleted. At each of those moments
+`kafka-streams-groups --describe` printed the group's state, epochs and members (`--state
+--verbose`, `--members --verbose`); the live ingest and the replay then give the same, moment
+by moment, from group_history; the group's committed offsets equal `--offsets --verbose` once
+it caught up, and the lag of the end offsets the live ingest sampled while it lagged equals
+what the Admin API gave then (the tool prints no offsets for a group without members)."""
 
 from __future__ import annotations
 
@@ -20,21 +21,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import NewTopic, OffsetSpec
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import KAFKA_VERSION, Broker, kafka_tool
 from tests.java_programs import compile_java, java_command, kafka_classpath
-from tests.kafka.clients import admin, until
-from tests.kafka.conftest import ingest_and_replay
+from tests.kafka.clients import admin, broker_offsets, until
+from tests.kafka.conftest import ingest, ingest_and_replay
 
 pytestmark = pytest.mark.kafka
 
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 APP = "wordcount"
 IN, OUT = "words-in", "words-out"
+MORE = 12  # lines produced once the group stopped: its lag
 HERE = Path(__file__).parent
 
 
@@ -50,6 +52,8 @@ class Run:
     moments: list[Moment]
     offsets: dict[tuple[str, int], str]  # (topic, partition) -> CURRENT-OFFSET, while running
     root: Path
+    lags: dict[tuple[str, int], int]  # (topic, partition) -> lag, stopped, more words in
+    sampled: set[int]  # the live ingest's sample times then, epoch ms
 
 
 def _rows(text: str) -> list[dict[str, str]]:
@@ -104,10 +108,29 @@ def _produce(bootstrap: str) -> None:
     for topic in (IN, OUT):
         client.create_topics([NewTopic(topic, num_partitions=2,
                                        replication_factor=1)])[topic].result(60)
+    _produce_words(bootstrap, 40)
+
+
+def _produce_words(bootstrap: str, lines: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap})
-    for n in range(40):
+    for n in range(lines):
         p.produce(IN, key=f"k{n}", value=f"the quick fox {n % 5} jumps over the dog")
     assert p.flush(60) == 0
+
+
+def _lags(bootstrap: str) -> dict[tuple[str, int], int] | None:
+    """(topic, partition) -> lag, as the Admin API answers it for the stopped group (the
+    tool prints no offsets for a group without members): each committed offset's distance
+    to its partition's end offset, once the input lags by what was produced after it
+    stopped."""
+    committed = broker_offsets(bootstrap, APP)
+    client = admin(bootstrap)  # held: a collected client cancels its requests
+    ends = client.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in committed},
+                               request_timeout=30)
+    lags = {(tp.topic, tp.partition): f.result(30).offset - committed[(tp.topic, tp.partition)][0]
+            for tp, f in ends.items()}
+    behind = sum(lag for (topic, _), lag in lags.items() if topic == IN)
+    return lags if behind == MORE else None
 
 
 def _moment(broker: Broker, members: int, state: str) -> Moment:
@@ -162,10 +185,18 @@ def streams(spark: SparkSession, broker: Broker, tmp_path_factory: pytest.TempPa
     finally:
         for app in apps:
             app.stop(signal.SIGKILL)
+    # Words arrive while nobody reads: the group lags. The live ingest samples the end
+    # offsets of what the logs name at its start and end; nothing moves meanwhile.
+    _produce_words(bootstrap, MORE)
+    lags = until("the group lags", lambda: _lags(bootstrap), timeout_s=120.0, every_s=1.0)
+    ingest(spark, bootstrap, root, sample=True)
+    sampled = {r[0] for r in spark.read.format("delta").load(str(root / "samples"))
+               .select(F.unix_millis("sampled_at")).collect()}
+    assert _lags(bootstrap) == lags
     kafka_tool(broker, STREAMS_GROUP_COMMAND, "--delete", "--group", APP)
     moments.append(Moment(int(time.time() * 1000), {"STATE": "DEAD", "#MEMBERS": "0"}))
-    ingest_and_replay(spark, bootstrap, root)
-    yield Run(moments, offsets, root)
+    ingest_and_replay(spark, bootstrap, root, sample=True)
+    yield Run(moments, offsets, root, lags, sampled)
 
 
 def _history_at(spark: SparkSession, root: Path, at_ms: int) -> Any:
@@ -219,3 +250,26 @@ def test_the_groups_committed_offsets_are_what_kafka_streams_groups_printed(
         assert str(newest[tp]["committed_offset"]) == offset, tp
         assert newest[tp]["group_type"] == "streams"
     assert {tp[0] for tp in streams.offsets} >= {IN}  # and the repartition topic's
+
+
+def test_the_lag_tables_give_the_lag_kafka_streams_groups_printed(
+        spark: SparkSession, streams: Run) -> None:
+    """The live ingest sampled the input and repartition topics (named by the group's
+    topology and commits), and the lag of each sample is what the tool printed then."""
+    assert len(streams.sampled) == 2
+    def read(table: str) -> list[Any]:
+        return (spark.read.format("delta").load(str(streams.root / "warehouse" / table))
+                .filter((F.col("group_id") == APP)
+                        & F.unix_millis("sampled_at").isin(*streams.sampled)).collect())
+    rows = read("partition_lag")
+    for at in streams.sampled:
+        got = {(r["topic"], r["partition"]): r for r in rows
+               if int(r["sampled_at"].timestamp() * 1000) == at}
+        assert set(got) == set(streams.lags), at
+        for tp, lag in streams.lags.items():
+            assert got[tp]["lag"] == lag, (tp, got[tp])
+            assert got[tp]["group_type"] == "streams"
+    groups = read("group_lag")
+    assert len(groups) == 2
+    total = sum(streams.lags.values())
+    assert {g["total_lag"] for g in groups} == {total} and total >= MORE

@@ -26,7 +26,7 @@ from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables.options import interval_ms
 from pipeline.times import ms_text
 from schemas.lag import LAG_KEYS, LAG_TABLES
-from tests.said import Said
+from tests.said import Said, saying
 from tests.spark.backends import (
     assert_oracle_agrees,
     assert_same_tables,
@@ -134,8 +134,15 @@ def test_a_stream_continues_a_backfills_lag_and_takes_a_late_sample_once(
     for chunk, sampled in zip(lagged.events[1:], lagged.sample_rounds[1:], strict=True):
         write_event_log(spark, chunk, first, mode="append")
         write_samples(spark, sampled, samples)
-    streamed = streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    with saying("replay") as said:
+        streamed = streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
     assert_same_tables(streamed, lagged.backfilled, LAG_TABLES)
+    # The samples of the log's last DELAY wait, and the run says so in one line.
+    held = spark.read.format("delta").load(str(warehouse / "_lag_pending")).count()
+    waiting = [line for line in said.lines if "wait in _lag_pending" in line]
+    assert held > 0 and len(waiting) == 1, said.lines
+    assert waiting[0].startswith(f"{held} end-offset samples"), waiting
+    assert ms_text(lagged.cut) in waiting[0] and "records past them" in waiting[0], waiting
 
     old = streamed["partition_lag"].where(F.col("offset_status") == "COMMITTED").orderBy(
         "sampled_at").first()

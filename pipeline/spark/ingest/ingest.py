@@ -35,7 +35,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ from pipeline.spark.events.eventlog import record_partitions
 from pipeline.spark.events.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
-from pipeline.spark.runtime.keep import keep, release
+from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import event_schema, share_log_schema
 from pipeline.spark.tables.creation import create_table
@@ -69,6 +70,7 @@ from pipeline.spark.tables.options import (
 )
 from pipeline.spark.tables.topics import (
     CLUSTER,
+    COMMITTED,
     cluster_topics,
     log_topics_path,
     read_topic_map,
@@ -255,11 +257,23 @@ def read_raw(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.parquet(path)
 
 
+def committed_topic_ids(rows: DataFrame) -> dict[str, str]:
+    """The topic ids Kafka 4.3+'s offset commits carry beside their topic's name: a dump
+    without a map file still names the topics KIP-848 groups' assignments give by id."""
+    pairs = (rows.where((F.col("event_type") == "OFFSET_COMMIT") & F.col("topic_id").isNotNull()
+                        & F.col("topic").isNotNull())
+             .select("topic_id", "topic").distinct().collect())
+    return {r["topic_id"]: r["topic"] for r in pairs}
+
+
 def ingest_raw(spark: SparkSession, opts: IngestOptions) -> int:
     """Batch: decode a dump and merge it into the event log; the number of distinct records."""
     assert opts.raw is not None
-    n = merge_into_log(spark, opts.events, decode_records(read_raw(spark, opts.raw)))
-    log.info("ingested %d records from %s into %s", n, opts.raw, opts.events)
+    with kept(decode_records(read_raw(spark, opts.raw))) as rows:
+        n = merge_into_log(spark, opts.events, rows)
+        log.info("ingested %d records from %s into %s", n, opts.raw, opts.events)
+        if opts.warehouse is not None or log_topics_path(opts.events) is not None:
+            _record_names(spark, opts, committed_topic_ids(rows), COMMITTED)
     if opts.raw_share_state is not None and opts.share_state is not None:
         shared = merge_into_log(spark, opts.share_state,
                                 decode_share_records(read_raw(spark, opts.raw_share_state)),
@@ -297,6 +311,8 @@ def record_cluster_topics(spark: SparkSession, opts: IngestOptions) -> None:
 def _record_names(spark: SparkSession, opts: IngestOptions, names: dict[str, str],
                   source: str) -> None:
     """Topic ids and names with the log (a path's: `<events>_topics`) and in the warehouse."""
+    if not names:
+        return
     with_log = log_topics_path(opts.events)
     if with_log is not None:
         record_topics_at(spark, with_log, names, source)
@@ -367,6 +383,7 @@ class ShareStateIngest:
     the ingest asks again after each of its own micro-batches and starts the query then."""
 
     opts: IngestOptions
+    sampler: EndOffsetSampler | None = None  # shown each batch's decoded records
     query: StreamingQuery | None = None
     said: bool = False
 
@@ -383,10 +400,11 @@ class ShareStateIngest:
             return
         ensure_event_log(spark, opts.share_state, share_log_schema())
         target = opts.share_state
+        sampler = self.sampler
 
         def write(batch: DataFrame, batch_id: int) -> None:
-            n = merge_into_log(batch.sparkSession, target, decode_share_records(batch),
-                               share_log_schema())
+            with observed(decode_share_records(batch), sampler, share_state=True) as rows:
+                n = merge_into_log(batch.sparkSession, target, rows, share_log_schema())
             log.info("share-state batch %d: %d records written to %s", batch_id, n, target)
 
         reader = spark.readStream.format("kafka").options(**kafka_reader_options(
@@ -403,6 +421,19 @@ class ShareStateIngest:
             self.query.stop()
 
 
+@contextmanager
+def observed(rows: DataFrame, sampler: EndOffsetSampler | None, share_state: bool = False
+             ) -> Iterator[DataFrame]:
+    """A batch's decoded `rows`, their topics shown to the `sampler` first (so a run's first
+    round, waiting for them, samples while the batch is written), decoded once for both."""
+    if sampler is None:
+        yield rows
+        return
+    with kept(rows) as held:
+        sampler.observe(held, share_state)
+        yield held
+
+
 def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSampler | None:
     """The end-offset sampler `start_ingest` runs beside the stream, when `opts` has a samples
     table: every `sample_interval` under a processing-time trigger; under available-now once
@@ -413,7 +444,7 @@ def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSam
         check_samples(spark, opts.end_offsets)  # a wrong table fails now, not every round
     return EndOffsetSampler(
         spark, opts.bootstrap_servers, consumer_properties(opts), opts.end_offsets,
-        events=opts.events, isolation_level=opts.isolation_level,
+        events=opts.events, share_state=opts.share_state, isolation_level=opts.isolation_level,
         interval_ms=None if opts.trigger == "available-now" else opts.sample_interval_ms)
 
 
@@ -442,17 +473,9 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
         share.maybe_start(spark)
 
     def write(batch: DataFrame, batch_id: int) -> None:
-        rows = decode_records(batch)
-        if sampler is not None:
-            rows = keep(rows)  # decoded once for both the append and the sampler's topics
-        try:
+        with observed(decode_records(batch), sampler) as rows:
             n = merge_into_log(batch.sparkSession, opts.events, rows)
-            log.info("batch %d: %d records written to %s", batch_id, n, opts.events)
-            if sampler is not None:
-                sampler.observe(rows)
-        finally:
-            if sampler is not None:
-                release(rows)
+        log.info("batch %d: %d records written to %s", batch_id, n, opts.events)
         record_cluster_topics(batch.sparkSession, opts)
         if share is not None:
             share.maybe_start(batch.sparkSession)
@@ -476,7 +499,7 @@ def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
         ingest_raw(spark, opts)
         return
     sampler = end_offset_sampler(spark, opts)
-    share = None if opts.share_state is None else ShareStateIngest(opts)
+    share = None if opts.share_state is None else ShareStateIngest(opts, sampler)
     ended = False
     try:
         main = start_ingest(spark, opts, sampler, share)
@@ -489,3 +512,8 @@ def run_ingest(spark: SparkSession, opts: IngestOptions) -> None:
         if sampler is not None:
             # A failing or interrupted job exits now, not after one more round's time-outs.
             sampler.stop(final_round=ended)
+    if sampler is not None and sampler.sampled and opts.trigger == "available-now":
+        log.info("this run's end-offset samples are later than every record it wrote: a "
+                 "replay writes their lag once the event log holds records past them and its "
+                 "--watermark-delay; for lag as the cluster moves, keep the ingest running "
+                 "(--trigger processing-time:SECONDS)")

@@ -1,10 +1,14 @@
 """The live ingest's end-offset sampler: a thread beside the stream that, every interval, asks
 the cluster where each consumed topic partition's log ends and merges the answers into the
 samples table (`pipeline.spark.lag.samples`, `schemas/lag.py` LOG_END_OFFSETS). The topics are
-those the event log names (committed to by an OFFSET_COMMIT, subscribed to in a
-GROUP_METADATA member, a JOIN's protocols, a KIP-848 member's `subscribed_topic_names` or a
-regular expression's resolved `regex_topics`): read once from the log at the first round,
-then added from each micro-batch's decoded rows (`observe`). Each round expands them to their
+those the logs name as consumed, by the one rule `schemas/consumed.py` states for every event
+type (offset commits; classic, consumer and share groups' subscriptions and assignments;
+share-partition state; streams topologies' source, repartition and changelog topics): read
+once from the event log and the share-state log at the first round, then added from each
+micro-batch's decoded rows (`observe`), with why each is sampled. Topics the share-state log
+names by id are named through the cluster's topic listing at the next round. On a log that
+names no topic yet, the first round waits for the first micro-batch's rows: a run's first
+round samples what it is about to write. Each round expands the topics to their
 partitions with one describeTopics call (partitions without a leader are left out, since
 ListOffsets would wait the whole timeout for them; a topic the cluster no longer has is
 dropped; a topic whose description fails keeps the partitions last seen), then issues three
@@ -35,48 +39,76 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
+from schemas.consumed import CONSUMED_TOPICS, SHARE_STATE_CONSUMED_TOPICS, TopicsNamed
 
 log = logging.getLogger("sampler")
 SOURCE = "cluster"
 # The CLI's spelling -> Kafka's IsolationLevel, which is also what the samples record.
 ISOLATION_LEVELS = {"read_uncommitted": "READ_UNCOMMITTED", "read_committed": "READ_COMMITTED"}
-# The topic-naming event types and the column that names their topics.
-NAMING_COLUMNS = {"OFFSET_COMMIT": "topic", "GROUP_METADATA": "members", "JOIN": "protocols",
-                  "CONSUMER_GROUP_MEMBER_METADATA": "subscribed_topic_names",
-                  "CONSUMER_GROUP_REGULAR_EXPRESSION": "regex_topics"}
 _UNKNOWN_TOPIC = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
 _EXECUTION = "java.util.concurrent.ExecutionException"
 _GRACE_MS = 2000  # past the Admin call's own timeout, so its reason, not ours, is reported
 _SHOWN = 10  # partitions named in one log line
+_SHOWN_TOPICS = 20  # topics named in one log line
 
 TP = tuple[str, int]
 
 
-def _names(event_type: str, column: str) -> Column:
-    empty = F.array().cast("array<string>")
-    if event_type == "OFFSET_COMMIT":
-        return F.array(F.col(column))
-    if event_type == "GROUP_METADATA":
-        return F.flatten(F.transform(column, lambda m: F.coalesce(m["subscription"], empty)))
-    if event_type == "JOIN":
-        return F.flatten(F.transform(column, lambda p: F.coalesce(p["topics"], empty)))
-    return F.col(column)
+def _named(rule: TopicsNamed) -> Column:
+    """The names (or ids) `rule`'s path reaches in a row, an array<string>; nulls left in,
+    for the caller to drop."""
+    steps = rule.steps
+
+    def after(value: Column, at: int) -> Column:
+        if at == len(steps):
+            return F.array(value)
+        name, each = steps[at]
+        return through(value[name], each, at + 1)
+
+    def through(value: Column, each: bool, at: int) -> Column:
+        if not each:
+            return after(value, at)
+        parts = F.transform(value, lambda e: after(e, at))
+        # flatten is null when one part is: a member without a subscription names nothing
+        return F.flatten(F.filter(parts, lambda a: a.isNotNull()))
+
+    name, each = steps[0]
+    return F.coalesce(through(F.col(name), each, 1), F.array()).cast("array<string>")
 
 
-def named_topics(events: DataFrame) -> set[str]:
-    """The topics event-log rows name as committed to or subscribed to, in one aggregation;
-    a log written before a column existed simply names nothing through it."""
-    kinds = {t: c for t, c in NAMING_COLUMNS.items() if c in events.columns}
-    if "event_type" not in events.columns or not kinds:
-        return set()
+def _tagged(rule: TopicsNamed) -> Column:
+    """`_named(rule)` as (topic, by_id, why) structs."""
+    by_id, why = F.lit(rule.by_id).alias("by_id"), F.lit(rule.reason).alias("why")
+    return F.transform(_named(rule), lambda t: F.struct(t.alias("topic"), by_id, why))
+
+
+def named_topics(rows: DataFrame, rules: Mapping[str, tuple[TopicsNamed, ...]] = CONSUMED_TOPICS
+                 ) -> dict[tuple[str, bool], set[str]]:
+    """What `rows` (of the event log, or with `SHARE_STATE_CONSUMED_TOPICS` of the
+    share-state log) name as consumed, in one aggregation: (topic, by id) -> why, by the
+    rules a row's event type has; a log written before a column existed names nothing
+    through it."""
+    kinds = {t: [r for r in named if r.steps[0][0] in rows.columns]
+             for t, named in rules.items()}
+    kinds = {t: named for t, named in kinds.items() if named}
+    if "event_type" not in rows.columns or not kinds:
+        return {}
+    entry = "array<struct<topic:string,by_id:boolean,why:string>>"
     kind = F.col("event_type")
-    names: Column = F.lit(None).cast("array<string>")
-    for event_type, column in kinds.items():
-        names = F.when(kind == event_type, _names(event_type, column)).otherwise(names)
-    found = (events.where(kind.isin(*kinds)).select(F.explode(names).alias("topic"))
-             .where(F.col("topic").isNotNull() & (F.col("topic") != "")).distinct().collect())
-    return {r["topic"] for r in found}
+    found: Column = F.lit(None).cast(entry)
+    for event_type, named in kinds.items():
+        tagged = [_tagged(r) for r in named]
+        found = F.when(kind == event_type, F.concat(*tagged) if len(tagged) > 1
+                       else tagged[0]).otherwise(found)
+    named_rows = (rows.where(kind.isin(*kinds)).select(F.explode(found).alias("t"))
+                  .select("t.*").where(F.col("topic").isNotNull() & (F.col("topic") != ""))
+                  .distinct().collect())
+    out: dict[tuple[str, bool], set[str]] = {}
+    for r in named_rows:
+        out.setdefault((r["topic"], bool(r["by_id"])), set()).add(r["why"])
+    return out
 
 
 def _cause(exc: BaseException) -> Any:
@@ -134,14 +166,16 @@ class SampleRound:
 
 
 class EndOffsetSampler:
-    """Samples the end offsets of the partitions the event log names into `target` (a Delta
-    path). `sample_once()` takes one round on the calling thread; `start()` runs rounds on a
-    thread of its own, every `interval_ms` (None: once at the start, then only the last round),
-    until `stop()`, which takes one last round."""
+    """Samples the end offsets of the partitions the logs name into `target` (a Delta path).
+    `sample_once()` takes one round on the calling thread; `start()` runs rounds on a thread
+    of its own, every `interval_ms` (None: once at the start, then only the last round), until
+    `stop()`, which takes one last round. `events` and `share_state`: the logs whose topics it
+    reads at its first round."""
 
     def __init__(self, spark: SparkSession, bootstrap: str, consumer_props: Mapping[str, str],
-                 target: str, *, events: str | None = None, interval_ms: int | None = 30_000,
-                 isolation_level: str = "read_uncommitted", timeout_ms: int = 30_000) -> None:
+                 target: str, *, events: str | None = None, share_state: str | None = None,
+                 interval_ms: int | None = 30_000, isolation_level: str = "read_uncommitted",
+                 timeout_ms: int = 30_000) -> None:
         if isolation_level.lower() not in ISOLATION_LEVELS:
             raise ValueError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, "
                              f"got {isolation_level!r}")
@@ -149,55 +183,106 @@ class EndOffsetSampler:
         self.bootstrap = bootstrap
         self.consumer_props = dict(consumer_props)
         self.target = target
-        self.events = events
+        self.logs = {path: rules for path, rules in ((events, CONSUMED_TOPICS),
+                                                     (share_state, SHARE_STATE_CONSUMED_TOPICS))
+                     if path is not None}
         self.interval_ms = interval_ms
         self.isolation_level = ISOLATION_LEVELS[isolation_level.lower()]
         self.timeout_ms = timeout_ms
         self.rounds = 0  # rounds attempted
         self.failures = 0  # of them, those that wrote nothing for an error
+        self.sampled = 0  # rows written, over every round
         self.last: SampleRound | None = None
-        self._topics: set[str] = set()
-        self._lock = threading.Lock()  # _topics: added to from the stream's batches
-        self._seeded = events is None
+        self._lock = threading.Lock()  # _topics and _ids: added to from the stream's batches
+        self._topics: dict[str, set[str]] = {}  # topic -> why it is sampled
+        self._ids: dict[str, set[str]] = {}  # topic ids not named yet -> why
+        self._said: set[str] = set()  # topics the log has been told of
+        self._seeded: set[str] = set()  # of `logs`, those read
         self._partitions: dict[str, list[int]] = {}  # describeTopics, as last answered
         self._absent: set[str] = set()  # named by the log, not on the cluster (logged once)
         self._no_max_timestamp = False  # logged once
         self._admin: Any = None
         self._stopping = threading.Event()
+        self._wake = threading.Event()  # set by stop(), and by observe() naming a topic
         self._final_round = True
         self._thread: threading.Thread | None = None
 
     # ---- the topics ---------------------------------------------------------------------------
 
-    def add_topics(self, topics: Iterable[str]) -> None:
+    def add_topics(self, topics: Iterable[str] | Mapping[str, Iterable[str]],
+                   why: str = "asked for") -> None:
+        """Sample these topics too (a mapping: each with why)."""
+        reasons = topics if isinstance(topics, Mapping) else {t: (why,) for t in topics}
         with self._lock:
-            new = set(topics) - self._topics
-            self._topics |= new
-        if new:
-            log.info("sampling the end offsets of %s too", ", ".join(sorted(new)))
+            for topic, whys in reasons.items():
+                self._topics.setdefault(topic, set()).update(whys)
+
+    def _add_named(self, named: Mapping[tuple[str, bool], set[str]]) -> None:
+        with self._lock:
+            for (topic, by_id), whys in named.items():
+                (self._ids if by_id else self._topics).setdefault(topic, set()).update(whys)
+        if named:
+            self._wake.set()
 
     def topics(self) -> set[str]:
         with self._lock:
             return set(self._topics)
 
-    def observe(self, rows: DataFrame) -> None:
-        """Add the topics a micro-batch's decoded rows name (on the batch's thread: the batch
-        lives only there). Never raises: sampling must not end the ingest."""
+    def _named_anything(self) -> bool:
+        with self._lock:
+            return bool(self._topics or self._ids)
+
+    def observe(self, rows: DataFrame, share_state: bool = False) -> None:
+        """Add the topics a micro-batch's decoded rows name (of the share-state log, with
+        `share_state`), on the batch's thread: the batch lives only there. Never raises:
+        sampling must not end the ingest."""
         try:
-            self.add_topics(named_topics(rows))
+            self._add_named(named_topics(rows, SHARE_STATE_CONSUMED_TOPICS if share_state
+                                         else CONSUMED_TOPICS))
         except Exception as exc:
             log.warning("could not read the topics of a batch, sampled from the next: %s",
                         reason(exc))
 
     def _seed(self) -> None:
-        if self._seeded or self.events is None:
+        for path, rules in self.logs.items():
+            if path in self._seeded or (paths.is_path(path) and not paths.exists(self.spark, path)):
+                continue  # the share-state log is made once the cluster has its topic
+            try:
+                self._add_named(named_topics(read_delta(self.spark, path), rules))
+                self._seeded.add(path)
+            except Exception as exc:  # the log unreadable now: ask again next round
+                log.warning("could not read the topics of %s (asked again next round): %s",
+                            path, reason(exc))
+
+    def _name_ids(self, admin: Any) -> None:
+        """The topic ids the share-state log named, by the cluster's names for them; an id
+        the cluster does not know (a topic deleted, or not visible yet) waits."""
+        with self._lock:
+            ids = dict(self._ids)
+        if not ids:
             return
-        try:
-            self.add_topics(named_topics(read_delta(self.spark, self.events)))
-            self._seeded = True
-        except Exception as exc:  # the log unreadable now: ask again next round
-            log.warning("could not read the topics of %s (asked again next round): %s",
-                        self.events, reason(exc))
+        jvm: Any = self.spark._jvm
+        listings = admin.listTopics(jvm.org.apache.kafka.clients.admin.ListTopicsOptions()
+                                    .timeoutMs(self.timeout_ms)).listings().get(
+            self.timeout_ms + _GRACE_MS, jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+        names = {str(t.topicId().toString()): str(t.name()) for t in listings.toArray()}
+        self.add_topics({names[i]: whys for i, whys in ids.items() if i in names})
+        with self._lock:
+            for i in names.keys() & ids.keys():
+                self._ids.pop(i, None)
+
+    def _say_topics(self) -> None:
+        """One line naming the topics no line named yet, each with why it is sampled."""
+        with self._lock:
+            new = {t: sorted(w) for t, w in self._topics.items() if t not in self._said}
+            self._said |= new.keys()
+        if not new:
+            return
+        shown = [f"{t} ({', '.join(w)})" for t, w in sorted(new.items())[:_SHOWN_TOPICS]]
+        more = len(new) - len(shown)
+        log.info("sampling the end offsets of %s%d topic%s: %s%s", "" if len(new) == len(
+            self._said) else "another ", len(new), "" if len(new) == 1 else "s", ", ".join(shown),
+                 f" and {more} more" if more > 0 else "")
 
     # ---- a round ------------------------------------------------------------------------------
 
@@ -209,6 +294,7 @@ class EndOffsetSampler:
             result = self.take_round(sampled_at)
             if result.rows:
                 result.written = write_samples(self.spark, result.rows, self.target)
+                self.sampled += result.written
         except Exception as exc:  # one bad round never ends the job: the next one tries again
             result = SampleRound(sampled_at, error=reason(exc))
         self.last = result
@@ -224,11 +310,14 @@ class EndOffsetSampler:
     def take_round(self, sampled_at: int) -> SampleRound:
         """Ask the cluster for the end offsets of every known partition; write nothing."""
         self._seed()
+        admin = self._admin_client() if self._named_anything() else None
+        if admin is not None:
+            self._name_ids(admin)
         topics = sorted(self.topics())
-        if not topics:
-            log.info("no consumed topic known yet: no end offsets to sample")
+        if admin is None or not topics:
+            log.info("no consumed topic named yet: no end offsets to sample")
             return SampleRound(sampled_at)
-        admin = self._admin_client()
+        self._say_topics()
         partitions, left_out, problem = self._describe(admin, topics)
         if not partitions:
             return SampleRound(sampled_at, left_out=left_out,
@@ -403,6 +492,7 @@ class EndOffsetSampler:
         `timeout_s`, by default two rounds' time-outs and a minute for the write)."""
         self._final_round = final_round
         self._stopping.set()
+        self._wake.set()
         if self._thread is None:
             return
         wait = timeout_s if timeout_s is not None else 2 * (self.timeout_ms + _GRACE_MS) / 1000 + 60
@@ -412,6 +502,7 @@ class EndOffsetSampler:
 
     def _run(self) -> None:
         try:
+            self._first_round()
             while not self._stopping.is_set():
                 began = time.monotonic()
                 self.sample_once()
@@ -424,6 +515,18 @@ class EndOffsetSampler:
                 self.sample_once()
         finally:
             self.close()
+
+    def _first_round(self) -> None:
+        """Wait, on a log that names no topic yet, until a batch's rows name one (or stop):
+        the run's first round then samples what the run is about to write."""
+        self._seed()
+        if self._named_anything() or self._stopping.is_set():
+            return
+        log.info("no consumed topic named yet: the first round waits for the first records "
+                 "that name one")
+        while not self._named_anything() and not self._stopping.is_set():
+            self._wake.wait()
+            self._wake.clear()
 
     def close(self) -> None:
         """Close the Admin client (on the thread that made it, when the thread ran)."""

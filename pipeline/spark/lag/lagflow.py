@@ -52,6 +52,7 @@ from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
+from pipeline.times import ms_text
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,8 @@ class StreamLag:
     incremental: bool = True
     after_version: int | None = None  # the samples' version a backfill read, if continued
     written: dict[str, int] = field(default_factory=dict)  # the last batch's lag rows, by table
+    held: Held | None = None  # the samples the last batch left waiting, and its watermark
+    watermark_ms: int | None = None
     _id: str | None = None
     _kept: list[DataFrame] = field(default_factory=list)
 
@@ -192,6 +195,7 @@ class StreamLag:
                               SAMPLE_KEY)
         passed = pc.less(epoch_ms(candidates.column("sampled_at")), watermark)
         ready, waiting = candidates.filter(passed), candidates.filter(pc.invert(passed))
+        self.held, self.watermark_ms = Held.of(waiting), watermark
         first: Writes = {}
         then: Writes = {}
         any_ready = ready.num_rows > 0
@@ -270,6 +274,19 @@ class Held:
     count: int
     first_ms: int | None
     last_ms: int | None
+
+    @classmethod
+    def of(cls, samples: pa.Table) -> Held:
+        times = epoch_ms(samples.column("sampled_at"))
+        low, high = pc.min(times).as_py(), pc.max(times).as_py()
+        return cls(samples.num_rows, low, high)
+
+    def line(self, watermark_ms: int | None, delay: str, then: str) -> str:
+        """One line on the samples held back: how many, until when, and what to change."""
+        return (f"{self.count} end-offset samples ({ms_text(self.first_ms)} to "
+                f"{ms_text(self.last_ms)}) wait in _lag_pending, after the watermark "
+                f"{ms_text(watermark_ms)} (the log's last event time less --watermark-delay "
+                f"{delay}): {then}")
 
 
 @dataclass

@@ -177,7 +177,7 @@ class ProgressLine(ProgressListener):
         p = event.progress  # type: ignore[attr-defined]
         if p.name == SHARE_QUERY:
             if self.share is not None:
-                log.info("%s", share_line(p.batchId, p.numInputRows, p.batchDuration,
+                log.info("%s", share_line(p.batchId, p.batchDuration,
                                           self.share.progress.get(p.batchId, {})))
             return
         log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,

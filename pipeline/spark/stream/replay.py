@@ -79,7 +79,10 @@ CHECKPOINT_TODO = ("Check that folder (a stream's checkpoint, of this replay's s
                    "start on a new --checkpoint and a new --warehouse.")
 HANDOFF_TODO = ("That table is written by jobs/backfill.py: run the backfill again, or use a new "
                 "--warehouse.")
-HANDOFF_POLL_S = 5.0  # how often a stream waiting on its hand-off looks for a new version
+HANDOFF_POLL_S = 5.0
+HELD_TODO = ("their lag is written once the event log holds records past them and the delay "
+             "(an ingest and a replay that keep running), or by a backfill with a shorter "
+             "--watermark-delay")  # how often a stream waiting on its hand-off looks for a new version
 
 
 @dataclass
@@ -246,8 +249,13 @@ def _with_share(replay: Replay, opts: ReplayOptions, app_id: str) -> Replay:
 
 
 def run_replay(spark: SparkSession, opts: ReplayOptions) -> None:
-    """Start the replay and block until it ends (available-now) or fails."""
-    start_replay(spark, opts).wait()
+    """Start the replay and block until it ends (available-now) or fails; then say what
+    samples its lag still waits for."""
+    replay = start_replay(spark, opts)
+    replay.wait()
+    lag = replay.writer.lag
+    if lag is not None and lag.held is not None and lag.held.count:
+        log.info("%s", lag.held.line(lag.watermark_ms, opts.watermark_delay, HELD_TODO))
 
 
 def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:

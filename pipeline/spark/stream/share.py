@@ -64,6 +64,7 @@ from pipeline.spark.tables.options import (
 
 log = logging.getLogger("replay")
 SHARE_QUERY = "share-state-replay"
+RECORDS = "records"
 SHARE_CHECKPOINT = "share-state"
 POLL_S = 5.0
 
@@ -91,7 +92,8 @@ class ShareWriter:
         spark = batch.sparkSession
         seconds: dict[str, float] = {}
         with kept(replayed(batch, last_of(spark, self.warehouse, batch))) as out:
-            counts = out.agg(
+            counts = out.agg(  # a row a record: applied, or refused with its reason
+                F.count(F.lit(1)).alias(RECORDS),
                 F.count(F.when(F.col(REASON).isNull(), 1)).alias(HISTORY),
                 F.count(F.col(REASON)).alias("rejected_events"),
                 F.count(F.when(F.col(LAST), 1)).alias(CURRENT)).first()
@@ -114,7 +116,8 @@ class ShareWriter:
                         spark, self.warehouse, last_rows(out))}, seconds)
         if self.upkeep is not None and self.upkeep.due(batch_id):
             self.upkeep.run(spark, self.warehouse, SHARE_WORKING_TABLES)
-        self.progress[batch_id] = {"rows": {**{k: counts[k] for k in (HISTORY, "rejected_events")},
+        self.progress[batch_id] = {"rows": {**{k: counts[k] for k in (RECORDS, HISTORY,
+                                                                      "rejected_events")},
                                             "partition_lag": lag_rows},
                                    "s": time.monotonic() - start}
         while len(self.progress) > PROGRESS_KEPT:
@@ -183,9 +186,12 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
     return with_trigger(stream, trigger).start(), writer
 
 
-def share_line(batch_id: int, rows_in: int, duration_ms: int, written: dict[str, Any]) -> str:
+def share_line(batch_id: int, duration_ms: int, written: dict[str, Any]) -> str:
+    """A share-state batch's line. Its records are counted by the writer, one row each:
+    Spark's `numInputRows` counts the source once for every scan of it in the batch's
+    plans, twice here (the cogroup reads the batch's rows and their keys)."""
     rows = written.get("rows") or {}
-    return (f"share-state batch {batch_id}: {rows_in} records in, "
+    return (f"share-state batch {batch_id}: {rows.get(RECORDS, 0)} records in, "
             f"{rows.get(HISTORY, 0)} applied, {rows.get('rejected_events', 0)} rejected, "
             f"{rows.get('partition_lag', 0)} share lag rows, {duration_ms / 1000:.2f} s")
 

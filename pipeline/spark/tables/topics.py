@@ -38,7 +38,8 @@ from schemas.columns import TP
 log = logging.getLogger("topics")
 TOPICS = "topics"
 LOG_TOPICS = "_topics"
-CLUSTER = "cluster"
+CLUSTER = "cluster"  # a source: the cluster's topic listing
+COMMITTED = "offset-commit"  # a source: the ids Kafka 4.3+'s offset commits carry
 
 
 def topics_schema() -> StructType:
