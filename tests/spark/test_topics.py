@@ -108,3 +108,27 @@ def test_a_dumps_topic_map_goes_with_the_log_and_the_backfill_takes_it(
               for r in spark.read.format("delta").load(f"{warehouse}/topics").collect()}
     assert copied == logged
     assert copy_log_topics(spark, events, warehouse) == 0  # known pairs: not again
+
+
+@pytest.mark.spark
+def test_a_dumps_commits_name_the_topics_they_carry_the_ids_of(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Kafka 4.3+ offset commits carry their topic's id beside its name: a dump without a map
+    file still records the pair (source `offset-commit`), and only that of the commits that
+    carry one."""
+    written = {r["name"]: r for r in kafka_records.every_version()}
+    rows = [(bytes.fromhex(written[name]["key"]), bytes.fromhex(written[name]["value"]), 0, n,
+             1_700_000_000_000 + n)
+            for n, name in enumerate(["offset_commit_v3", "offset_commit_v4"])]
+    dump = str(tmp_path / "dump")
+    spark.createDataFrame(rows, "key binary, value binary, partition int, offset bigint, "
+                                "timestamp bigint").write.parquet(dump)
+    events = str(tmp_path / "events")
+    ingest_raw(spark, IngestOptions(events=events, raw=dump))
+    ids = {r["topic_id"] for r in spark.read.format("delta").load(events).collect()}
+    assert ids == {None, written["offset_commit_v4"]["json"]["topicId"]}
+    path = log_topics_path(events)
+    assert path is not None
+    assert {(r["topic_id"], r["topic_name"], r["source"])
+            for r in spark.read.format("delta").load(path).collect()} == {
+        (written["offset_commit_v4"]["json"]["topicId"], "orders", "offset-commit")}
