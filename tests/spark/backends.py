@@ -23,7 +23,6 @@ from pipeline.spark.fold.wire import (
     packed_tables,
     table_rows,
     wire_checks,
-    wire_frame,
     wire_schema,
     wire_table_of,
 )
@@ -50,7 +49,7 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
     for group_id, group_events in by_group(events, unkeyed=True).items():
         for table, rows in replay_group(group_id, None, group_events, watermark, config).tables.items():
             tables[table] += [r for r in rows if not r.get(DELETED)]
-    wire = spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())
+    wire = spark.createDataFrame(wire_table(tables, wire_checks()).to_pandas(), wire_schema())
     return {table: table_rows(wire, table) for table in OUTPUT_TABLES}
 
 

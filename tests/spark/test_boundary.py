@@ -23,9 +23,10 @@ from pipeline.fold.events import events_of
 from pipeline.fold.group_replay import FAILED, replay_group
 from pipeline.fold.partitioning import partition_for
 from pipeline.spark.events.eventlog import events_to_arrow, write_event_log
-from pipeline.spark.events.packing import columns_from_arrow, columns_from_frames
-from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema
-from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.events.packing import columns_from_arrow
+from pipeline.spark.fold.folding import arrow_of, frame_of
+from pipeline.spark.fold.left import LEFT_COLUMNS
+from pipeline.spark.fold.wire import packed_tables, wire_checks, wire_schema, wire_table_of
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import EVENT_COLUMNS, EVENT_TYPES
 from tests.grouping import by_group
@@ -34,7 +35,6 @@ from tests.spark.backends import (
     backfill_tables,
     pure_tables,
     streaming_tables,
-    wire_table,
 )
 
 pytestmark = pytest.mark.spark
@@ -100,7 +100,7 @@ def spark_pandas(table: pa.Table) -> pd.DataFrame:
 def spark_arrow(frame: pd.DataFrame) -> pa.Table:
     """The Arrow batch Spark makes of the fold's output frame (its serializer's settings)."""
     batch = PandasToArrowConversion.convert(
-        [frame], StructType([StructField("_1", wire_schema())]), timezone="UTC",
+        [frame], StructType([StructField("_1", wire_schema(typed=True))]), timezone="UTC",
         safecheck=True, arrow_cast=True, assign_cols_by_name=True)
     return pa.Table.from_struct_array(batch.column(0))
 
@@ -111,10 +111,11 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
         spark: SparkSession, rows: list[dict[str, Any]]) -> None:
     events = [Event.from_row(r) for r in rows]
     table = events_to_arrow(events)
-    # In, both ways: exact.
+    # In, both ways: exact (the stream's frames become Arrow as the backfill's rows are).
     assert [e.to_row() for e in events_of(columns_from_arrow(table))] == [e.to_row() for e in events]
-    from_pandas = events_of(columns_from_frames([spark_pandas(table)], event_schema()))
-    assert [e.to_row() for e in from_pandas] == [e.to_row() for e in events]
+    crossed = arrow_of([spark_pandas(table)], table.schema)
+    assert [e.to_row() for e in events_of(columns_from_arrow(crossed))] == [
+        e.to_row() for e in events]
     # The fold: nothing raises; every row is applied or rejected with a reason.
     for group_id, group_events in by_group(events, unkeyed=True).items():
         assert group_id is not None
@@ -123,18 +124,18 @@ def test_extreme_rows_cross_every_converter_and_the_fold_exactly(
         rejected = tables.get("rejected_events", [])
         assert all(r["reason"] for r in rejected)
         assert len(rejected) <= len(group_events)
-        # Out, both ways: the stream's pandas frame and the backfill's Arrow table agree, or
-        # both refuse the same value, a time past 2262 (a deadline of an event near 2262:
-        # docs/limits.md), so both backends reject that call's rows as INTERNAL alike.
+        # Out: the wire, with every row also as a record left to the JVM (its typed columns
+        # at their extremes), crosses the stream's frame exactly, or is refused for a time
+        # past 2262 (a deadline of an event near 2262: docs/limits.md), a call whose rows
+        # both backends reject as INTERNAL.
         try:
-            frame = wire_frame(tables, wire_checks())
+            names, texts = packed_tables(tables, wire_checks())
         except ValueError as refused:
             assert "does not fit the column's type (timestamp)" in str(refused)
-            with pytest.raises(ValueError) as also:
-                wire_table(tables, wire_checks())
-            assert str(also.value) == str(refused)
             continue
-        assert spark_arrow(frame).to_pylist() == wire_table(tables, wire_checks()).to_pylist()
+        wire = wire_table_of(names, texts, table.select(list(LEFT_COLUMNS)), 0,
+                             ["classic"] * table.num_rows)
+        assert spark_arrow(frame_of(wire)).to_pylist() == wire.to_pylist()
 
 
 def test_a_small_stream_of_extreme_rows_equals_the_backfill_and_the_pure_fold(

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from pipeline.fold import Event
 from pipeline.spark.events.eventlog import write_event_log
+from pipeline.spark.fold.folding import BucketState
 from tests.fold.records import Log
 from tests.fold.scenarios import LEADER_PLAN, leader_leaves, slow_leader_syncs
 from tests.fold.test_share_streams_from_kafka import (
@@ -116,7 +117,8 @@ def test_the_scenarios_replay_alike_on_both_backends_and_end_as_kafka_ends_them(
     assert states["gone"]["state"] == "Dead"
     assert (states["reborn"]["state"], states["reborn"]["generation_id"]) == ("Stable", 1)
     store = spark.read.format("statestore").load(str(tmp_path / "stream" / "checkpoint"))
-    kept = {r[0] for r in store.select(F.col("key.group_id")).collect()}
+    kept = {g for r in store.select(F.col("value.groupState.groups")).collect()
+            for g in BucketState.unpacked(r[0]).states}
     assert kept & set(GONE) == {"reborn", "live"}, kept  # live groups only: "gone" left
     assert "app" in kept  # a streams group deleted and back
     seeds = spark.read.format("delta").load(

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipeline.fold import Event
 from pipeline.fold.group_replay import DELETED, Tables, replay_group
 from pipeline.generator import LogSpec, generate
-from pipeline.spark.fold.wire import wire_checks, wire_frame, wire_schema
+from pipeline.spark.fold.wire import wire_checks, wire_schema
 from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
 from pipeline.spark.stream.sinks import NEVER_WRITTEN, BatchWriter, batch_mark, last_batch
 from pipeline.spark.tables import small
@@ -24,7 +24,7 @@ from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.warehouse import ensure_tables
 from schemas import OUTPUT_TABLES
 from tests.grouping import by_group
-from tests.spark.backends import CONFIG, assert_same_tables, read_tables
+from tests.spark.backends import CONFIG, assert_same_tables, read_tables, wire_table
 
 pytestmark = pytest.mark.spark
 SPEC = LogSpec(groups=4, events=400, seed=41, log_kind="offsets-topic")
@@ -43,7 +43,7 @@ def _tables(events: list[Event]) -> Tables:
 
 
 def _wire(spark: SparkSession, tables: Tables) -> DataFrame:
-    return spark.createDataFrame(wire_frame(tables, wire_checks()), wire_schema())
+    return spark.createDataFrame(wire_table(tables, wire_checks()).to_pandas(), wire_schema())
 
 
 def _writers(log: Path) -> list[str]:

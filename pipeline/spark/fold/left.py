@@ -9,23 +9,21 @@ record whose time does not run back and names the record in its result's `Left` 
 (`Left.current` again if its partition's committed_offsets row is the record's own). This
 module owns how those records travel and become rows: their wire tags (`LEFT`, and
 `LEFT_CURRENT` for the current ones, which go first: `wire_order`), the columns the JVM
-reads of them (`LEFT_COLUMNS`: the backfill hands them back typed, from the fold's input
-Arrow without a Python value per cell; the stream as the packed JSON each came in as, which
-`wire.table_rows` parses into the same columns), and `left_rows`, which stores each as
-`offsets.from_request` stores a commit, in the columns of either table.
+reads of them (`LEFT_COLUMNS`, handed back typed from the fold's input Arrow, without a Python
+value per cell), and `left_rows`, which stores each as `offsets.from_request` stores a commit,
+in the columns of either table.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
 from pipeline.fold.context import Left
-from pipeline.spark.tables.contract import event_schema, table_schema
+from pipeline.spark.tables.contract import table_schema
 
 __all__ = ["LEFT", "LEFT_COLUMNS", "LEFT_CURRENT", "LEFT_TAGS", "LEFT_TYPE", "left_rows",
-           "left_schema", "left_tags", "wire_order"]
+           "left_tags", "wire_order"]
 
 # The wire's tags of the left records: every one's offset_history row is built here;
 # LEFT_CURRENT's committed_offsets row too.
@@ -39,8 +37,7 @@ LEFT_COLUMNS = ("group_id", "topic", "partition", "committed_offset", "leader_ep
                 "commit_metadata", "commit_timestamp", "expire_timestamp", "member_id",
                 "log_partition", "log_offset", "event_time")
 # And what the record does not say: the group's type then (`Left.types_of`), which both
-# tables' rows carry. The backfill's wire holds it as a column beside the LEFT_COLUMNS, the
-# stream's in the record's JSON, beside the group_id it adds.
+# tables' rows carry: a column of the wire beside the LEFT_COLUMNS.
 LEFT_TYPE = "group_type"
 
 
@@ -77,10 +74,3 @@ def left_rows(records: DataFrame, table: str) -> DataFrame:
     return records.select(*[values.get(f.name, F.col(f.name) if f.name in (*LEFT_COLUMNS, LEFT_TYPE)
                                        else F.lit(None)).cast(f.dataType).alias(f.name)
                             for f in table_schema(table).fields])
-
-
-def left_schema() -> StructType:
-    """The `LEFT_COLUMNS` as the event log types them, and `LEFT_TYPE`."""
-    log = {f.name: f for f in event_schema().fields}
-    return StructType([*(log[name] for name in LEFT_COLUMNS),
-                       StructField(LEFT_TYPE, StringType())])

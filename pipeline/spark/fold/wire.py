@@ -3,7 +3,7 @@
 The fold can return only one row type, so every output row travels as one narrow wire row:
 `TABLE` names the table it belongs to and `ROW` holds the row as one JSON object under that
 table's column names (times in epoch milliseconds, bytes in base64). Python writes them
-(`packed_tables`, as the backfill's Arrow table or the stream's pandas frame), after checking
+(`packed_tables`, into an Arrow table, `wire_table_of`), after checking
 that each int and time, at any depth, fits its column's type (naming the column if not, so
 the group's call is rejected as INTERNAL instead of a value going wrong); the JVM parses each
 table's rows back into its own schema (`table_rows`). Besides the tables of `schemas/`, the
@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -50,7 +49,6 @@ from pipeline.spark.fold.left import (
     LEFT_TAGS,
     LEFT_TYPE,
     left_rows,
-    left_schema,
     left_tags,
 )
 from pipeline.spark.runtime.keep import kept
@@ -66,7 +64,7 @@ SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.
 EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
 __all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
            "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
-           "wire_checks", "wire_frame", "wire_json", "wire_schema", "wire_table_of"]
+           "wire_checks", "wire_json", "wire_schema", "wire_table_of"]
 log = logging.getLogger("wire")
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -182,28 +180,6 @@ def wire_table_of(names: list[str], texts: list[str], left: pa.Table | None,
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def wire_frame(rows: Tables, checks: Checks, group_id: str | None = None,
-               packed: list[str] | None = None, current: int = 0,
-               types: list[str] | None = None) -> pd.DataFrame:
-    """The stream's applyInPandasWithState output (`wire_schema()`): `rows` as JSON, then
-    the rows of `group_id` the fold left to the JVM, each as the packed JSON it came in as
-    (`packed`, in `wire_order`; `packing.packed_events`) with its group_id and the group's
-    type then (`types`) added, the first `current` of them current: the stream's input
-    carries no typed columns to hand back, and a typed column would cost pandas a column a
-    group."""
-    names, texts = packed_tables(rows, checks)
-    packed = packed or []
-    m = len(packed)
-    head = '{"group_id":' + json.dumps(group_id, ensure_ascii=False) + f',"{LEFT_TYPE}":"'
-    heads = {t: f'{head}{t}",' for t in set(types or ())}
-    assert types is not None or not m
-    return pd.DataFrame({
-        TABLE: pd.Series([*names, *left_tags(current, m)], dtype=object),
-        ROW: pd.Series([*texts, *(heads[t] + text[1:] for t, text in zip(types or (), packed,
-                                                                         strict=True))],
-                       dtype=object)})
-
-
 def _base64(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode("ascii")
@@ -279,13 +255,11 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     tags = LEFT_TAGS.get(table)
     if tags is None:
         return found
+    if LEFT_COLUMNS[-1] not in wire.columns:  # a wire made without any row left (tests)
+        return found
     left = wire.filter(F.col(TABLE).isin(*tags))
     if parts is not None:
         left = left.coalesce(parts)
-    # The backfill's wire carries the left rows' values typed, the stream's as the JSON they
-    # were packed in (`packing.packed_events`).
-    if LEFT_COLUMNS[-1] not in wire.columns:
-        left = left.select(*from_wire_json(F.col(ROW), left_schema()))
     built = left_rows(left, table)
     if extra:
         built = built.select("*", *[F.lit(False).alias(name)
@@ -300,7 +274,7 @@ def table_count(counts: dict[str, int], table: str) -> int:
 
 def wire_json(schema: StructType) -> Column:
     """The columns of `schema` as one JSON object the way the wire holds a row: times as
-    epoch ms, bytes as base64 (the JVM's side of what `wire_frame` writes in Python)."""
+    epoch ms, bytes as base64 (the JVM's side of what `packed_tables` writes in Python)."""
     return F.to_json(F.struct(*[_as_written(F.col(f.name), f.dataType).alias(f.name)
                                 for f in schema.fields]))
 

@@ -3,8 +3,9 @@
 A warehouse a batch backfill built is continued from (see `handoff.py`): the log is read
 from the version after the backfill's, every group starting from the state it left.
 
-Source rows get a watermark on `event_time`, are grouped by `group_id` and folded by
-`applyInPandasWithState` with an event-time timeout; `BatchWriter` writes each micro-batch.
+Source rows get a watermark on `event_time`, are grouped by their bucket of groups (a hash of
+`group_id`, `fold.folding.BUCKET`) and folded by `applyInPandasWithState` with an event-time
+timeout, group by group; `BatchWriter` writes each micro-batch.
 
 Late rows: with an event-time timeout Spark silently drops rows behind the watermark
 before the function sees them. The contract forbids silent drops, so the watermark's
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -31,7 +33,7 @@ from pipeline.fold import CoordinatorConfig
 from pipeline.metrics import RowsCollector
 from pipeline.spark.events.eventlog import select_events, with_recorded_partitions
 from pipeline.spark.events.packing import PREFER_INT_EXTENSION, packed_events
-from pipeline.spark.fold.folding import stateful_fold
+from pipeline.spark.fold.folding import BUCKET, BUCKETS, GUARD, STATE_SCHEMA, bucket_fold
 from pipeline.spark.fold.handoff import (
     Manifest,
     ensure_seed_table,
@@ -55,7 +57,7 @@ from pipeline.spark.stream.progress import ProgressLine
 from pipeline.spark.stream.share import start_share_replay
 from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import SEED, STATE_SCHEMA
+from pipeline.spark.tables.contract import SEED
 from pipeline.spark.tables.errors import at_startup
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
@@ -74,7 +76,6 @@ from pipeline.spark.tables.warehouse import ensure_tables
 
 log = logging.getLogger("replay")
 WATERMARK_KEY = "spark.watermarkDelayMs"  # Spark's EventTimeWatermark.delayKey
-GUARD = "_watermark_guard"
 CHECKPOINT_TODO = ("Check that folder (a stream's checkpoint, of this replay's sources), or "
                    "start on a new --checkpoint and a new --warehouse.")
 HANDOFF_TODO = ("That table is written by jobs/backfill.py: run the backfill again, or use a new "
@@ -153,7 +154,8 @@ def _check_handoff(manifest: Manifest, opts: ReplayOptions) -> None:
 
 def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
     """The stateful operator's input: the rows with the watermark moved to the guard column
-    (see the module docstring), packed (`packed_events`) with the seed."""
+    (see the module docstring), packed (`packed_events`) with the seed, and each row's
+    bucket of groups (`folding.BUCKET`), the operator's key."""
     delay = interval_ms(opts.watermark_delay)
     marked = events.withWatermark("event_time", spark_interval(opts.watermark_delay))
     unguarded = marked.select(
@@ -161,12 +163,15 @@ def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
         F.col("event_time").alias("event_time", metadata={}),
         F.lit("2200-01-01 00:00:00").cast("timestamp").alias(GUARD, metadata={WATERMARK_KEY: delay}),
     )
-    return packed_events(unguarded, SEED, GUARD, typed=False)
+    return packed_events(unguarded, SEED, GUARD).withColumn(
+        BUCKET, F.pmod(F.xxhash64("group_id"), F.lit(BUCKETS)).cast("int"))
 
 
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
-    return stream_input(events, opts).groupBy("group_id").applyInPandasWithState(
-        stateful_fold(opts.config), wire_schema(), STATE_SCHEMA, "append",
+    packed = stream_input(events, opts)
+    arrow = to_arrow_schema(packed.schema, timezone="UTC")
+    return packed.groupBy(BUCKET).applyInPandasWithState(
+        bucket_fold(opts.config, arrow), wire_schema(typed=True), STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout,
     )
 

@@ -19,9 +19,8 @@ from pyspark.sql.types import (
 from schemas import EVENT_COLUMNS, WAREHOUSE_TABLES, Column, ddl
 from schemas.share_state import SHARE_STATE_LOG
 
-STATE_SCHEMA = "state binary"  # the stream's state: the fold's versioned JSON, deflated
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
-__all__ = ["SEED", "STATE_SCHEMA", "as_table", "event_schema", "holds", "share_log_schema", "struct_of",
+__all__ = ["SEED", "as_table", "event_schema", "holds", "share_log_schema", "struct_of",
            "table_schema"]
 
 
