@@ -291,13 +291,24 @@ def topic_names(bootstrap: str) -> dict[str, str]:
     return {_kafka_text(d.topic_id): d.name for d in (f.result(30) for f in found.values())}
 
 
-def broker_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
-    """(topic, partition) -> (offset, metadata), as the broker's OffsetFetch answers."""
+def _fetched(bootstrap: str, group: str) -> list[Any]:
     client = admin(bootstrap)
     result = client.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group)])[group].result(30)
+    return [tp for tp in result.topic_partitions if tp.offset >= 0]
+
+
+def broker_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+    """(topic, partition) -> (offset, metadata), as the broker's OffsetFetch answers."""
     return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
-            for tp in result.topic_partitions if tp.offset >= 0}
+            for tp in _fetched(bootstrap, group)}
+
+
+def broker_positions(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> offset, the metadata left unread: under confluent-kafka 2.16 a
+    Kafka Streams commit's metadata (a 12-character base64 timestamp) once came back with a
+    stray byte after it and failed to decode as UTF-8, though Kafka wrote valid UTF-8."""
+    return {(tp.topic, tp.partition): tp.offset for tp in _fetched(bootstrap, group)}
 
 
 @dataclass(frozen=True)

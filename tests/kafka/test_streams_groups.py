@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 
 from pipeline.kafka.broker import KAFKA_VERSION, Broker, kafka_tool
 from tests.java_programs import compile_java, java_command, kafka_classpath
-from tests.kafka.clients import admin, broker_offsets, until
+from tests.kafka.clients import admin, broker_positions, until
 from tests.kafka.conftest import ingest, ingest_and_replay
 
 pytestmark = pytest.mark.kafka
@@ -123,11 +123,11 @@ def _lags(bootstrap: str) -> dict[tuple[str, int], int] | None:
     tool prints no offsets for a group without members): each committed offset's distance
     to its partition's end offset, once the input lags by what was produced after it
     stopped."""
-    committed = broker_offsets(bootstrap, APP)
+    committed = broker_positions(bootstrap, APP)
     client = admin(bootstrap)  # held: a collected client cancels its requests
     ends = client.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in committed},
                                request_timeout=30)
-    lags = {(tp.topic, tp.partition): f.result(30).offset - committed[(tp.topic, tp.partition)][0]
+    lags = {(tp.topic, tp.partition): f.result(30).offset - committed[(tp.topic, tp.partition)]
             for tp, f in ends.items()}
     behind = sum(lag for (topic, _), lag in lags.items() if topic == IN)
     return lags if behind == MORE else None
