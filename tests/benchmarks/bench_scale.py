@@ -246,10 +246,10 @@ def summary(args: argparse.Namespace, spec: ScaleSpec, batches: list[Batch],
     offered = sum(rows for _, _, rows in appended)
     first, last = fifths(fresh)
     busy = busy_s / took
-    print(f"\n{spec.groups:,} groups x {spec.partitions} partitions, a commit each every "
-          f"{spec.commit_every_s:g} s: offered {spec.rate:,.0f} events/s ({offered:,} events "
-          f"in {len(appended)} appends of {args.chunk:g} s); trigger {args.trigger} s, "
-          f"watermark delay {args.delay}")
+    print(f"\n{spec.groups:,} groups ({spec.committing:,} committing after the first append) x "
+          f"{spec.partitions} partitions, a commit each every {spec.commit_every_s:g} s: offered "
+          f"{spec.rate:,.0f} events/s ({offered:,} events in {len(appended)} appends of "
+          f"{args.chunk:g} s); trigger {args.trigger} s, watermark delay {args.delay}")
     print(f"  taken: {sum(b.rows for b in batches) / took:,.0f} events/s over {took:.0f} s; "
           f"busy {busy:.0%} (target <= 80%)")
     print(f"  freshness: median {statistics.median(fresh):.1f} s, max {max(fresh):.1f} s; "
@@ -272,8 +272,9 @@ def summary(args: argparse.Namespace, spec: ScaleSpec, batches: list[Batch],
         print(f"    state store {k:<18} {med((b.state.get(k) or 0) for b in warm) / 1000:6.2f} s")
     rows_total = med((b.state.get("numRowsTotal") or 0) for b in warm)
     memory = med((b.state.get("memoryUsedBytes") or 0) for b in warm)
-    print(f"    state store rows {rows_total:,.0f}, memory {memory / 2**20:.0f} MiB "
-          f"({memory / max(rows_total, 1):,.0f} bytes a group)")
+    print(f"    state store rows {rows_total:,.0f} (buckets of {spec.groups:,} groups), memory "
+          f"{memory / 2**20:.0f} MiB ({memory / spec.groups:,.0f} bytes a group, every "
+          f"version the store holds in memory)")
     per_group = [b.writer.get("fold_s", 0.0) / b.writer["groups"] for b in warm
                  if b.writer.get("groups")]
     if per_group:
@@ -293,15 +294,18 @@ def main() -> None:
     p.add_argument("--chunk", type=float, default=5.0, help="seconds of event time an append")
     p.add_argument("--delay", default="10 minutes", help="the watermark delay")
     p.add_argument("--maintain-every", type=int, default=0, help="0: no upkeep")
+    p.add_argument("--active", type=int, help="after the first append, only this many groups "
+                   "commit; the others stay in the state, idle (default: every group)")
     p.add_argument("--sweep", help="offered rates (events/s), comma-separated")
     p.add_argument("--conf", action="append", default=[], help="a Spark setting, key=value")
     args = p.parse_args()
     spec = ScaleSpec(groups=args.groups, partitions=args.partitions,
-                     commit_every_s=args.commit_every, sample_every_s=args.sample_every)
+                     commit_every_s=args.commit_every, sample_every_s=args.sample_every,
+                     active=args.active)
     rates = [float(r) for r in args.sweep.split(",")] if args.sweep else [spec.rate]
     results = []
     for rate in rates:
-        every = spec.groups * spec.partitions / rate
+        every = spec.committing * spec.partitions / rate
         root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
         results.append(run(args, replace(spec, commit_every_s=every), root))
     if len(results) > 1:

@@ -42,13 +42,20 @@ class ScaleSpec:
     rebalance_every_s: float = 3_600.0  # per group, on average
     sample_every_s: float = 30.0
     consume_per_s: float = 50.0  # records a partition's consumer reads (and its producer writes)
+    # After the first chunk, only the first `active` groups commit and rebalance; the rest
+    # stay in the stream's state, idle (None: every group).
+    active: int | None = None
     start_ms: int = 1_700_000_000_000
     seed: int = 7
 
     @property
     def rate(self) -> float:
-        """Offset commits a second."""
-        return self.groups * self.partitions / self.commit_every_s
+        """Offset commits a second (after the first chunk)."""
+        return self.committing * self.partitions / self.commit_every_s
+
+    @property
+    def committing(self) -> int:
+        return self.groups if self.active is None else min(self.active, self.groups)
 
     @cached_property
     def group_ids(self) -> np.ndarray:
@@ -103,6 +110,8 @@ class ScaleLog:
         # each group's commit rounds in the window: t = phase + n * period
         n_lo = np.ceil((since - s.phases) / period).astype(np.int64)
         n_hi = np.ceil((until - s.phases) / period).astype(np.int64)
+        if not first:
+            n_hi[s.committing:] = n_lo[s.committing:]  # the idle groups: no round
         rounds = np.maximum(n_hi - n_lo, 0)
         group = np.repeat(np.arange(s.groups), rounds)
         n = np.concatenate([np.arange(a, b) for a, b in zip(n_lo, n_hi, strict=True) if b > a]) \
@@ -115,7 +124,7 @@ class ScaleLog:
         commits = self._commits(group, at, partition, committed)
         # rebalances: a Poisson count per group in the window, each a new snapshot
         expected = (until - since) / 1000 / s.rebalance_every_s
-        moved = np.nonzero(self.rng.poisson(expected, s.groups))[0]
+        moved = np.nonzero(self.rng.poisson(expected, s.committing))[0]
         rebalances = self._snapshots(moved, self.rng.integers(since, until, len(moved)))
         parts = [t for t in (joins, commits, rebalances) if t is not None and t.num_rows]
         table = pa.concat_tables(parts) if parts else commits
