@@ -13,12 +13,16 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from pipeline.decode.encode import encode_record
 from pipeline.errors import UsageError
@@ -242,3 +246,33 @@ def test_a_start_up_error_is_one_line_naming_where_and_debug_raises_it(
     with pytest.raises(UsageError) as raised:
         load_job("replay").main([*argv, "--debug"], spark=spark)
     assert raised.value.__cause__ is not None  # Spark's own error, traceback and all
+
+
+def _count_rows(key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
+                ) -> Iterator[pd.DataFrame]:
+    total = sum(len(f) for f in frames)
+    state.update((total,))
+    yield pd.DataFrame({"group_id": [key[0]], "rows": [total]})
+
+
+def test_a_checkpoint_keyed_by_group_is_refused_in_one_line_before_spark_fails_on_it(
+        spark: SparkSession, tmp_path: Path, log: tuple[list[Event], str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Releases before the buckets kept the fold's state keyed by group_id: Spark's operator
+    writing such a checkpoint over the same log (as they did) leaves a state the replay cannot
+    continue, and it says so in one line instead of failing its first batch with Spark's
+    STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE and a plan."""
+    _, events, _ = log
+    checkpoint = tmp_path / "checkpoint"
+    keyed = (spark.readStream.format("delta").load(events).groupBy("group_id")
+             .applyInPandasWithState(_count_rows, "group_id string, rows long", "rows long",
+                                     "append", GroupStateTimeout.NoTimeout))
+    query = (keyed.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    argv = ["--events", events, "--warehouse", str(tmp_path / "warehouse"),
+            "--checkpoint", str(checkpoint), "--database", ""]
+    line = fails("replay", argv, spark, capsys)
+    assert "keyed by 'group_id'" in line and str(checkpoint) in line, line
+    assert "new --checkpoint" in line, line
+    assert not (tmp_path / "warehouse" / "group_state").exists()  # refused before any write

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -167,6 +168,27 @@ def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
         BUCKET, F.pmod(F.xxhash64("group_id"), F.lit(BUCKETS)).cast("int"))
 
 
+# The fold operator's key schema as Spark records it in a checkpoint (operator 0, partition 0):
+# a binary header, then the key's schema as JSON, its first field the key.
+_STATE_SCHEMA_FILE = ("state", "0", "0", "_metadata", "schema")
+_KEY_FIELD = re.compile(rb'"fields":\[\{"name":"([^"]*)"')
+
+
+def check_state_key(spark: SparkSession, checkpoint: str) -> None:
+    """A checkpoint's fold state is keyed by the bucket of groups (`BUCKET`). One a stream
+    keyed by group wrote (releases before the buckets) cannot go on: say so in one line
+    before Spark fails its first batch with STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE and a plan."""
+    data = paths.read_bytes(spark, paths.join(checkpoint, *_STATE_SCHEMA_FILE))
+    found = _KEY_FIELD.search(data) if data else None
+    if found is None or found.group(1).decode() == BUCKET:
+        return
+    raise UsageError(
+        f"--checkpoint {checkpoint} holds fold state keyed by {found.group(1).decode()!r}, "
+        f"an earlier release's layout (this one keys it by a bucket of groups, {BUCKET!r}): it "
+        f"cannot be continued. Replay into a new --checkpoint and a new --warehouse, or run "
+        f"jobs/backfill.py into a new --warehouse and stream on from its hand-off.")
+
+
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
     packed = stream_input(events, opts)
     arrow = to_arrow_schema(packed.schema, timezone="UTC")
@@ -269,6 +291,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     spark.conf.set(PREFER_INT_EXTENSION, "true")
     with at_startup(f"--checkpoint {opts.checkpoint}", CHECKPOINT_TODO):
         check_lag_checkpoint(spark, opts.checkpoint, opts.lag is not None)
+        check_state_key(spark, opts.checkpoint)
     if opts.share_state is not None:
         check_share_log(spark, opts.share_state)
     ensure_tables(spark, opts.warehouse, opts.database, lag=opts.lag is not None,

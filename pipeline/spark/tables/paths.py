@@ -72,8 +72,8 @@ def is_empty(spark: SparkSession, path: str) -> bool:
     return not fs.getFileStatus(hpath).isDirectory() or len(fs.listStatus(hpath)) == 0
 
 
-def read_text(spark: SparkSession, path: str) -> str | None:
-    """A small file's text (UTF-8), through the filesystem that serves it; None if missing."""
+def read_bytes(spark: SparkSession, path: str) -> bytes | None:
+    """A small file's bytes, through the filesystem that serves it; None if missing."""
     fs, hpath = hadoop_path(spark, path)
     if not fs.exists(hpath):
         return None
@@ -83,4 +83,10 @@ def read_text(spark: SparkSession, path: str) -> str | None:
         data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
     finally:
         stream.close()
-    return bytes(data).decode("utf-8")
+    return bytes(data)
+
+
+def read_text(spark: SparkSession, path: str) -> str | None:
+    """A small file's text (UTF-8), through the filesystem that serves it; None if missing."""
+    data = read_bytes(spark, path)
+    return None if data is None else data.decode("utf-8")
