@@ -1,7 +1,7 @@
 """Consumer lag as pure rules: Burrow's partition and group verdicts, time lag by
 interpolation between end-offset samples, and their settings. Standard library only: the
-Spark lag step (`pipeline.spark.lag.lag`) evaluates the same rules as column expressions over
-whole tables, and a test holds the two equal."""
+incremental engine (`engine`, `batch`) applies them per key, and Spark runs that engine on
+its executors for the stream and the backfill alike (`pipeline.spark.lag.lagstate`)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,9 @@ from typing import Any, Protocol
 
 from pipeline.lag.config import LagConfig
 from pipeline.lag.engine import (
+    GroupResult,
     GroupState,
+    PartitionResult,
     PartitionState,
     assigned_partitions,
     group_step,
@@ -32,6 +34,7 @@ from pipeline.lag.engine import (
 
 Row = dict[str, Any]
 TP = tuple[str, int]
+KINDS = ("shapes", "transitions", "rebalances")  # a group's history rows, stage 2's input
 
 
 @dataclass(frozen=True)
@@ -72,16 +75,16 @@ class Result:
 
 
 @dataclass
-class _PartitionInput:
+class PartitionInput:
     samples: list[Row] = field(default_factory=list)
     changes: list[Row] = field(default_factory=list)
     assigned: list[Row] = field(default_factory=list)
 
 
-def by_partition(rows: Rows) -> dict[TP, _PartitionInput]:
+def by_partition(rows: Rows) -> dict[TP, PartitionInput]:
     """Stage 1's input per topic partition: samples, offset changes, and an assignment fact
     for each group_history row that assigns it."""
-    out: dict[TP, _PartitionInput] = defaultdict(_PartitionInput)
+    out: dict[TP, PartitionInput] = defaultdict(PartitionInput)
     for s in rows.samples:
         out[(s["topic"], s["partition"])].samples.append(s)
     for c in rows.changes:
@@ -94,10 +97,32 @@ def by_partition(rows: Rows) -> dict[TP, _PartitionInput]:
 
 def _by_group(rows: Rows) -> dict[str, dict[str, list[Row]]]:
     out: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
-    for kind in ("shapes", "transitions", "rebalances"):
+    for kind in KINDS:
         for r in getattr(rows, kind):
             out[r["group_id"]][kind].append(r)
     return out
+
+
+def step_partition(text: str | None, tp: TP, mine: PartitionInput, cfg: LagConfig,
+                   until_ms: int | None, now: set[int] | None = None) -> PartitionResult:
+    """Stage 1 for one topic partition, its state as JSON text (None: none); `now`: the
+    sample times whose candidates are wanted (None: all), when `mine` holds samples evaluated
+    before too (a key run again from no state)."""
+    state = None if text is None else PartitionState.from_json(text)
+    r = partition_step(state, *tp, mine.samples, mine.changes, mine.assigned, cfg, until_ms)
+    if now is not None:
+        r.candidates[:] = [c for c in r.candidates if c["t"] in now]
+    return r
+
+
+def step_group(text: str | None, group: str, candidates: Sequence[Row],
+               mine: Mapping[str, Sequence[Row]], cfg: LagConfig,
+               until_ms: int | None) -> GroupResult:
+    """Stage 2 for one group, its state as JSON text (None: none); `mine`: its new
+    group_history, group_transitions and rebalances rows by kind (`KINDS`)."""
+    state = None if text is None else GroupState.from_json(text)
+    shapes, transitions, rebalances = (mine.get(k, ()) for k in KINDS)
+    return group_step(state, group, candidates, shapes, transitions, rebalances, cfg, until_ms)
 
 
 def run(partitions: Mapping[TP, str], groups: Mapping[str, str], batch: Rows,
@@ -107,31 +132,22 @@ def run(partitions: Mapping[TP, str], groups: Mapping[str, str], batch: Rows,
     result = Result([], [], {}, {})
     candidates: dict[str, list[Row]] = defaultdict(list)
     for tp, mine in sorted(by_partition(batch).items()):
-        text = partitions.get(tp)
-        state = None if text is None else PartitionState.from_json(text)
-        r = partition_step(state, *tp, mine.samples, mine.changes, mine.assigned, cfg, until_ms)
+        r = step_partition(partitions.get(tp), tp, mine, cfg, until_ms)
         if not r.exact:
             result.rebuilt.append(f"partition {tp[0]}-{tp[1]}: {r.reasons[0]}")
-            times = {s["t"] for s in mine.samples}
-            every = by_partition(everything.partition(tp)).get(tp, _PartitionInput())
-            r = partition_step(None, *tp, every.samples, every.changes, every.assigned, cfg,
-                               until_ms)
-            r.candidates[:] = [c for c in r.candidates if c["t"] in times]
+            every = by_partition(everything.partition(tp)).get(tp, PartitionInput())
+            r = step_partition(None, tp, every, cfg, until_ms, {s["t"] for s in mine.samples})
         result.partitions[tp] = r.state.to_json()
         for c in r.candidates:
             candidates[c["group_id"]].append(c)
     rows = _by_group(batch)
     for group in sorted(set(rows) | set(candidates)):
-        text = groups.get(group)
-        group_state = None if text is None else GroupState.from_json(text)
-        mine_g = rows[group]
-        g = group_step(group_state, group, candidates[group], mine_g["shapes"],
-                       mine_g["transitions"], mine_g["rebalances"], cfg, until_ms)
+        g = step_group(groups.get(group), group, candidates[group], rows[group], cfg, until_ms)
         if not g.exact:
             result.rebuilt.append(f"group {group}: {g.reasons[0]}")
             every_g = everything.group(group)
-            g = group_step(None, group, candidates[group], every_g.shapes,
-                           every_g.transitions, every_g.rebalances, cfg, until_ms)
+            g = step_group(None, group, candidates[group], {
+                k: getattr(every_g, k) for k in KINDS}, cfg, until_ms)
         result.groups[group] = g.state.to_json()
         result.partition_rows += g.partition_rows
         result.group_rows += g.group_rows

@@ -1,6 +1,6 @@
-"""The lag rules, one function each, on plain values: what `pipeline.spark.lag.lag` computes as
-column expressions over whole tables. These are the definitions; a test holds the Spark
-step equal to them on random inputs.
+"""The lag rules, one function each, on plain values: the definitions the incremental engine
+(`pipeline.lag.engine`) applies per key, the one lag step the stream and the backfill run;
+tests hold the engine equal to the slow, obvious oracle (`tests/lag/oracle.py`).
 
 - `time_lag`: how long ago the log end stood at the committed offset, interpolated linearly
   between the two samples that bracket it (kafka-lag-exporter's lookup, solved for

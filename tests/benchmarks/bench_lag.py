@@ -10,7 +10,8 @@ topic (a Stable group of one member owning its topic), a commit of each partitio
 `--samples` samples; every fifth group falls behind (its commits lag further each time).
 After a warm-up round of each, times them alternating `--repeat` times, to Spark's noop sink:
 
-- the lag step: partition_lag and group_lag of every sample (`pipeline.spark.lag.lag`);
+- the lag step: partition_lag and group_lag of every sample, as the backfill computes them
+  (`pipeline.spark.lag.lagstate.step` from no state);
 - a plain range join of the same two tables: each sample with every change of its partition
   at or before it (`c.event_time <= s.sampled_at`), the newest kept per group: the committed
   offset as of each sample, as one would write it in SQL (the lag issue's reference);
@@ -29,11 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag.lag import History, group_lag, partition_lag, partition_rows
+from pipeline.spark.lag.lagstate import Tables, step
 from pipeline.spark.runtime.session import build_session
 from pipeline.spark.tables.warehouse import ensure_tables
 
@@ -107,16 +109,15 @@ def timed(label: str, df: DataFrame) -> float:
 
 
 def lag_step(spark: SparkSession, warehouse: str, samples_path: str) -> float:
+    """The backfill's lag step (`lagstate.step` from no state, every sample ready)."""
     samples = spark.read.format("delta").load(samples_path)
-    cfg = LagConfig()
-    history = History.read(spark, warehouse, samples)
-    rows = partition_rows(samples, history, cfg).persist()
+    tables = Tables(spark, warehouse, samples_path, None, 0, pa.table({}))
     start = time.monotonic()
-    rows.count()
-    partition_lag(rows).write.format("noop").mode("overwrite").save()
-    group_lag(rows, history, cfg).write.format("noop").mode("overwrite").save()
+    got = step(spark, warehouse, tables, {}, samples, LagConfig(), None, None)
+    for rows in (got.partition_lag, got.group_lag, got.states):
+        rows.write.format("noop").mode("overwrite").save()
     took = time.monotonic() - start
-    rows.unpersist()
+    got.release()
     print(f"  lag step: {took:.1f} s", flush=True)
     return took
 

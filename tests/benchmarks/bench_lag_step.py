@@ -11,10 +11,10 @@ committed every 15 s, every fifth group falling behind; the commits and samples 
 time order, ten rounds a commit, as a stream's batches append them), then times, alternately
 `--repeat` times, the lag step of one new sample round:
 
-- full: the SQL step over every history row and sample (`lag.partition_rows`, `group_lag`,
-  to Spark's noop sink: what the stream did before the state);
-- state: the stream's step (`lagstate.step`: the round's samples over the state as of the
-  round before, rows and the next state collected), with no new history rows.
+- full: the step from no state over every history row and sample (`lagstate.step` without
+  states: the backfill's path, and a stream's first step), to Spark's noop sink;
+- state: the stream's step (the round's samples over the state as of the round before),
+  with no new history rows, its rows and next states to the noop sink.
 
 Prints each time, the medians, and the ratios: each path at the oldest age over the
 youngest (the state's should stay near 1), and state / full at each age.
@@ -34,12 +34,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag.lag import History, group_lag, partition_rows
 from pipeline.spark.lag.lagflow import ensure_pending
-from pipeline.spark.lag.lagstate import Tables, state_path
+from pipeline.spark.lag.lagstate import Step, Tables, read_states, save_states
 from pipeline.spark.lag.lagstate import step as state_step
 from pipeline.spark.runtime.session import build_session
-from pipeline.spark.tables import small
 from pipeline.spark.tables.options import latest_version
 from pipeline.spark.tables.warehouse import ensure_tables
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0, shapes
@@ -86,41 +84,34 @@ def build_age(spark: SparkSession, root: Path, partitions: int, per_topic: int,
 
 def step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
          incremental: bool) -> float:
-    """One lag step of the round at `at_ms`, over the state or over every row."""
-    cfg = LagConfig()
+    """One lag step of the round at `at_ms`, over the state or from no state over every row."""
     start = time.monotonic()
-    samples = spark.read.format("delta").load(samples_path)
-    ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
-    if incremental:
-        tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
-                        at_ms + 1,
-                        samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)).toArrow())
-        got = state_step(spark, warehouse, tables, {}, ready.toArrow(), cfg)
-        assert got is not None
-        for rows in (got.partition_lag, got.group_lag):
-            spark.createDataFrame(rows).write.format("noop").mode("overwrite").save()
-    else:
-        history = History.read(spark, warehouse, samples)
-        rows = partition_rows(ready, history, cfg).cache()
-        rows.count()
-        group_lag(rows, history, cfg).write.format("noop").mode("overwrite").save()
-        rows.unpersist()
+    got = _step(spark, warehouse, samples_path, at_ms, incremental)
+    for rows in (got.partition_lag, got.group_lag, got.states):
+        rows.write.format("noop").mode("overwrite").save()
+    got.release()
     took = time.monotonic() - start
     print(f"  {'state' if incremental else 'full'}: {took:.1f} s", flush=True)
     return took
 
 
-def seed_state(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int) -> None:
-    """The state as of `at_ms`, as the stream's step of that round wrote it (built from
-    every row: the first step's path)."""
+def _step(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int,
+          incremental: bool) -> Step:
     samples = spark.read.format("delta").load(samples_path)
     tables = Tables(spark, warehouse, samples_path, latest_version(spark, samples_path),
                     at_ms + 1,
                     samples.where(F.unix_millis("sampled_at") > F.lit(at_ms)).toArrow())
     ready = samples.where(F.unix_millis("sampled_at") == F.lit(at_ms))
-    got = state_step(spark, warehouse, tables, {}, ready.toArrow(), LagConfig())
-    assert got is not None
-    small.save_arrow(spark, got.state, state_path(warehouse), "overwrite")
+    states = read_states(spark, warehouse) if incremental else None
+    return state_step(spark, warehouse, tables, {}, ready, LagConfig(), at_ms + 1, states)
+
+
+def seed_state(spark: SparkSession, warehouse: str, samples_path: str, at_ms: int) -> None:
+    """The state as of `at_ms`, as the stream's step of that round wrote it (built from
+    every row: the first step's path)."""
+    got = _step(spark, warehouse, samples_path, at_ms, False)
+    save_states(spark, warehouse, got)
+    got.release()
 
 
 def main() -> None:

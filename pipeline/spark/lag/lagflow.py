@@ -1,9 +1,11 @@
-"""How replay and backfill feed the lag step (`pipeline.spark.lag.lag`) with end-offset samples.
+"""How replay and backfill feed the lag step (`pipeline.spark.lag.lagstate`) with end-offset
+samples.
 
 Backfill: the samples table is read at one version; every sample taken before the cut (the
-watermark a stream over the same log would stand at) gets its rows, each lag table is
-replaced in one commit, and the later samples are left in `<warehouse>/_lag_pending` with the
-version in the hand-off manifest, for a stream to continue from.
+watermark a stream over the same log would stand at) gets its rows from the step run from no
+state, each lag table is replaced in one commit, and the later samples are left in
+`<warehouse>/_lag_pending` (the version in the hand-off manifest) and the step's states in
+`_lag_state`, for a stream to continue from.
 
 Stream: the samples table is a second streaming source of the replay, unioned after the fold
 as wire rows tagged `_sample`, so Spark's checkpoint delivers each sample once. A sample's
@@ -12,9 +14,10 @@ commit that reaches the log late (but inside the watermark delay) is not missed:
 then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
 table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
 pending and new samples the watermark has passed, computes their rows with the incremental
-engine over the batch's own history rows and the lag state (`pipeline.spark.lag.lagstate`;
-the history tables and the samples table at that version are read only where the state
-cannot answer), then rewrites the pending set and the state. A sample arriving after the
+engine on the executors over the batch's own history rows and the state rows of the keys
+they touch (`pipeline.spark.lag.lagstate`; the history tables and the samples table at that
+version are read only where the state cannot answer), then rewrites the pending set and
+MERGEs the touched keys' states. A sample arriving after the
 watermark passed it is used at once. Every write carries the batch's mark
 (`sinks.BatchWriter`), pending and state last, so a batch run again after a crash computes
 the same rows and skips what it had written.
@@ -37,14 +40,14 @@ from pyspark.sql import functions as F
 from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
-from pipeline.spark.lag.lag import Derived, History, group_lag, partition_lag, partition_rows
 from pipeline.spark.lag.lagstate import (
     STATE,
+    Step,
     Tables,
     ensure_state,
     epoch_ms,
-    reset_state,
-    state_path,
+    read_states,
+    save_states,
 )
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
@@ -157,15 +160,12 @@ class StreamLag:
     opts: LagOptions
     warehouse: str
     checkpoint: str
-    # True: the incremental engine over the batch's rows and its state (`lagstate`);
-    # False: the SQL step over every history row, each time (the benchmark's baseline)
-    incremental: bool = True
     after_version: int | None = None  # the samples' version a backfill read, if continued
     written: dict[str, int] = field(default_factory=dict)  # the last batch's lag rows, by table
     held: Held | None = None  # the samples the last batch left waiting, and its watermark
     watermark_ms: int | None = None
     _id: str | None = None
-    _kept: list[DataFrame] = field(default_factory=list)
+    _steps: list[Step] = field(default_factory=list)
 
     def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int,
                history: Mapping[str, DataFrame] | None = None) -> tuple[Writes, Writes]:
@@ -199,32 +199,23 @@ class StreamLag:
         first: Writes = {}
         then: Writes = {}
         any_ready = ready.num_rows > 0
-        if self.incremental and (any_ready or history):
+        states = read_states(spark, self.warehouse) if (any_ready or history) else None
+        if any_ready or (history and states is not None):
+            # (no state and no sample yet: built at the first batch with samples, from
+            # every row then)
             tables = Tables(spark, self.warehouse, self.opts.end_offsets, version, watermark,
                             waiting)
-            step = lag_step(spark, self.warehouse, tables, history,
-                            ready if any_ready else None, self.opts.config)
-            if step is not None:
-                if step.rows:  # no commit for a table with no rows
-                    for table, rows in (("partition_lag", step.partition_lag),
-                                        ("group_lag", step.group_lag)):
-                        first[table] = partial(small.save_arrow, spark, rows,
-                                               paths.join(self.warehouse, table))
-                    self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
-                then[STATE] = partial(small.save_arrow, spark, step.state,
-                                      state_path(self.warehouse), "overwrite")
-        elif any_ready:
-            together = self._keep(spark.createDataFrame(candidates))
-            known = together if version is None else read_samples(
-                spark, self.opts.end_offsets, version).where(F.col(REASON).isNull()).drop(REASON)
-            history_all = History.read(spark, self.warehouse, known.unionByName(together))
-            derived = Derived.of(history_all, self.opts.config, self._keep)
-            passed_df = self._keep(spark.createDataFrame(ready))
-            rows = self._keep(partition_rows(passed_df, history_all, self.opts.config, derived))
-            if rows.limit(1).count():
-                first["partition_lag"] = self._append(partition_lag(rows), "partition_lag")
-                first["group_lag"] = self._append(
-                    group_lag(rows, history_all, self.opts.config), "group_lag")
+            rows = (spark.createDataFrame(ready) if any_ready
+                    else spark.createDataFrame([], samples_schema()))
+            step = lag_step(spark, self.warehouse, tables, history, rows, self.opts.config,
+                            watermark, states)
+            self._steps.append(step)
+            if step.rows:  # no commit for a table with no rows
+                for table, out in (("partition_lag", step.partition_lag),
+                                   ("group_lag", step.group_lag)):
+                    first[table] = partial(small.save, out, paths.join(self.warehouse, table))
+                self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
+            then[STATE] = partial(save_states, spark, self.warehouse, step)
         if rejected is not None and rejected.num_rows:
             first["rejected_samples"] = partial(small.save_arrow, spark, rejected,
                                                 paths.join(self.warehouse, "rejected_samples"))
@@ -234,19 +225,10 @@ class StreamLag:
                                     pending_path(self.warehouse), "overwrite")
         return first, then
 
-    def _keep(self, df: DataFrame) -> DataFrame:
-        held = keep(df)
-        self._kept.append(held)
-        return held
-
-    def _append(self, df: DataFrame, table: str) -> Callable[[], None]:
-        path = paths.join(self.warehouse, table)
-        return lambda: small.save(df, path)
-
     def release(self) -> None:
-        for df in self._kept:
-            release(df)
-        self._kept.clear()
+        for step in self._steps:
+            step.release()
+        self._steps.clear()
 
 
 def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> None:
@@ -313,20 +295,23 @@ class BackfillLag:
         return F.unix_millis(F.col("sampled_at")) < F.lit(cut)
 
     def tables(self, spark: SparkSession, warehouse: str, cut: int | None) -> dict[str, DataFrame]:
-        """Each lag table's rows, over the history tables the backfill has just written."""
-        good = self.good()
-        history = History.read(spark, warehouse, good)
-        rows = keep(partition_rows(good.where(self.passed(cut)), history, self.opts.config))
-        self._rows = rows
-        return {"partition_lag": partition_lag(rows),
-                "group_lag": group_lag(rows, history, self.opts.config),
+        """Each lag table's rows, over the history tables the backfill has just written: the
+        stream's step from no state, every sample before the cut ready, the cut its
+        watermark (its states are what a stream continuing from here starts from)."""
+        ready = self.good().where(self.passed(cut))
+        tables = Tables(spark, warehouse, self.opts.end_offsets, None, cut or 0,
+                        pa.table({}))
+        self._step = lag_step(spark, warehouse, tables, {}, ready, self.opts.config, cut, None)
+        return {"partition_lag": self._step.partition_lag,
+                "group_lag": self._step.group_lag,
                 "rejected_samples": self.checked.where(F.col(REASON).isNotNull())}
 
     def write_pending(self, warehouse: str, cut: int | None) -> Held:
-        """The samples no row was written for yet: where a stream continues, building its
-        lag state afresh over the history just written. Returns what was held back."""
+        """The samples no row was written for yet, and the lag state after the cut: where a
+        stream continues. Returns what was held back."""
         held = self.good().where(~self.passed(cut))
-        reset_state(held.sparkSession, warehouse)
+        spark = held.sparkSession
+        save_states(spark, warehouse, self._step)
         held.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
             pending_path(warehouse))
         row = held.agg(F.count(F.lit(1)), F.min(F.unix_millis("sampled_at")),
@@ -336,6 +321,7 @@ class BackfillLag:
 
     def release(self) -> None:
         release(self.checked)
-        rows = getattr(self, "_rows", None)
-        if rows is not None:
-            release(rows)
+        step = getattr(self, "_step", None)
+        if step is not None:
+            step.release()
+

@@ -1,39 +1,55 @@
-"""The stream's lag step in proportion to its batch: the incremental engine
-(`pipeline.lag.batch`) run on the driver over the batch's own history rows and ready samples,
-its state kept in one small Delta table, `_lag_state`, between batches.
+"""The lag step on the executors: the incremental engine (`pipeline.lag.engine`, through
+`pipeline.lag.batch`'s per-key steps) run by Spark as two grouped maps, one per topic
+partition and one per group, its state kept in one Delta table, `_lag_state` (`kind`, `key`,
+`state`: a row per topic partition and per group with lag, its JSON state, and a `meta` row).
+The stream and the backfill run this one step: the stream over a micro-batch's rows and its
+state, the backfill over every history row from no state.
 
-A micro-batch collects what it brings: the history rows it has just written (the columns the
-engine reads, times in epoch ms, as JSON text: a few hundred rows for a batch of ~500
-events) and the samples the watermark passed; it reads the state table (one row per topic
-partition and per group with lag: its JSON state), runs the engine, and writes the lag
-tables' rows and then the whole state table back in one commit (`kind`, `key`, `state`),
-with the batch's mark like every write, so a killed batch leaves the previous state whole
-and a batch run again computes the same rows. The history tables are read only where the
-engine says its state cannot answer (`batch.Everything`): one key's rows, filtered, and on
-the first batch that finds no state (a new stream, one continuing a backfill, a warehouse
-of an earlier release): every history row once (`meta` row absent).
+1. Per topic partition (`groupBy(topic, partition).applyInArrow`): its ready samples, its new
+   offset changes (offset_history), an assignment fact for each new group_history row that
+   assigns it, and its state row (only the touched keys' rows are joined in). Out: candidate
+   rows keyed by group, its next state, or `redo` where the state cannot answer.
+2. Per group: its candidates, its new group_history, group_transitions and rebalances rows
+   and its state row. Out: its partition_lag and group_lag rows (wire JSON, parsed into the
+   tables' schemas by `from_wire_json`), its next state, or `redo`.
 
-Cost: the batch's rows, plus the state table, which holds a row per live topic partition
-and group (its size is the live keys', not the history's)."""
+A key marked `redo` is run again from no state over all it was ever sent (`Tables`: the
+history tables filtered to it, the samples evaluated so far), its candidates kept for the
+batch's samples only: what `batch.run` does on one machine, here a second grouped map over
+just those keys. Without a state at all (a new stream, one of an earlier release), every key
+is run that way once.
+
+Cost: a batch's rows and the state rows of the keys they touch (the state table is scanned,
+not shuffled); the driver holds only the redo keys."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
+from pipeline.fold.model import SHARE
 from pipeline.lag import LagConfig
-from pipeline.lag.batch import TP, Result, Rows, run
+from pipeline.lag.batch import KINDS, TP, PartitionInput, step_group, step_partition
+from pipeline.lag.engine import PREV_T
+from pipeline.spark.fold.wire import from_wire_json
 from pipeline.spark.lag.samples import REASON, read_samples
+from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
@@ -46,8 +62,8 @@ STATE = "_lag_state"
 PARTITION, GROUP, META = "partition", "group", "meta"
 FORMAT = 1  # the state table's own version (the meta row's)
 
-# The history tables the engine reads, the columns it reads of each, and the batch input
-# (`batch.Rows`) each feeds.
+# The history tables the engine reads, the columns it reads of each, and the stage input
+# kind each feeds (`batch.KINDS` for a group's; offset changes for a partition's).
 HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
     "offset_history": ("changes", ("group_id", "topic", "partition", "event_time",
                                    "log_partition", "log_offset", "change", "committed_offset")),
@@ -60,11 +76,23 @@ HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
     "rebalances": ("rebalances", ("group_id", "generation_id", "started_at", "completed_at",
                                   "cause", "log_partition", "log_offset")),
 }
+GROUP_TABLES = {HISTORY[t][0]: t for t in ("group_history", "group_transitions", "rebalances")}
 # The nested fields the engine reads of a column of structs (a member's own times never travel).
 FIELDS = {"members": ("member_id", "client_id", "client_host", "assignment")}
 SAMPLE_COLUMNS = ("topic", "partition", "sampled_at", "log_end_offset", "log_start_offset")
 TIME = {"offset_history": "event_time", "group_history": "event_time",
         "group_transitions": "event_time", "samples": "sampled_at"}  # -> the engine's `t`
+
+# A stage's input rows (its key's columns, then these) and its output rows.
+SAMPLE_IN, CHANGE_IN, ASSIGN_IN, STATE_IN = "samples", "changes", "assigned", "state"
+CANDIDATE, REDO, PART_ROW, GROUP_ROW = "candidate", "redo", "partition_lag", "group_lag"
+IN_COLUMNS = (StructField("kind", StringType(), False), StructField("j", StringType(), True),
+              StructField("now", BooleanType(), True))
+OUT = StructType([StructField("kind", StringType(), False),
+                  StructField("key", StringType(), False),
+                  StructField("text", StringType(), False)])
+TP_COLUMNS = (StructField("topic", StringType(), True),
+              StructField("partition", IntegerType(), True))
 
 
 def state_path(warehouse: str) -> str:
@@ -81,11 +109,9 @@ def ensure_state(spark: SparkSession, warehouse: str) -> None:
     create_table(spark, state_path(warehouse), state_schema())
 
 
-def reset_state(spark: SparkSession, warehouse: str) -> None:
-    """No state: the next step builds it from every history row (after a backfill replaced
-    the history tables)."""
-    (spark.createDataFrame([], state_schema()).write.format("delta").mode("overwrite")
-     .save(state_path(warehouse)))
+def partition_key(tp: TP) -> str:
+    """A topic partition's `key` in the state table."""
+    return json.dumps(list(tp))
 
 
 def _column(name: str, schema: StructType) -> Column:
@@ -100,72 +126,169 @@ def _column(name: str, schema: StructType) -> Column:
     return F.col(name)
 
 
-def as_json(df: DataFrame, table: str) -> DataFrame:
+def as_json(df: DataFrame, table: str) -> Column:
     """`df`'s rows of `table` (a history table or the samples) as one JSON text column."""
     columns = SAMPLE_COLUMNS if table == "samples" else HISTORY[table][1]
     schema = df.schema
-    return df.select(F.to_json(F.struct(*[_column(c, schema) for c in columns]),
-                               {"ignoreNullFields": "false"}).alias("j"))
+    return F.to_json(F.struct(*[_column(c, schema) for c in columns]),
+                     {"ignoreNullFields": "false"}).alias("j")
 
 
-def local_rows(texts: Iterable[str], table: str) -> list[dict[str, Any]]:
-    out = []
-    for text in texts:
-        row = json.loads(text)
-        if table in TIME:
-            row["t"] = row[TIME[table]]
-        out.append(row)
+def _parsed(text: str, time: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = json.loads(text)
+    if time is not None:
+        row["t"] = row[time]
+    return row
+
+
+def _out(rows: list[tuple[str, str, str]]) -> pa.Table:
+    return pa.table([pa.array([r[i] for r in rows], pa.string()) for i in range(3)],
+                    schema=pa.schema([pa.field(f.name, pa.string(), False) for f in OUT]))
+
+
+# ---------------------------------------------------------------- the grouped maps
+
+
+def partition_map(cfg: LagConfig, until_ms: int | None
+                  ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    """Stage 1 for one topic partition (`groupBy(topic, partition).applyInArrow`): a key with
+    only its state row (not touched) gives nothing; one with its state row runs from it; one
+    without, from no state over all its rows, candidates kept for samples marked `now`."""
+
+    def run(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        tp = (key[0].as_py() if hasattr(key[0], "as_py") else key[0],
+              int(key[1].as_py() if hasattr(key[1], "as_py") else key[1]))
+        mine = PartitionInput()
+        state: str | None = None
+        now: set[int] = set()
+        for kind, j, is_now in zip(*(table.column(c).to_pylist()
+                                     for c in ("kind", "j", "now")), strict=True):
+            if kind == STATE_IN:
+                state = j
+            elif kind == SAMPLE_IN:
+                row = _parsed(j, "sampled_at")
+                mine.samples.append(row)
+                if is_now:
+                    now.add(row["t"])
+            elif kind == CHANGE_IN:
+                mine.changes.append(_parsed(j, "event_time"))
+            else:
+                mine.assigned.append(_parsed(j, None))
+        if not (mine.samples or mine.changes or mine.assigned):
+            return _out([])
+        r = step_partition(state, tp, mine, cfg, until_ms, None if state is not None else now)
+        if not r.exact:
+            return _out([(REDO, partition_key(tp), r.reasons[0])])
+        out = [(CANDIDATE, c["group_id"], json.dumps(c, separators=(",", ":")))
+               for c in r.candidates]
+        out.append((STATE_IN, partition_key(tp), r.state.to_json()))
+        return _out(out)
+
+    return run
+
+
+def group_map(cfg: LagConfig, until_ms: int | None
+              ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    """Stage 2 for one group (`groupBy(group_id).applyInArrow`): its lag rows as wire JSON
+    (the tables' column names, times in epoch ms), its next state, or `redo`."""
+    times = {"shapes": "event_time", "transitions": "event_time", "rebalances": None}
+
+    def run(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        group = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
+        state: str | None = None
+        candidates: list[dict[str, Any]] = []
+        mine: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
+        for kind, j in zip(table.column("kind").to_pylist(), table.column("j").to_pylist(),
+                           strict=True):
+            if kind == STATE_IN:
+                state = j
+            elif kind == CANDIDATE:
+                candidates.append(json.loads(j))
+            else:
+                mine[kind].append(_parsed(j, times[kind]))
+        if not (candidates or any(mine.values())):
+            return _out([])
+        g = step_group(state, group, candidates, mine, cfg, until_ms)
+        if not g.exact:
+            return _out([(REDO, group, g.reasons[0])])
+        out = [(name, group, _wire_row(r)) for name, rows in
+               ((PART_ROW, g.partition_rows), (GROUP_ROW, g.group_rows)) for r in rows]
+        out.append((STATE_IN, group, g.state.to_json()))
+        return _out(out)
+
+    return run
+
+
+def _wire_row(row: Mapping[str, Any]) -> str:
+    """An engine's row as the wire's JSON of its table (`t` is `sampled_at`)."""
+    return json.dumps({("sampled_at" if k == "t" else k): v for k, v in row.items()
+                       if k != PREV_T}, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------- the stages' inputs
+
+
+def _tagged(df: DataFrame, keys: Sequence[str], kind: str, j: Column,
+            now: Column | None = None) -> DataFrame:
+    return df.select(*[F.col(k) for k in keys], F.lit(kind).alias("kind"), j,
+                     (now if now is not None else F.lit(False)).alias("now"))
+
+
+def samples_input(samples: DataFrame) -> DataFrame:
+    """Samples (their columns and a boolean `now`) as stage 1's rows."""
+    return _tagged(samples, ("topic", "partition"), SAMPLE_IN, as_json(samples, "samples"),
+                   F.col("now"))
+
+
+def changes_input(changes: DataFrame) -> DataFrame:
+    return _tagged(changes, ("topic", "partition"), CHANGE_IN,
+                   as_json(changes, "offset_history"))
+
+
+def assigned_input(shapes: DataFrame) -> DataFrame:
+    """One fact per group_history row and topic partition it assigns (`assigned_partitions`:
+    a share group's never)."""
+    owned = (shapes.where(F.col("group_type").isNull() | (F.col("group_type") != SHARE))
+             .select("group_id", F.unix_millis("event_time").alias("t"),
+                     F.explode("members").alias("m"))
+             .select("group_id", "t", F.explode("m.assignment").alias("a"))
+             .select("group_id", "t", F.col("a.topic").alias("topic"),
+                     F.col("a.partition").alias("partition")).distinct())
+    return _tagged(owned, ("topic", "partition"), ASSIGN_IN,
+                   F.to_json(F.struct("group_id", "t")).alias("j"))
+
+
+def group_input(kind: str, rows: DataFrame) -> DataFrame:
+    return _tagged(rows, ("group_id",), kind, as_json(rows, GROUP_TABLES[kind]))
+
+
+def _union(parts: Iterable[DataFrame]) -> DataFrame | None:
+    out = None
+    for p in parts:
+        out = p if out is None else out.unionByName(p)
     return out
 
 
-def collect_rows(df: DataFrame, table: str) -> list[dict[str, Any]]:
-    return local_rows((r[0] for r in as_json(df, table).collect()), table)
+def _partition_states(states: DataFrame, touched: DataFrame) -> DataFrame:
+    key = F.from_json("key", "array<string>")
+    rows = states.where(F.col("kind") == PARTITION).select(
+        key[0].alias("topic"), key[1].cast("int").alias("partition"),
+        F.lit(STATE_IN).alias("kind"), F.col("state").alias("j"), F.lit(False).alias("now"))
+    return rows.join(F.broadcast(touched), ["topic", "partition"], "left_semi")
 
 
-def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """Arrow timestamps as whole epoch milliseconds (int64), as Spark's `unix_millis`."""
-    micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64()).cast(pa.float64())
-    return pc.floor(pc.divide(micros, 1000)).cast(pa.int64())  # exact below 2**53 us
-
-
-def sample_rows(samples: pa.Table) -> list[dict[str, Any]]:
-    """Samples held on the driver (Arrow, the contract's columns) as the engine reads them:
-    `SAMPLE_COLUMNS`, `sampled_at` in epoch ms, and `t`."""
-    rows: list[dict[str, Any]] = samples.select(
-        [c for c in SAMPLE_COLUMNS if c != "sampled_at"]).to_pylist()
-    for row, at in zip(rows, epoch_ms(samples.column("sampled_at")).to_pylist(), strict=True):
-        row["sampled_at"] = row["t"] = at
-    return rows
-
-
-def batch_rows(history: Mapping[str, DataFrame], samples: pa.Table | None) -> Rows:
-    """A batch's input: its history rows by table (the tables it wrote), collected in one
-    Spark job, and its ready samples (on the driver already)."""
-    parts = [as_json(df, table).select(F.lit(table).alias("table"), "j")
-             for table, df in history.items()]
-    texts: dict[str, list[str]] = {}
-    if parts:
-        union = parts[0]
-        for p in parts[1:]:
-            union = union.unionByName(p)
-        for r in union.collect():
-            texts.setdefault(r[0], []).append(r[1])
-    by_table = {t: local_rows(v, t) for t, v in texts.items()}
-    if samples is not None:
-        by_table["samples"] = sample_rows(samples)
-    return _rows(by_table)
-
-
-def _rows(by_table: Mapping[str, list[dict[str, Any]]]) -> Rows:
-    fields = {HISTORY[t][0] if t in HISTORY else t: rows for t, rows in by_table.items()}
-    return Rows(**fields)
+def _group_states(states: DataFrame, touched: DataFrame) -> DataFrame:
+    rows = states.where(F.col("kind") == GROUP).select(
+        F.col("key").alias("group_id"), F.lit(STATE_IN).alias("kind"),
+        F.col("state").alias("j"), F.lit(False).alias("now"))
+    return rows.join(F.broadcast(touched), ["group_id"], "left_semi")
 
 
 @dataclass
 class Tables:
     """All a key was sent, read from the warehouse's history tables (which hold the batch's
     own rows by then) and the samples table at the batch's version (its good samples but
-    those still waiting for the watermark): the engine's fallback."""
+    those still waiting for the watermark): a key's input when run from no state."""
 
     spark: SparkSession
     warehouse: str
@@ -174,134 +297,196 @@ class Tables:
     until_ms: int
     waiting: pa.Table  # the samples the watermark has not passed (SAMPLE_KEY columns)
 
-    def _table(self, table: str) -> DataFrame:
+    def table(self, table: str) -> DataFrame:
         return read_delta(self.spark, paths.join(self.warehouse, table))
 
-    def samples(self) -> DataFrame:
+    def samples(self, ready: DataFrame) -> DataFrame:
+        """Every sample evaluated so far and the batch's `ready` ones, `now` on those."""
+        marked = ready.select(*SAMPLE_KEY).distinct().withColumn("now", F.lit(True))
         if self.version is None:
-            return self.spark.createDataFrame([], "topic string, partition int")
+            return ready.select(*SAMPLE_COLUMNS, F.lit(True).alias("now"))
         good = read_samples(self.spark, self.end_offsets, self.version).where(
             F.col(REASON).isNull())
-        waiting = self.spark.createDataFrame(self.waiting.select(list(SAMPLE_KEY)))
-        return good.join(waiting, list(SAMPLE_KEY), "left_anti")
-
-    def partition(self, tp: TP) -> Rows:
-        topic, partition = tp
-        on = (F.col("topic") == topic) & (F.col("partition") == partition)
-        assigns = F.exists("members", lambda m: F.exists(
-            m["assignment"], lambda a: (a["topic"] == topic) & (a["partition"] == partition)))
-        return _rows({
-            "samples": collect_rows(self.samples().where(on), "samples"),
-            "offset_history": collect_rows(self._table("offset_history").where(on),
-                                           "offset_history"),
-            "group_history": collect_rows(self._table("group_history").where(assigns),
-                                          "group_history")})
-
-    def group(self, group_id: str) -> Rows:
-        mine = F.col("group_id") == group_id
-        return _rows({t: collect_rows(self._table(t).where(mine), t)
-                      for t in ("group_history", "group_transitions", "rebalances")})
-
-    def everything(self) -> Rows:
-        rows = {t: collect_rows(self._table(t), t) for t in HISTORY}
-        rows["samples"] = collect_rows(self.samples(), "samples")
-        return _rows(rows)
+        if self.waiting.num_rows:
+            waiting = self.spark.createDataFrame(self.waiting.select(list(SAMPLE_KEY)))
+            good = good.join(waiting, list(SAMPLE_KEY), "left_anti")
+        seen = good.select(*SAMPLE_COLUMNS).unionByName(ready.select(*SAMPLE_COLUMNS))
+        return (seen.join(marked, list(SAMPLE_KEY), "left")
+                .select(*SAMPLE_COLUMNS, F.coalesce("now", F.lit(False)).alias("now")))
 
 
 @dataclass
-class States:
-    """The state table's rows: per topic partition and per group, JSON text."""
+class Stage:
+    """A stage's output rows, kept for the jobs that read them, and the keys it ran again."""
 
-    partitions: dict[TP, str]
-    groups: dict[str, str]
+    rows: DataFrame
+    redone: list[str] = field(default_factory=list)  # "<key>: <why>", for the log
+    _kept: list[DataFrame] = field(default_factory=list)
 
-    @classmethod
-    def read(cls, spark: SparkSession, warehouse: str) -> States | None:
-        """None: no state yet (the table empty, or of another format)."""
-        partitions: dict[TP, str] = {}
-        groups: dict[str, str] = {}
-        meta = None
-        table = small.read(spark, state_path(warehouse)).select(["kind", "key", "state"])
-        for kind, key, state in zip(*(c.to_pylist() for c in table.columns), strict=True):
-            if kind == PARTITION:
-                topic, partition = json.loads(key)
-                partitions[(topic, partition)] = state
-            elif kind == GROUP:
-                groups[key] = state
-            elif kind == META:
-                meta = json.loads(state)
-        if meta is None or meta.get("v") != FORMAT:
-            return None
-        return cls(partitions, groups)
+    def of(self, kind: str) -> DataFrame:
+        return self.rows.where(F.col("kind") == kind)
 
-    def updated(self, result: Result) -> States:
-        return States({**self.partitions, **result.partitions}, {**self.groups, **result.groups})
+    def release(self) -> None:
+        for df in self._kept:
+            release(df)
 
-    def arrow(self) -> pa.Table:
-        """The state table's rows, to write on the driver (`small.save_arrow`)."""
-        rows = [(META, "", json.dumps({"v": FORMAT}))]
-        rows += [(PARTITION, json.dumps(list(tp)), s) for tp, s in sorted(self.partitions.items())]
-        rows += [(GROUP, g, s) for g, s in sorted(self.groups.items())]
-        names = [f.name for f in state_schema().fields]
-        return pa.table([pa.array([r[i] for r in rows], pa.string()) for i in range(3)],
-                        schema=pa.schema([pa.field(n, pa.string(), False) for n in names]))
+
+def _run_stage(inputs: DataFrame, keys: Sequence[str],
+               fn: Callable[[tuple[Any, ...], pa.Table], pa.Table]) -> DataFrame:
+    return inputs.groupBy(*keys).applyInArrow(fn, OUT)
+
+
+def _staged(first: DataFrame, again: Callable[[list[str]], DataFrame | None],
+            name: Callable[[str], str]) -> Stage:
+    """`first` kept; its redo keys run `again` from no state and put in their place."""
+    held = keep(first)
+    stage = Stage(held, _kept=[held])
+    redo = [(r[0], r[1]) for r in held.where(F.col("kind") == REDO).select("key", "text")
+            .collect()]
+    if redo:
+        stage.redone = [f"{name(k)}: {why}" for k, why in redo]
+        rerun = again([k for k, _ in redo])
+        rows = held.where(F.col("kind") != REDO)
+        if rerun is not None:
+            rows = rows.unionByName(rerun)
+        stage.rows = keep(rows)
+        stage._kept.append(stage.rows)
+    return stage
 
 
 @dataclass(frozen=True)
 class Step:
-    """One batch's lag: its rows, and the state to write after them (Arrow, on the driver)."""
+    """One batch's lag: its rows (typed as the lag tables) and the state rows to write after
+    them; `release` once written."""
 
-    partition_lag: pa.Table
-    group_lag: pa.Table
+    partition_lag: DataFrame
+    group_lag: DataFrame
+    states: DataFrame  # (kind, key, state) of every key the batch touched
+    whole: bool  # states hold every key (run from no state): replace the table with them
     rows: int  # partition_lag's
     group_rows: int
-    state: pa.Table  # the state table's rows, replacing it after the lag tables' rows
+    rebuilt: list[str]
+    stages: tuple[Stage, ...]
 
-
-def lag_arrow(rows: list[dict[str, Any]], table: str) -> pa.Table:
-    """The engine's rows (`t`: sampled_at, times in epoch ms) as `table`'s, typed by the
-    contract, on the driver where the engine made them (a value its column cannot hold
-    raises, as Spark's parsing of them did)."""
-    schema = to_arrow_schema(table_schema(table), timezone="UTC")
-    columns = []
-    for f in schema:
-        values = [r["t"] if f.name == "sampled_at" else r.get(f.name) for r in rows]
-        if pa.types.is_timestamp(f.type):
-            ms = pa.array(values, pa.int64())
-            columns.append(ms.cast(pa.timestamp("ms", "UTC")).cast(f.type))
-        else:
-            columns.append(pa.array(values, f.type))
-    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
-
-
-def _sample_key(s: Mapping[str, Any]) -> tuple[str, int, int]:
-    return s["topic"], s["partition"], s["t"]
+    def release(self) -> None:
+        for s in self.stages:
+            s.release()
 
 
 def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[str, DataFrame],
-         ready: pa.Table | None, cfg: LagConfig) -> Step | None:
-    """The lag of one micro-batch (`ready`: the samples the watermark passed, on the driver);
-    None: no state yet and nothing to build it for."""
-    states = States.read(spark, warehouse)
-    if states is None and ready is None:
-        return None  # built at the first batch with samples, from every row then
-    batch = batch_rows(history, ready)
+         ready: DataFrame, cfg: LagConfig, until_ms: int | None,
+         states: DataFrame | None) -> Step:
+    """The lag rows of the batch's `ready` samples (their columns) and `history` (its rows
+    of each history table), and the touched keys' next states. `states`: the state table's
+    rows; None: no state, every key runs from all it was sent (`tables`)."""
     if states is None:
-        # No state: built once from every history row and every sample evaluated before
-        # (rows ahead of a sample are what the engine keeps pending), then this batch's
-        # samples run over it as over any state.
         log.debug("lag: building the lag state from every history row (first step)")
-        every = tables.everything()
-        ready_keys = {_sample_key(s) for s in batch.samples}
-        before = Rows([s for s in every.samples if _sample_key(s) not in ready_keys],
-                      every.changes, every.shapes, every.transitions, every.rebalances)
-        built = run({}, {}, before, tables, cfg, None)
-        states = States(built.partitions, built.groups)
-        batch = Rows(batch.samples)
-    result = run(states.partitions, states.groups, batch, tables, cfg, tables.until_ms)
-    for why in result.rebuilt:
+        history = {t: tables.table(t) for t in HISTORY}
+        ready = tables.samples(ready)
+    else:
+        ready = ready.select(*SAMPLE_COLUMNS, F.lit(True).alias("now"))
+    p_fn, g_fn = partition_map(cfg, until_ms), group_map(cfg, until_ms)
+    tp_keys = ("topic", "partition")
+
+    def partition_rows(samples: DataFrame, rows: Mapping[str, DataFrame]) -> DataFrame:
+        parts = [samples_input(samples)]
+        if "offset_history" in rows:
+            parts.append(changes_input(rows["offset_history"]))
+        if "group_history" in rows:
+            parts.append(assigned_input(rows["group_history"]))
+        union = _union(parts)
+        assert union is not None
+        return union
+
+    first_in = partition_rows(ready, history)
+    if states is not None:
+        touched = first_in.select(*tp_keys).distinct()
+        first_in = first_in.unionByName(_partition_states(states, touched))
+
+    def partitions_again(keys: list[str]) -> DataFrame | None:
+        tps = [tuple(json.loads(k)) for k in keys]
+        wanted = spark.createDataFrame(tps, StructType(list(TP_COLUMNS)))
+        every = partition_rows(tables.samples(ready.where(F.col("now"))), {
+            "offset_history": tables.table("offset_history"),
+            "group_history": tables.table("group_history")})
+        return _run_stage(every.join(F.broadcast(wanted), list(tp_keys), "left_semi"),
+                          tp_keys, p_fn)
+
+    stage1 = _staged(_run_stage(first_in, tp_keys, p_fn), partitions_again,
+                     lambda k: "partition {}-{}".format(*json.loads(k)))
+    candidates = stage1.of(CANDIDATE).select(
+        F.col("key").alias("group_id"), F.col("kind"), F.col("text").alias("j"),
+        F.lit(False).alias("now"))
+
+    def group_rows(rows: Mapping[str, DataFrame]) -> list[DataFrame]:
+        return [group_input(kind, rows[t]) for kind, t in GROUP_TABLES.items() if t in rows]
+
+    second_parts = [candidates, *group_rows(history)]
+    second_in = _union(second_parts)
+    assert second_in is not None
+    if states is not None:
+        touched_g = second_in.select("group_id").distinct()
+        second_in = second_in.unionByName(_group_states(states, touched_g))
+
+    def groups_again(keys: list[str]) -> DataFrame | None:
+        wanted = spark.createDataFrame([(k,) for k in keys], "group_id string")
+        every = _union([candidates, *group_rows({t: tables.table(t)
+                                                 for t in GROUP_TABLES.values()})])
+        assert every is not None
+        return _run_stage(every.join(F.broadcast(wanted), ["group_id"], "left_semi"),
+                          ("group_id",), g_fn)
+
+    stage2 = _staged(_run_stage(second_in, ("group_id",), g_fn), groups_again,
+                     lambda k: f"group {k}")
+    for why in stage1.redone + stage2.redone:
         log.info("lag: read the history again for %s", why)
-    return Step(lag_arrow(result.partition_rows, "partition_lag"),
-                lag_arrow(result.group_rows, "group_lag"),
-                len(result.partition_rows), len(result.group_rows),
-                states.updated(result).arrow())
+    parts, groups = (_typed(stage2.of(kind), kind) for kind in (PART_ROW, GROUP_ROW))
+    new_states = stage1.of(STATE_IN).select(F.lit(PARTITION).alias("kind"), "key",
+                                            F.col("text").alias("state")).unionByName(
+        stage2.of(STATE_IN).select(F.lit(GROUP).alias("kind"), "key",
+                                   F.col("text").alias("state")))
+    if states is None:
+        new_states = new_states.unionByName(meta_row(spark))
+    counts = {k: n for k, n in stage2.rows.groupBy("kind").count().collect()}
+    return Step(parts, groups, new_states, states is None, counts.get(PART_ROW, 0),
+                counts.get(GROUP_ROW, 0), stage1.redone + stage2.redone, (stage1, stage2))
+
+
+def _typed(rows: DataFrame, table: str) -> DataFrame:
+    return rows.select(*from_wire_json(F.col("text"), table_schema(table), failfast=True))
+
+
+def meta_row(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([(META, "", json.dumps({"v": FORMAT}))], state_schema())
+
+
+def read_states(spark: SparkSession, warehouse: str) -> DataFrame | None:
+    """The state table's rows; None: no state yet (no meta row, or one of another format)."""
+    table = read_delta(spark, state_path(warehouse))
+    meta = table.where(F.col("kind") == META).select("state").collect()
+    if not meta or json.loads(meta[0][0]).get("v") != FORMAT:
+        return None
+    return table
+
+
+def save_states(spark: SparkSession, warehouse: str, step_: Step) -> None:
+    """The step's states into the state table: replacing it when they are every key's,
+    else MERGEd by (kind, key) (from the driver when they are few)."""
+    path = state_path(warehouse)
+    if step_.whole:
+        small.save(step_.states, path, "overwrite")
+        return
+    data = small.collect(step_.states) if small.writes_small(spark, path) else None
+    if data is not None:
+        small.merge(spark, data, path, ("kind", "key"))
+        return
+    from delta.tables import DeltaTable
+    (DeltaTable.forPath(spark, path).alias("t")
+     .merge(step_.states.alias("s"), "t.kind = s.kind AND t.key = s.key")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+
+
+def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Arrow timestamps as whole epoch milliseconds (int64), as Spark's `unix_millis`."""
+    micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64()).cast(pa.float64())
+    return pc.floor(pc.divide(micros, 1000)).cast(pa.int64())  # exact below 2**53 us
