@@ -59,21 +59,22 @@ import json
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from pipeline.fold.model import SHARE
 from pipeline.fold.states import DEAD, EMPTY
 from pipeline.lag.config import LagConfig
 from pipeline.lag.rules import (
+    CAUGHT_UP,
     INTERPOLATED,
+    LOWER_BOUND,
     REBALANCING,
     Commit,
     Moment,
-    Sample,
     group_row,
     lag,
     partition_status,
-    time_lag,
     window,
 )
 from schemas.lag import OFFSET_STATUSES
@@ -238,9 +239,9 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
         _apply_changes(st, t - 1, cfg)  # against the sample before
         _add_sample(st, t, end, cfg)
         _apply_changes(st, t, cfg)  # those at its time: against it
-        timed = _time_samples(st, t, end)
+        highs = [high for _, _, high in st.steps]
         for group in sorted(st.pairs):
-            row = _candidate(st, group, t, end, start, prev, timed, cfg, reasons)
+            row = _candidate(st, group, t, end, start, prev, highs, cfg, reasons)
             if row is not None:
                 out.append(row)
         newest = t
@@ -266,10 +267,9 @@ def _apply_changes(st: PartitionState, upto: int, cfg: LagConfig) -> None:
         while p.assigned_pending and p.assigned_pending[0] <= upto:
             p.assigned_pending.pop(0)
             p.exists = True
-        due = [c for c in p.pending if c["t"] <= upto]
+        due = _due(p.pending, upto, "t")  # sorted by time: the prefix
         if not due:
             continue
-        p.pending = [c for c in p.pending if c["t"] > upto]
         p.exists = True
         for c in due:
             if p.last is None or _row_key(c, CHANGE_ORDER) >= _row_key(p.last, CHANGE_ORDER):
@@ -279,6 +279,16 @@ def _apply_changes(st: PartitionState, upto: int, cfg: LagConfig) -> None:
                 p.ring.append(Commit(c["committed_offset"], c["t"],
                                      lag(then, c["committed_offset"])))
         del p.ring[:-cfg.intervals]
+
+
+def _due(rows: list[Row], upto: int, time: str) -> list[Row]:
+    """The leading rows of `rows` (sorted by `time`) at or before `upto`, taken out of it."""
+    n = 0
+    while n < len(rows) and rows[n][time] <= upto:
+        n += 1
+    due = rows[:n]
+    del rows[:n]
+    return due
 
 
 def _add_sample(st: PartitionState, t: int, end: int, cfg: LagConfig) -> None:
@@ -292,25 +302,28 @@ def _add_sample(st: PartitionState, t: int, end: int, cfg: LagConfig) -> None:
     del st.recent[:-cfg.intervals]
 
 
-def _time_samples(st: PartitionState, t: int, end: int) -> list[Sample]:
-    """The samples `rules.time_lag` needs at the sample at `t`, in place of all of them: each
-    kept plateau's first and last sample at its running maximum, the sample at `t` as it
-    is, and, when older plateaus were dropped, the first sample (the lower bound's base)."""
+def _time_lag(st: PartitionState, highs: Sequence[int], committed: int, t: int,
+              end: int) -> tuple[int, str]:
+    """`rules.time_lag` at the sample at `t` (end offset `end`, already added) over the samples
+    the state keeps in place of all of them: each kept plateau of the running maximum by its
+    first and last sample, and, when older plateaus were dropped, the first sample (the lower
+    bound's base). The plateaus rise strictly (`highs`), so the last sample at or below the
+    committed offset is found by bisection, not by a walk over every sample."""
     assert st.first is not None
-    out = [Sample(*st.first)] if st.pruned else []
-    for first_t, last_t, high in st.steps[:-1]:
-        out.append(Sample(first_t, high))
-        if last_t != first_t:
-            out.append(Sample(last_t, high))
-    first_t, _, high = st.steps[-1]
-    if first_t != t:
-        out.append(Sample(first_t, high))
-    out.append(Sample(t, end))
-    return out
+    if committed >= end:
+        return 0, CAUGHT_UP
+    k = bisect_right(highs, committed) - 1  # the last plateau at or below it (never the last)
+    if k >= 0:
+        (_, ta, ma), (tb, _, mb) = st.steps[k], st.steps[k + 1]
+    elif st.pruned and st.first[1] <= committed:
+        (ta, ma), (tb, _, mb) = st.first, st.steps[0]
+    else:
+        return t - st.first[0], LOWER_BOUND
+    return t - (ta + (committed - ma) * (tb - ta) // (mb - ma)), INTERPOLATED
 
 
 def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | None,
-               prev: tuple[int, int] | None, timed: Sequence[Sample], cfg: LagConfig,
+               prev: tuple[int, int] | None, highs: Sequence[int], cfg: LagConfig,
                reasons: list[str]) -> Row | None:
     p = st.pairs[group]
     if not p.exists:
@@ -332,7 +345,7 @@ def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | No
     }
     if committed is None:
         return row
-    ms, basis = time_lag(timed, committed, t)
+    ms, basis = _time_lag(st, highs, committed, t, end)
     if st.pruned and basis == INTERPOLATED and committed < st.steps[0][2]:
         reasons.append(f"group {group!r}: committed offset {committed} at {t} is bracketed "
                        f"before the samples kept (from {st.steps[0][0]})")
@@ -431,6 +444,7 @@ class GroupState:
 _GROUP_FIELDS = ("group_id", "shape", "last", "entered", "into_empty", "out_of_empty", "done",
                  "newest_ms", "pending", "settled_ms")
 SHAPES, TRANSITIONS, REBALANCES = "shapes", "transitions", "rebalances"
+_TIMES = {SHAPES: "t", TRANSITIONS: "t", REBALANCES: "completed_at"}
 
 
 @dataclass
@@ -471,9 +485,7 @@ def _later(old: Row | None, new: Row, order: Sequence[str], time: str = "t") -> 
 def _apply_group_rows(st: GroupState, t: int) -> None:
     """Every pending row at or before `t` into the moment facts, the last by log order."""
     for kind, rows in st.pending.items():
-        time = "completed_at" if kind == REBALANCES else "t"
-        due = [r for r in rows if r[time] <= t]
-        st.pending[kind] = [r for r in rows if r[time] > t]
+        due = _due(rows, t, _TIMES[kind])  # sorted by time: the prefix
         for r in due:
             if kind == SHAPES:
                 st.shape = _later(st.shape, r, GROUP_ORDER)
@@ -510,6 +522,8 @@ def group_step(state: GroupState | None, group_id: str, candidates: Iterable[Map
                 reasons.append(f"a {kind} row at {f[time]} at or before the evaluated sample "
                                f"at {st.newest_ms} or the watermark at {st.settled_ms}")
             st.pending.setdefault(kind, []).append(f)
+    for kind, rows in st.pending.items():
+        rows.sort(key=itemgetter(_TIMES[kind]))
     by_t: dict[int, list[Mapping[str, Any]]] = {}
     for c in candidates:
         by_t.setdefault(c["t"], []).append(c)
