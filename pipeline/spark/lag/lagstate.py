@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +48,6 @@ from pipeline.fold.model import SHARE
 from pipeline.lag import LagConfig
 from pipeline.lag.batch import KINDS, TP, PartitionInput, step_group, step_partition
 from pipeline.lag.engine import PREV_T
-from pipeline.spark.fold.wire import from_wire_json
 from pipeline.spark.lag.samples import REASON, read_samples
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
@@ -91,6 +91,7 @@ IN_COLUMNS = (StructField("kind", StringType(), False), StructField("j", StringT
 OUT = StructType([StructField("kind", StringType(), False),
                   StructField("key", StringType(), False),
                   StructField("text", StringType(), False)])
+BUCKET = "_bucket"  # a stage's grouping: a hash bucket of its keys
 TP_COLUMNS = (StructField("topic", StringType(), True),
               StructField("partition", IntegerType(), True))
 
@@ -141,28 +142,46 @@ def _parsed(text: str, time: str | None) -> dict[str, Any]:
     return row
 
 
-def _out(rows: list[tuple[str, str, str]]) -> pa.Table:
-    return pa.table([pa.array([r[i] for r in rows], pa.string()) for i in range(3)],
-                    schema=pa.schema([pa.field(f.name, pa.string(), False) for f in OUT]))
-
-
 # ---------------------------------------------------------------- the grouped maps
 
+Out = list[tuple[str, str, str]]
+KeyStep = Callable[[tuple[Any, ...], list[tuple[str, str | None, bool | None]]], Out]
 
-def partition_map(cfg: LagConfig, until_ms: int | None
-                  ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
-    """Stage 1 for one topic partition (`groupBy(topic, partition).applyInArrow`): a key with
-    only its state row (not touched) gives nothing; one with its state row runs from it; one
-    without, from no state over all its rows, candidates kept for samples marked `now`."""
 
-    def run(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        tp = (key[0].as_py() if hasattr(key[0], "as_py") else key[0],
-              int(key[1].as_py() if hasattr(key[1], "as_py") else key[1]))
+def by_bucket(keys: Sequence[str], step_key: KeyStep) -> Callable[[pa.Table], pa.Table]:
+    """A grouped map over a bucket of keys (`groupBy(BUCKET).applyInArrow`): the bucket's rows
+    split by `keys`, `step_key` run on each key's (kind, j, now) rows in turn. One call a
+    bucket, not a key: Spark's cost a group call (~0.3 ms) would be most of a step of
+    10,000 keys (docs/performance.md, "The lag step")."""
+
+    def run(table: pa.Table) -> pa.Table:
+        mine: dict[tuple[Any, ...], list[tuple[str, str | None, bool | None]]] = {}
+        columns = [table.column(k).to_pylist() for k in keys]
+        for key, row in zip(zip(*columns, strict=True),
+                            zip(*(table.column(c).to_pylist() for c in ("kind", "j", "now")),
+                                strict=True), strict=True):
+            mine.setdefault(key, []).append(row)
+        out: Out = []
+        for key in sorted(mine, key=repr):
+            out += step_key(key, mine[key])
+        return pa.table([pa.array([r[i] for r in out], pa.string()) for i in range(3)],
+                        schema=pa.schema([pa.field(f.name, pa.string(), False) for f in OUT]))
+
+    return run
+
+
+def partition_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
+    """Stage 1 for one topic partition: a key with only its state row (not touched) gives
+    nothing; one with its state row runs from it; one without, from no state over all its
+    rows, candidates kept for samples marked `now`."""
+
+    def run(key: tuple[Any, ...], rows: list[tuple[str, str | None, bool | None]]) -> Out:
+        tp = (key[0], int(key[1]))
         mine = PartitionInput()
         state: str | None = None
         now: set[int] = set()
-        for kind, j, is_now in zip(*(table.column(c).to_pylist()
-                                     for c in ("kind", "j", "now")), strict=True):
+        for kind, j, is_now in rows:
+            assert j is not None
             if kind == STATE_IN:
                 state = j
             elif kind == SAMPLE_IN:
@@ -175,31 +194,30 @@ def partition_map(cfg: LagConfig, until_ms: int | None
             else:
                 mine.assigned.append(_parsed(j, None))
         if not (mine.samples or mine.changes or mine.assigned):
-            return _out([])
+            return []
         r = step_partition(state, tp, mine, cfg, until_ms, None if state is not None else now)
         if not r.exact:
-            return _out([(REDO, partition_key(tp), r.reasons[0])])
+            return [(REDO, partition_key(tp), r.reasons[0])]
         out = [(CANDIDATE, c["group_id"], json.dumps(c, separators=(",", ":")))
                for c in r.candidates]
         out.append((STATE_IN, partition_key(tp), r.state.to_json()))
-        return _out(out)
+        return out
 
     return run
 
 
-def group_map(cfg: LagConfig, until_ms: int | None
-              ) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
-    """Stage 2 for one group (`groupBy(group_id).applyInArrow`): its lag rows as wire JSON
-    (the tables' column names, times in epoch ms), its next state, or `redo`."""
+def group_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
+    """Stage 2 for one group: its lag rows as wire JSON (the tables' column names, times in
+    epoch ms), its next state, or `redo`."""
     times = {"shapes": "event_time", "transitions": "event_time", "rebalances": None}
 
-    def run(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        group = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
+    def run(key: tuple[Any, ...], rows: list[tuple[str, str | None, bool | None]]) -> Out:
+        group = key[0]
         state: str | None = None
         candidates: list[dict[str, Any]] = []
         mine: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
-        for kind, j in zip(table.column("kind").to_pylist(), table.column("j").to_pylist(),
-                           strict=True):
+        for kind, j, _ in rows:
+            assert j is not None
             if kind == STATE_IN:
                 state = j
             elif kind == CANDIDATE:
@@ -207,14 +225,14 @@ def group_map(cfg: LagConfig, until_ms: int | None
             else:
                 mine[kind].append(_parsed(j, times[kind]))
         if not (candidates or any(mine.values())):
-            return _out([])
+            return []
         g = step_group(state, group, candidates, mine, cfg, until_ms)
         if not g.exact:
-            return _out([(REDO, group, g.reasons[0])])
-        out = [(name, group, _wire_row(r)) for name, rows in
-               ((PART_ROW, g.partition_rows), (GROUP_ROW, g.group_rows)) for r in rows]
+            return [(REDO, group, g.reasons[0])]
+        out = [(name, group, _wire_row(r)) for name, rows_ in
+               ((PART_ROW, g.partition_rows), (GROUP_ROW, g.group_rows)) for r in rows_]
         out.append((STATE_IN, group, g.state.to_json()))
-        return _out(out)
+        return out
 
     return run
 
@@ -331,9 +349,12 @@ class Stage:
             release(df)
 
 
-def _run_stage(inputs: DataFrame, keys: Sequence[str],
-               fn: Callable[[tuple[Any, ...], pa.Table], pa.Table]) -> DataFrame:
-    return inputs.groupBy(*keys).applyInArrow(fn, OUT)
+def _run_stage(inputs: DataFrame, keys: Sequence[str], step_key: KeyStep) -> DataFrame:
+    """`step_key` over each key of `inputs`, a bucket of keys a call."""
+    spark = inputs.sparkSession
+    buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or "8")
+    return (inputs.withColumn(BUCKET, F.pmod(F.xxhash64(*keys), F.lit(buckets)))
+            .groupBy(BUCKET).applyInArrow(by_bucket(keys, step_key), OUT))
 
 
 def _staged(first: DataFrame, again: Callable[[list[str]], DataFrame | None],
@@ -385,7 +406,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
         ready = tables.samples(ready)
     else:
         ready = ready.select(*SAMPLE_COLUMNS, F.lit(True).alias("now"))
-    p_fn, g_fn = partition_map(cfg, until_ms), group_map(cfg, until_ms)
+    p_fn, g_fn = partition_key_step(cfg, until_ms), group_key_step(cfg, until_ms)
     tp_keys = ("topic", "partition")
 
     def partition_rows(samples: DataFrame, rows: Mapping[str, DataFrame]) -> DataFrame:
@@ -412,6 +433,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
         return _run_stage(every.join(F.broadcast(wanted), list(tp_keys), "left_semi"),
                           tp_keys, p_fn)
 
+    started = time.monotonic()
     stage1 = _staged(_run_stage(first_in, tp_keys, p_fn), partitions_again,
                      lambda k: "partition {}-{}".format(*json.loads(k)))
     candidates = stage1.of(CANDIDATE).select(
@@ -436,6 +458,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
         return _run_stage(every.join(F.broadcast(wanted), ["group_id"], "left_semi"),
                           ("group_id",), g_fn)
 
+    stage1_s = time.monotonic() - started
     stage2 = _staged(_run_stage(second_in, ("group_id",), g_fn), groups_again,
                      lambda k: f"group {k}")
     for why in stage1.redone + stage2.redone:
@@ -448,12 +471,23 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     if states is None:
         new_states = new_states.unionByName(meta_row(spark))
     counts = {k: n for k, n in stage2.rows.groupBy("kind").count().collect()}
+    log.debug("lag: step per topic partition %.2f s, per group %.2f s (%s)", stage1_s,
+              time.monotonic() - started - stage1_s, counts)
     return Step(parts, groups, new_states, states is None, counts.get(PART_ROW, 0),
                 counts.get(GROUP_ROW, 0), stage1.redone + stage2.redone, (stage1, stage2))
 
 
 def _typed(rows: DataFrame, table: str) -> DataFrame:
-    return rows.select(*from_wire_json(F.col("text"), table_schema(table), failfast=True))
+    """The wire JSON rows of a lag table (flat: times in epoch ms) in the table's schema, as
+    SQL text (two calls into the JVM, where Column functions cost one each)."""
+    schema = table_schema(table)
+    times = {f.name for f in schema.fields if isinstance(f.dataType, TimestampType)}
+    ddl = ", ".join(f"`{f.name}` {'bigint' if f.name in times else f.dataType.simpleString()}"
+                    for f in schema.fields)
+    parsed = rows.selectExpr(f"from_json(text, '{ddl}', map('mode', 'FAILFAST')) AS r")
+    return parsed.selectExpr(*[
+        (f"timestamp_millis(r.`{f.name}`)" if f.name in times else f"r.`{f.name}`")
+        + f" AS `{f.name}`" for f in schema.fields])
 
 
 def meta_row(spark: SparkSession) -> DataFrame:
