@@ -11,12 +11,21 @@ import logging
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.lag import LagConfig
-from pipeline.spark.lag.lagstate import Tables, ensure_state, read_states, save_states, step
+from pipeline.spark.lag.lagstate import (
+    Tables,
+    ensure_state,
+    local_step,
+    read_states,
+    save_states,
+    step,
+)
+from pipeline.spark.lag.samples import samples_schema
 from pipeline.spark.tables.options import latest_version
 from tests.benchmarks.bench_lag import SAMPLE_MS, T0
 from tests.benchmarks.bench_lag_step import build_age
@@ -54,6 +63,15 @@ def _step(spark: SparkSession, warehouse: str, samples: str, round_: int,
     for name in want:
         extra, missing = mine[name] - want[name], want[name] - mine[name]
         assert not extra and not missing, (name, said, list(extra)[:2], list(missing)[:2])
+    states = read_states(spark, warehouse)
+    if states is not None:  # a small batch's step on the driver: the same rows, the same redo
+        local = local_step(spark, warehouse, tables, {} if new is None else {
+            "offset_history": new}, _samples(ready), CFG, at + 1)
+        assert local is not None
+        assert local.rebuilt == got.rebuilt
+        for name, data in (("partition_lag", local.partition_lag),
+                           ("group_lag", local.group_lag)):
+            assert _rows(spark.createDataFrame(data)) == mine[name], name
     rewound = got.partition_lag.where(
         (F.col("group_id") == "group-0") & (F.col("topic") == "topic-0")
         & (F.col("partition") == 0) & (F.col("committed_offset") == 1500))
@@ -62,6 +80,13 @@ def _step(spark: SparkSession, warehouse: str, samples: str, round_: int,
     got.release()
     whole.release()
     return said, {**mine, "rewound": found}
+
+
+def _samples(df: DataFrame) -> pa.Table:
+    """Samples as the stream holds them on the driver: the contract's columns, as Arrow."""
+    return df.select(*[F.col(f.name).cast(f.dataType) if f.name in df.columns
+                       else F.lit(None).cast(f.dataType).alias(f.name)
+                       for f in samples_schema().fields]).toArrow()
 
 
 def _append_commit(spark: SparkSession, warehouse: str, offset: int, at_ms: int) -> DataFrame:

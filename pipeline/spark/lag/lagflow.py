@@ -46,8 +46,10 @@ from pipeline.spark.lag.lagstate import (
     Tables,
     ensure_state,
     epoch_ms,
+    local_step,
     read_states,
     save_states,
+    state_path,
 )
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
@@ -199,23 +201,25 @@ class StreamLag:
         first: Writes = {}
         then: Writes = {}
         any_ready = ready.num_rows > 0
-        states = read_states(spark, self.warehouse) if (any_ready or history) else None
-        if any_ready or (history and states is not None):
-            # (no state and no sample yet: built at the first batch with samples, from
-            # every row then)
+        if any_ready or history:
             tables = Tables(spark, self.warehouse, self.opts.end_offsets, version, watermark,
                             waiting)
-            rows = (spark.createDataFrame(ready) if any_ready
-                    else spark.createDataFrame([], samples_schema()))
-            step = lag_step(spark, self.warehouse, tables, history, rows, self.opts.config,
-                            watermark, states)
-            self._steps.append(step)
-            if step.rows:  # no commit for a table with no rows
-                for table, out in (("partition_lag", step.partition_lag),
-                                   ("group_lag", step.group_lag)):
-                    first[table] = partial(small.save, out, paths.join(self.warehouse, table))
-                self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
-            then[STATE] = partial(save_states, spark, self.warehouse, step)
+            path = state_path(self.warehouse)
+            local = local_step(spark, self.warehouse, tables, history, ready,
+                               self.opts.config, watermark) \
+                if small.writes_small(spark, path) else None
+            if local is not None:  # a small batch: stepped and written from the driver
+                if local.rows:  # no commit for a table with no rows
+                    for table, data in (("partition_lag", local.partition_lag),
+                                        ("group_lag", local.group_lag)):
+                        first[table] = partial(small.save_arrow, spark, data,
+                                               paths.join(self.warehouse, table))
+                    self.written = {"partition_lag": local.rows, "group_lag": local.group_rows}
+                if local.states.num_rows:
+                    then[STATE] = partial(small.merge, spark, local.states, path,
+                                          ("kind", "key"))
+            else:
+                self._step_on_executors(spark, tables, history, ready, watermark, first, then)
         if rejected is not None and rejected.num_rows:
             first["rejected_samples"] = partial(small.save_arrow, spark, rejected,
                                                 paths.join(self.warehouse, "rejected_samples"))
@@ -224,6 +228,24 @@ class StreamLag:
             then[PENDING] = partial(small.save_arrow, spark, waiting,
                                     pending_path(self.warehouse), "overwrite")
         return first, then
+
+    def _step_on_executors(self, spark: SparkSession, tables: Tables,
+                           history: Mapping[str, DataFrame], ready: pa.Table, watermark: int,
+                           first: Writes, then: Writes) -> None:
+        states = read_states(spark, self.warehouse)
+        if states is None and not ready.num_rows:
+            return  # no state and no sample yet: built at the first batch with samples
+        rows = (spark.createDataFrame(ready) if ready.num_rows
+                else spark.createDataFrame([], samples_schema()))
+        step = lag_step(spark, self.warehouse, tables, history, rows, self.opts.config,
+                        watermark, states)
+        self._steps.append(step)
+        if step.rows:  # no commit for a table with no rows
+            for table, out in (("partition_lag", step.partition_lag),
+                               ("group_lag", step.group_lag)):
+                first[table] = partial(small.save, out, paths.join(self.warehouse, table))
+            self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
+        then[STATE] = partial(save_states, spark, self.warehouse, step)
 
     def release(self) -> None:
         for step in self._steps:

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BooleanType,
     IntegerType,
@@ -47,8 +48,8 @@ from pyspark.sql.types import (
 from pipeline.fold.model import SHARE
 from pipeline.lag import LagConfig
 from pipeline.lag.batch import KINDS, TP, PartitionInput, step_group, step_partition
-from pipeline.lag.engine import PREV_T
-from pipeline.spark.lag.samples import REASON, read_samples
+from pipeline.lag.engine import PREV_T, assigned_partitions
+from pipeline.spark.lag.samples import REASON, read_samples, samples_schema
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.contract import table_schema
@@ -145,7 +146,9 @@ def _parsed(text: str, time: str | None) -> dict[str, Any]:
 # ---------------------------------------------------------------- the grouped maps
 
 Out = list[tuple[str, str, str]]
-KeyStep = Callable[[tuple[Any, ...], list[tuple[str, str | None, bool | None]]], Out]
+InRow = tuple[str, str | None, bool | None]  # kind, j, now
+KeyStep = Callable[[tuple[Any, ...], list[InRow]], Out]
+KeyRows = dict[tuple[Any, ...], list[InRow]]
 
 
 def by_bucket(keys: Sequence[str], step_key: KeyStep) -> Callable[[pa.Table], pa.Table]:
@@ -155,19 +158,25 @@ def by_bucket(keys: Sequence[str], step_key: KeyStep) -> Callable[[pa.Table], pa
     10,000 keys (docs/performance.md, "The lag step")."""
 
     def run(table: pa.Table) -> pa.Table:
-        mine: dict[tuple[Any, ...], list[tuple[str, str | None, bool | None]]] = {}
+        mine: KeyRows = {}
         columns = [table.column(k).to_pylist() for k in keys]
         for key, row in zip(zip(*columns, strict=True),
                             zip(*(table.column(c).to_pylist() for c in ("kind", "j", "now")),
                                 strict=True), strict=True):
             mine.setdefault(key, []).append(row)
-        out: Out = []
-        for key in sorted(mine, key=repr):
-            out += step_key(key, mine[key])
+        out = step_keys(mine, step_key)
         return pa.table([pa.array([r[i] for r in out], pa.string()) for i in range(3)],
                         schema=pa.schema([pa.field(f.name, pa.string(), False) for f in OUT]))
 
     return run
+
+
+def step_keys(mine: KeyRows, step_key: KeyStep) -> Out:
+    """`step_key` over each key's rows, in one order."""
+    out: Out = []
+    for key in sorted(mine, key=repr):
+        out += step_key(key, mine[key])
+    return out
 
 
 def partition_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
@@ -394,12 +403,58 @@ class Step:
             s.release()
 
 
+TP_KEYS = ("topic", "partition")
+
+
+def _partition_rows(samples: DataFrame, rows: Mapping[str, DataFrame]) -> DataFrame:
+    """Stage 1's input: `samples` (with `now`) and the offset changes and assignments of
+    `rows` (history tables by name)."""
+    parts = [samples_input(samples)]
+    if "offset_history" in rows:
+        parts.append(changes_input(rows["offset_history"]))
+    if "group_history" in rows:
+        parts.append(assigned_input(rows["group_history"]))
+    union = _union(parts)
+    assert union is not None
+    return union
+
+
+def _group_rows(rows: Mapping[str, DataFrame]) -> list[DataFrame]:
+    return [group_input(kind, rows[t]) for kind, t in GROUP_TABLES.items() if t in rows]
+
+
+def partitions_again(tables: Tables, now: DataFrame, keys: list[str], step_key: KeyStep
+                     ) -> DataFrame:
+    """Stage 1 from no state for the topic partitions `keys` (state keys) over all they were
+    sent, candidates kept for the samples `now` (the batch's)."""
+    tps = [tuple(json.loads(k)) for k in keys]
+    wanted = tables.spark.createDataFrame(tps, StructType(list(TP_COLUMNS)))
+    every = _partition_rows(tables.samples(now), {
+        "offset_history": tables.table("offset_history"),
+        "group_history": tables.table("group_history")})
+    return _run_stage(every.join(F.broadcast(wanted), list(TP_KEYS), "left_semi"), TP_KEYS,
+                      step_key)
+
+
+def groups_again(tables: Tables, candidates: DataFrame, keys: list[str], step_key: KeyStep
+                 ) -> DataFrame:
+    """Stage 2 from no state for the groups `keys` over their whole history and this batch's
+    `candidates` (stage 2's rows)."""
+    wanted = tables.spark.createDataFrame([(k,) for k in keys], "group_id string")
+    every = _union([candidates, *_group_rows({t: tables.table(t)
+                                              for t in GROUP_TABLES.values()})])
+    assert every is not None
+    return _run_stage(every.join(F.broadcast(wanted), ["group_id"], "left_semi"),
+                      ("group_id",), step_key)
+
+
 def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[str, DataFrame],
          ready: DataFrame, cfg: LagConfig, until_ms: int | None,
          states: DataFrame | None) -> Step:
     """The lag rows of the batch's `ready` samples (their columns) and `history` (its rows
-    of each history table), and the touched keys' next states. `states`: the state table's
-    rows; None: no state, every key runs from all it was sent (`tables`)."""
+    of each history table), and the touched keys' next states, on the executors.
+    `states`: the state table's rows; None: no state, every key runs from all it was sent
+    (`tables`)."""
     if states is None:
         log.debug("lag: building the lag state from every history row (first step)")
         history = {t: tables.table(t) for t in HISTORY}
@@ -407,59 +462,26 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     else:
         ready = ready.select(*SAMPLE_COLUMNS, F.lit(True).alias("now"))
     p_fn, g_fn = partition_key_step(cfg, until_ms), group_key_step(cfg, until_ms)
-    tp_keys = ("topic", "partition")
-
-    def partition_rows(samples: DataFrame, rows: Mapping[str, DataFrame]) -> DataFrame:
-        parts = [samples_input(samples)]
-        if "offset_history" in rows:
-            parts.append(changes_input(rows["offset_history"]))
-        if "group_history" in rows:
-            parts.append(assigned_input(rows["group_history"]))
-        union = _union(parts)
-        assert union is not None
-        return union
-
-    first_in = partition_rows(ready, history)
+    first_in = _partition_rows(ready, history)
     if states is not None:
-        touched = first_in.select(*tp_keys).distinct()
+        touched = first_in.select(*TP_KEYS).distinct()
         first_in = first_in.unionByName(_partition_states(states, touched))
-
-    def partitions_again(keys: list[str]) -> DataFrame | None:
-        tps = [tuple(json.loads(k)) for k in keys]
-        wanted = spark.createDataFrame(tps, StructType(list(TP_COLUMNS)))
-        every = partition_rows(tables.samples(ready.where(F.col("now"))), {
-            "offset_history": tables.table("offset_history"),
-            "group_history": tables.table("group_history")})
-        return _run_stage(every.join(F.broadcast(wanted), list(tp_keys), "left_semi"),
-                          tp_keys, p_fn)
-
     started = time.monotonic()
-    stage1 = _staged(_run_stage(first_in, tp_keys, p_fn), partitions_again,
+    now = ready.where(F.col("now"))
+    stage1 = _staged(_run_stage(first_in, TP_KEYS, p_fn),
+                     lambda keys: partitions_again(tables, now, keys, p_fn),
                      lambda k: "partition {}-{}".format(*json.loads(k)))
     candidates = stage1.of(CANDIDATE).select(
         F.col("key").alias("group_id"), F.col("kind"), F.col("text").alias("j"),
         F.lit(False).alias("now"))
-
-    def group_rows(rows: Mapping[str, DataFrame]) -> list[DataFrame]:
-        return [group_input(kind, rows[t]) for kind, t in GROUP_TABLES.items() if t in rows]
-
-    second_parts = [candidates, *group_rows(history)]
-    second_in = _union(second_parts)
+    second_in = _union([candidates, *_group_rows(history)])
     assert second_in is not None
     if states is not None:
         touched_g = second_in.select("group_id").distinct()
         second_in = second_in.unionByName(_group_states(states, touched_g))
-
-    def groups_again(keys: list[str]) -> DataFrame | None:
-        wanted = spark.createDataFrame([(k,) for k in keys], "group_id string")
-        every = _union([candidates, *group_rows({t: tables.table(t)
-                                                 for t in GROUP_TABLES.values()})])
-        assert every is not None
-        return _run_stage(every.join(F.broadcast(wanted), ["group_id"], "left_semi"),
-                          ("group_id",), g_fn)
-
     stage1_s = time.monotonic() - started
-    stage2 = _staged(_run_stage(second_in, ("group_id",), g_fn), groups_again,
+    stage2 = _staged(_run_stage(second_in, ("group_id",), g_fn),
+                     lambda keys: groups_again(tables, candidates, keys, g_fn),
                      lambda k: f"group {k}")
     for why in stage1.redone + stage2.redone:
         log.info("lag: read the history again for %s", why)
@@ -471,7 +493,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     if states is None:
         new_states = new_states.unionByName(meta_row(spark))
     counts = {k: n for k, n in stage2.rows.groupBy("kind").count().collect()}
-    log.debug("lag: step per topic partition %.2f s, per group %.2f s (%s)", stage1_s,
+    log.debug("the lag step: per topic partition %.2f s, per group %.2f s (%s)", stage1_s,
               time.monotonic() - started - stage1_s, counts)
     return Step(parts, groups, new_states, states is None, counts.get(PART_ROW, 0),
                 counts.get(GROUP_ROW, 0), stage1.redone + stage2.redone, (stage1, stage2))
@@ -524,3 +546,157 @@ def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """Arrow timestamps as whole epoch milliseconds (int64), as Spark's `unix_millis`."""
     micros = times.cast(pa.timestamp("us", "UTC")).cast(pa.int64()).cast(pa.float64())
     return pc.floor(pc.divide(micros, 1000)).cast(pa.int64())  # exact below 2**53 us
+
+
+# ---------------------------------------------------------------- a small batch, on the driver
+
+LOCAL_ROWS = 50_000  # the most input rows (history rows and samples) a step on the driver takes
+
+
+@dataclass(frozen=True)
+class LocalStep:
+    """A small batch's lag, stepped on the driver: its rows and the touched keys' states, as
+    Arrow for the driver's commits (`small`)."""
+
+    partition_lag: pa.Table
+    group_lag: pa.Table
+    states: pa.Table  # (kind, key, state) of the keys the batch touched
+    rows: int
+    group_rows: int
+    rebuilt: list[str]
+
+
+def local_step(spark: SparkSession, warehouse: str, tables: Tables,
+               history: Mapping[str, DataFrame], ready: pa.Table, cfg: LagConfig,
+               until_ms: int | None) -> LocalStep | None:
+    """`step` for a batch of at most `LOCAL_ROWS` input rows, the same per-key steps run on
+    the driver: its history rows collected in one Spark job, the state read and the rows
+    written by delta-rs, no shuffle (a step on the executors costs a few seconds of Spark
+    jobs whatever its size: docs/performance.md, "The lag step"). None: a bigger batch, or no
+    state yet; `step` takes those. A key the state cannot answer still runs again on the
+    executors (`partitions_again`, `groups_again`)."""
+    if ready.num_rows > LOCAL_ROWS:
+        return None
+    state = small.read(spark, state_path(warehouse)).select(["kind", "key", "state"])
+    kinds, keys, texts = (state.column(c).to_pylist() for c in ("kind", "key", "state"))
+    stored = dict(zip(zip(kinds, keys, strict=True), texts, strict=True))
+    meta = stored.get((META, ""))
+    if meta is None or json.loads(meta).get("v") != FORMAT:
+        return None
+    rows = _collect(history, LOCAL_ROWS - ready.num_rows)
+    if rows is None:
+        return None
+    p_fn, g_fn = partition_key_step(cfg, until_ms), group_key_step(cfg, until_ms)
+    first: KeyRows = {}
+    sample_rows = ready.select([c for c in SAMPLE_COLUMNS if c != "sampled_at"]).to_pylist()
+    for row, at in zip(sample_rows, epoch_ms(ready.column("sampled_at")).to_pylist(),
+                       strict=True):
+        row["sampled_at"] = at
+        first.setdefault((row["topic"], row["partition"]), []).append(
+            (SAMPLE_IN, json.dumps(row), True))
+    for j in rows.get("offset_history", ()):
+        c = json.loads(j)
+        first.setdefault((c["topic"], c["partition"]), []).append((CHANGE_IN, j, False))
+    for j in rows.get("group_history", ()):
+        shape = json.loads(j)
+        shape["t"] = shape["event_time"]
+        fact = json.dumps({"group_id": shape["group_id"], "t": shape["t"]})
+        for tp in assigned_partitions(shape):
+            first.setdefault(tp, []).append((ASSIGN_IN, fact, False))
+    for tp in first:
+        text = stored.get((PARTITION, partition_key(tp)))
+        if text is not None:
+            first[tp].append((STATE_IN, text, False))
+    now = spark.createDataFrame(ready) if ready.num_rows else None
+    out1 = _local_stage(first, p_fn, lambda keys: partitions_again(
+        tables, now if now is not None else tables.spark.createDataFrame([], samples_schema()),
+        keys, p_fn), lambda k: "partition {}-{}".format(*json.loads(k)))
+    second: KeyRows = {}
+    candidates = [(group, j) for kind, group, j in out1.rows if kind == CANDIDATE]
+    for group, j in candidates:
+        second.setdefault((group,), []).append((CANDIDATE, j, False))
+    for kind, table in GROUP_TABLES.items():
+        for j in rows.get(table, ()):
+            second.setdefault((json.loads(j)["group_id"],), []).append((kind, j, False))
+    for (group,) in second:
+        text = stored.get((GROUP, group))
+        if text is not None:
+            second[(group,)].append((STATE_IN, text, False))
+
+    def groups_redo(keys: list[str]) -> DataFrame:
+        wanted = set(keys)
+        mine = [(g, CANDIDATE, j, False) for g, j in candidates if g in wanted]
+        frame = spark.createDataFrame(mine, "group_id string, kind string, j string, "
+                                            "now boolean")
+        return groups_again(tables, frame, keys, g_fn)
+
+    out2 = _local_stage(second, g_fn, groups_redo, lambda k: f"group {k}")
+    for why in out1.redone + out2.redone:
+        log.info("lag: read the history again for %s", why)
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for kind, key, text in out1.rows:
+        by_kind.setdefault(PARTITION if kind == STATE_IN else kind, []).append((key, text))
+    for kind, key, text in out2.rows:
+        by_kind.setdefault(GROUP if kind == STATE_IN else kind, []).append((key, text))
+    parts = _arrow_rows([t for _, t in by_kind.get(PART_ROW, [])], PART_ROW)
+    groups = _arrow_rows([t for _, t in by_kind.get(GROUP_ROW, [])], GROUP_ROW)
+    new = [(kind, key, text) for kind in (PARTITION, GROUP) for key, text in by_kind.get(kind, [])]
+    states = pa.table([pa.array([r[i] for r in new], pa.string()) for i in range(3)],
+                      schema=pa.schema([pa.field(f.name, pa.string(), False)
+                                        for f in state_schema().fields]))
+    return LocalStep(parts, groups, states, parts.num_rows, groups.num_rows,
+                     out1.redone + out2.redone)
+
+
+def _collect(history: Mapping[str, DataFrame], limit: int) -> dict[str, list[str]] | None:
+    """The batch's history rows as the engine reads them (JSON text by table), in one Spark
+    job; None if there are more than `limit`."""
+    parts = [as_json(df, table).alias("j") for table, df in history.items()]
+    frames = [df.select(F.lit(table).alias("table"), j)
+              for (table, df), j in zip(history.items(), parts, strict=True)]
+    union = _union(frames)
+    out: dict[str, list[str]] = {}
+    if union is None:
+        return out
+    got = union.limit(limit + 1).collect()
+    if len(got) > limit:
+        return None
+    for table, j in got:
+        out.setdefault(table, []).append(j)
+    return out
+
+
+@dataclass
+class _Local:
+    rows: Out
+    redone: list[str]
+
+
+def _local_stage(mine: KeyRows, step_key: KeyStep, again: Callable[[list[str]], DataFrame],
+                 name: Callable[[str], str]) -> _Local:
+    """`step_key` over `mine` on the driver; its redo keys run `again` (Spark) in their place."""
+    out = step_keys(mine, step_key)
+    redo = [(key, why) for kind, key, why in out if kind == REDO]
+    if not redo:
+        return _Local(out, [])
+    kept = [r for r in out if r[0] != REDO]
+    rerun = again([k for k, _ in redo]).toArrow()
+    kept += list(zip(*(rerun.column(c).to_pylist() for c in ("kind", "key", "text")),
+                     strict=True))
+    return _Local(kept, [f"{name(k)}: {why}" for k, why in redo])
+
+
+def _arrow_rows(texts: list[str], table: str) -> pa.Table:
+    """Wire JSON rows of a lag table (flat, times in epoch ms) as Arrow in its schema (a value
+    its column cannot hold raises)."""
+    schema = to_arrow_schema(table_schema(table), timezone="UTC")
+    rows = [json.loads(t) for t in texts]
+    columns = []
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        if pa.types.is_timestamp(f.type):
+            columns.append(pa.array(values, pa.int64()).cast(pa.timestamp("ms", "UTC"))
+                           .cast(f.type))
+        else:
+            columns.append(pa.array(values, f.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
