@@ -1,26 +1,32 @@
-"""The lag step on the executors: the incremental engine (`pipeline.lag.engine`, through
-`pipeline.lag.batch`'s per-key steps) run by Spark as two grouped maps, one per topic
-partition and one per group, its state kept in one Delta table, `_lag_state` (`kind`, `key`,
-`state`: a row per topic partition and per group with lag, its JSON state, and a `meta` row).
-The stream and the backfill run this one step: the stream over a micro-batch's rows and its
-state, the backfill over every history row from no state.
+"""The lag step: the incremental engine (`pipeline.lag.engine`, through `pipeline.lag.batch`'s
+per-key steps) run over the keys a batch touches, its state kept in one Delta table,
+`_lag_state` (`kind`, `key`, `state`: a row per topic partition and per group with lag, its
+JSON state, and a `meta` row). The stream and the backfill run this one step: the stream
+over a micro-batch's rows and its state, the backfill over every history row from no state.
 
-1. Per topic partition (`groupBy(topic, partition).applyInArrow`): its ready samples, its new
-   offset changes (offset_history), an assignment fact for each new group_history row that
-   assigns it, and its state row (only the touched keys' rows are joined in). Out: candidate
-   rows keyed by group, its next state, or `redo` where the state cannot answer.
+1. Per topic partition: its ready samples, its new offset changes (offset_history), an
+   assignment fact for each new group_history row that assigns it, and its state row (only
+   the touched keys' rows are joined in). Out: candidate rows keyed by group, its next
+   state, or `redo` where the state cannot answer.
 2. Per group: its candidates, its new group_history, group_transitions and rebalances rows
-   and its state row. Out: its partition_lag and group_lag rows (wire JSON, parsed into the
-   tables' schemas by `from_wire_json`), its next state, or `redo`.
+   and its state row. Out: its partition_lag and group_lag rows (wire JSON: the tables'
+   columns, times in epoch ms), its next state, or `redo`.
+
+Where: on the executors (`step`), two grouped maps (`applyInArrow`), each call a hash bucket
+of keys (`by_bucket`); a small stream batch (at most `LOCAL_ROWS` input rows, its tables
+written from the driver) on the driver (`local_step`), the same `step_keys` over the same
+rows, with no shuffle: a step on the executors costs a few seconds of Spark jobs whatever
+its size.
 
 A key marked `redo` is run again from no state over all it was ever sent (`Tables`: the
 history tables filtered to it, the samples evaluated so far), its candidates kept for the
-batch's samples only: what `batch.run` does on one machine, here a second grouped map over
-just those keys. Without a state at all (a new stream, one of an earlier release), every key
-is run that way once.
+batch's samples only: what `batch.run` does on one machine, here a grouped map over just
+those keys (`partitions_again`, `groups_again`). Without a state at all (a new stream, one
+of an earlier release), every key is run that way once.
 
-Cost: a batch's rows and the state rows of the keys they touch (the state table is scanned,
-not shuffled); the driver holds only the redo keys."""
+Cost: a batch's rows and the state rows of the keys they touch (on the executors the state
+table is scanned, not shuffled; on the driver it is read whole by delta-rs); the touched
+keys' states are MERGEd back."""
 
 from __future__ import annotations
 
