@@ -14,11 +14,11 @@ commit that reaches the log late (but inside the watermark delay) is not missed:
 then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
 table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
 pending and new samples the watermark has passed, computes their rows with the incremental
-engine on the executors over the batch's own history rows and the state rows of the keys
-they touch (`pipeline.spark.lag.lagstate`; the history tables and the samples table at that
-version are read only where the state cannot answer), then rewrites the pending set and
-MERGEs the touched keys' states. A sample arriving after the
-watermark passed it is used at once. Every write carries the batch's mark
+engine over the batch's own history rows and the state rows of the keys they touch
+(`pipeline.spark.lag.lagstate`: on the executors, or on the driver for a small batch; the
+history tables and the samples table at that version are read only where the state cannot
+answer), then rewrites the pending set and MERGEs the touched keys' states. A sample
+arriving after the watermark passed it is used at once. Every write carries the batch's mark
 (`sinks.BatchWriter`), pending and state last, so a batch run again after a crash computes
 the same rows and skips what it had written.
 """
