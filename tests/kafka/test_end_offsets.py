@@ -72,13 +72,19 @@ def ingested(spark: SparkSession, broker: Broker, workload: Scenarios,
 
 
 @pytest.fixture(scope="module")
-def sampled(spark: SparkSession, broker: Broker, ingested: Ingested,
+def sampled(spark: SparkSession, broker: Broker, ingested: Ingested, workload: Scenarios,
             tmp_path_factory: pytest.TempPathFactory) -> tuple[SampleRound, Path, str]:
-    """One round of a sampler that knows the topics from the ingested log (and one topic the
-    cluster lacks), written to a table of its own; the round and the log it wrote."""
-    target = tmp_path_factory.mktemp("sampled") / "samples"
+    """One round of a sampler that knows the topics from the ingested log's records of this
+    workload's groups (the broker is the session's: other modules' groups are in its log
+    too) and one topic the cluster lacks, written to a table of its own; the round and the
+    log it wrote."""
+    root = tmp_path_factory.mktemp("sampled")
+    target, events = root / "samples", str(root / "events")
+    (spark.read.format("delta").load(ingested.events)
+     .where(F.col("group_id").isin(workload.groups + workload.kip848_groups))
+     .write.format("delta").save(events))
     sampler = EndOffsetSampler(spark, broker.bootstrap_servers, {}, str(target),
-                               events=ingested.events)
+                               events=events)
     sampler.add_topics(["no-such-topic"])
     handler = Said()
     logging.getLogger("sampler").addHandler(handler)
