@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -190,7 +191,7 @@ def partition_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
     nothing; one with its state row runs from it; one without, from no state over all its
     rows, candidates kept for samples marked `now`."""
 
-    def run(key: tuple[Any, ...], rows: list[tuple[str, str | None, bool | None]]) -> Out:
+    def run(key: tuple[Any, ...], rows: list[InRow]) -> Out:
         tp = (key[0], int(key[1]))
         mine = PartitionInput()
         state: str | None = None
@@ -226,7 +227,7 @@ def group_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
     epoch ms), its next state, or `redo`."""
     times = {"shapes": "event_time", "transitions": "event_time", "rebalances": None}
 
-    def run(key: tuple[Any, ...], rows: list[tuple[str, str | None, bool | None]]) -> Out:
+    def run(key: tuple[Any, ...], rows: list[InRow]) -> Out:
         group = key[0]
         state: str | None = None
         candidates: list[dict[str, Any]] = []
@@ -518,6 +519,11 @@ def _typed(rows: DataFrame, table: str) -> DataFrame:
         + f" AS `{f.name}`" for f in schema.fields])
 
 
+def _current(meta: str) -> bool:
+    """Whether the state table's meta row is of this format (else: no state yet)."""
+    return bool(json.loads(meta).get("v") == FORMAT)
+
+
 def meta_row(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([(META, "", json.dumps({"v": FORMAT}))], state_schema())
 
@@ -526,7 +532,7 @@ def read_states(spark: SparkSession, warehouse: str) -> DataFrame | None:
     """The state table's rows; None: no state yet (no meta row, or one of another format)."""
     table = read_delta(spark, state_path(warehouse))
     meta = table.where(F.col("kind") == META).select("state").collect()
-    if not meta or json.loads(meta[0][0]).get("v") != FORMAT:
+    if not meta or not _current(meta[0][0]):
         return None
     return table
 
@@ -542,7 +548,6 @@ def save_states(spark: SparkSession, warehouse: str, step_: Step) -> None:
     if data is not None:
         small.merge(spark, data, path, ("kind", "key"))
         return
-    from delta.tables import DeltaTable
     (DeltaTable.forPath(spark, path).alias("t")
      .merge(step_.states.alias("s"), "t.kind = s.kind AND t.key = s.key")
      .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
@@ -587,7 +592,7 @@ def local_step(spark: SparkSession, warehouse: str, tables: Tables,
     kinds, keys, texts = (state.column(c).to_pylist() for c in ("kind", "key", "state"))
     stored = dict(zip(zip(kinds, keys, strict=True), texts, strict=True))
     meta = stored.get((META, ""))
-    if meta is None or json.loads(meta).get("v") != FORMAT:
+    if meta is None or not _current(meta):
         return None
     rows = _collect(history, LOCAL_ROWS - ready.num_rows)
     if rows is None:
