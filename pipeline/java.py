@@ -26,6 +26,15 @@ SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 JAVAC_OPTIONS = tuple(f"-J{option}" for option in SHORT_LIVED_JVM)
 
 
+def javac_executable() -> str | None:
+    """`javac` by the same rule as `java_executable`; None on a machine with only a JRE."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        javac = Path(home) / "bin" / "javac"
+        return str(javac) if javac.is_file() and os.access(javac, os.X_OK) else None
+    return shutil.which("javac")
+
+
 def java_executable() -> str:
     home = os.environ.get("JAVA_HOME")
     if home:

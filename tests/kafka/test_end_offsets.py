@@ -245,3 +245,23 @@ def test_end_offsets_without_a_live_cluster_is_a_one_line_usage_error(
     assert capsys.readouterr().err.strip() == (
         "ingest.py: error: --end-offsets goes with --bootstrap-servers: end offsets are asked "
         "of a live cluster (see --help)")
+
+
+def test_a_partition_the_cluster_cannot_answer_is_left_out_with_its_reason_the_rest_sampled(
+        spark: SparkSession, broker: Broker, workload: Scenarios) -> None:
+    """The round's answers are read in the JVM (`EndOffsetsRound.answers`): one partition's
+    failure leaves the others' answers, each failure with its own reason."""
+    sampler = EndOffsetSampler(spark, broker.bootstrap_servers, {}, "unused", timeout_ms=3000)
+    asked = [(TOPIC, 0), (TOPIC, PARTITIONS + 7), (TOPIC, 1)]
+    try:
+        rows, failed = sampler._list_offsets(sampler._admin_client(), asked, 1_700_000_000_000)
+    finally:
+        sampler.close()
+    latest = broker_answer(broker.bootstrap_servers, TOPIC, PARTITIONS, OffsetSpec.latest())
+    assert {(r["topic"], r["partition"]): r["log_end_offset"] for r in rows} == \
+        {tp: latest[tp][0] for tp in ((TOPIC, 0), (TOPIC, 1))}
+    assert set(failed) == {(TOPIC, PARTITIONS + 7)}
+    # Kafka's Admin asks the metadata again for a partition it does not know until the call's
+    # time-out: its own reason, not the wait's
+    assert failed[(TOPIC, PARTITIONS + 7)].startswith("TimeoutException: Timed out waiting")
+    assert "listOffsets" in failed[(TOPIC, PARTITIONS + 7)]

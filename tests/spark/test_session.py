@@ -68,6 +68,7 @@ def test_jars_are_cached_files() -> None:
     assert all(Path(p).is_file() for p in paths)
     assert f"delta-spark_4.2_2.13-{jars.DELTA_VERSION}.jar" in names
     assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" in names
+    assert any(n.startswith("own-") for n in names)  # the sampler's class, compiled here
     assert not any(n.startswith(("scala-library", "hadoop-client")) for n in names)
 
 
@@ -92,6 +93,7 @@ def test_session_has_the_test_profile(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.catalogImplementation") == "in-memory"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert _class_loads(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider")
+    assert _class_loads(spark, "cgr.ingest.EndOffsetsRound")  # the project's own jar
     # Launch-time settings reached the JVM: the profile's 2g heap, not spark-submit's 1g.
     jvm: Any = spark._jvm
     assert jvm.java.lang.Runtime.getRuntime().maxMemory() > 1.5 * 2**30

@@ -34,10 +34,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.errors import UsageError
 from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
@@ -138,9 +140,19 @@ def reason(exc: BaseException) -> str:
     return type(exc).__name__ + (f": {lines[0]}" if lines else "")
 
 
-def _java_class(exc: BaseException) -> str | None:
-    java = _cause(exc)
-    return None if java is None else str(java.getClass().getName())
+def _answers(lines: str, partitions: list[TP]
+             ) -> tuple[dict[TP, tuple[int, int]], dict[TP, str]]:
+    """Each partition's (offset, timestamp) from `EndOffsetsRound.answers`' lines (one a
+    partition, in `partitions`' order), and why the others failed."""
+    found: dict[TP, tuple[int, int]] = {}
+    failed: dict[TP, str] = {}
+    for tp, line in zip(partitions, lines.splitlines(), strict=True):
+        first, second = line.split("\t", 1)
+        if first == "!":
+            failed[tp] = second
+        else:
+            found[tp] = (int(first), int(second))
+    return found, failed
 
 
 def _when(ms: int) -> str:
@@ -353,7 +365,8 @@ class EndOffsetSampler:
 
     def _describe(self, admin: Any, topics: list[str]
                   ) -> tuple[list[TP], dict[TP, str], str | None]:
-        """The topics' partitions that have a leader, those left out, and the first failure."""
+        """The topics' partitions that have a leader, those left out, and the first failure:
+        one describeTopics call, its answers read in the JVM (`EndOffsetsRound.describe`)."""
         jvm: Any = self.spark._jvm
         names = jvm.java.util.ArrayList()
         for t in topics:
@@ -361,41 +374,37 @@ class EndOffsetSampler:
         options = jvm.org.apache.kafka.clients.admin.DescribeTopicsOptions().timeoutMs(
             self.timeout_ms)
         futures = admin.describeTopics(names, options).topicNameValues()
-        deadline = time.monotonic() + (self.timeout_ms + _GRACE_MS) / 1000
-        unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        lines = str(self._helper().describe(futures, "\n".join(topics),
+                                            self.timeout_ms + _GRACE_MS))
+        found: dict[str, list[tuple[int, bool]]] = {}
+        problem: str | None = None
+        for line in lines.splitlines():
+            topic, part, *rest = line.split("\t")
+            if part == "!":
+                java_class, why = rest
+                problem = problem or f"describeTopics {topic}: {why}"
+                found[topic] = self._undescribed(topic, java_class, why)
+                continue
+            if topic not in found:
+                found[topic] = []
+                self._partitions[topic] = []
+                self._absent.discard(topic)
+            found[topic].append((int(part), rest[0] == "1"))
+            self._partitions[topic].append(int(part))
         partitions: list[TP] = []
         left_out: dict[TP, str] = {}
-        problem: str | None = None
         for topic in topics:
-            try:
-                found = self._partitions_of(futures.get(topic).get(
-                    self._remaining_ms(deadline), unit))
-            except Py4JJavaError as exc:
-                problem = problem or f"describeTopics {topic}: {reason(exc)}"
-                found = self._undescribed(topic, exc)
-            for p, leader in found:
+            for p, leader in found.get(topic, []):
                 if leader:
                     partitions.append((topic, p))
                 else:
                     left_out[(topic, p)] = "no leader"
         return partitions, left_out, problem
 
-    def _partitions_of(self, description: Any) -> list[tuple[int, bool]]:
-        infos = description.partitions()
-        found = []
-        for i in range(infos.size()):
-            info = infos.get(i)
-            leader = info.leader()
-            found.append((int(info.partition()), leader is not None and not leader.isEmpty()))
-        name = str(description.name())
-        self._partitions[name] = [p for p, _ in found]
-        self._absent.discard(name)
-        return found
-
-    def _undescribed(self, topic: str, exc: Py4JJavaError) -> list[tuple[int, bool]]:
+    def _undescribed(self, topic: str, java_class: str, why: str) -> list[tuple[int, bool]]:
         """A topic whose description failed: none if the cluster has no such topic (deleted,
         or not created yet), else the partitions last seen, their leaders unknown."""
-        if _java_class(exc) == _UNKNOWN_TOPIC:
+        if java_class == _UNKNOWN_TOPIC:
             self._partitions.pop(topic, None)
             if topic not in self._absent:
                 self._absent.add(topic)
@@ -403,54 +412,45 @@ class EndOffsetSampler:
                             "(deleted?): not sampled", topic)
             return []
         seen = self._partitions.get(topic, [])
-        log.warning("could not describe topic %s (%s): %s", topic, reason(exc),
+        log.warning("could not describe topic %s (%s): %s", topic, why,
                     f"sampling the {len(seen)} partitions last seen" if seen
                     else "not sampled this round")
         return [(p, True) for p in seen]
 
+    def _helper(self) -> Any:
+        """The JVM side of a round (pipeline/spark/ingest/java/EndOffsetsRound.java, compiled
+        into the jar cache): through Py4J a round would cost a dozen calls a partition, ~1.5 ms
+        each partition (docs/performance.md, "The sampler")."""
+        jvm: Any = self.spark._jvm
+        helper = jvm.cgr.ingest.EndOffsetsRound
+        if not isinstance(helper, JavaClass):
+            raise UsageError("the end-offset sampler's class cgr.ingest.EndOffsetsRound is not "
+                             "on Spark's class path: `python -m pipeline.spark.runtime.jars` "
+                             "compiles it on a machine with a JDK (javac), and `--print-jars` "
+                             "lists its jar for spark-submit --jars")
+        return helper
+
     def _list_offsets(self, admin: Any, partitions: list[TP], sampled_at: int
                       ) -> tuple[list[dict[str, Any]], dict[TP, str]]:
         """Rows for the partitions whose latest and earliest offsets came back, and why the
-        others did not."""
+        others did not: three listOffsets calls, their requests built and their answers read
+        in the JVM (`EndOffsetsRound`)."""
         jvm: Any = self.spark._jvm
         kafka = jvm.org.apache.kafka
-        tps = [(tp, kafka.common.TopicPartition(tp[0], tp[1])) for tp in partitions]
+        helper = self._helper()
+        asked = "\n".join(f"{t}\t{p}" for t, p in partitions)
         options = kafka.clients.admin.ListOffsetsOptions(
             kafka.common.IsolationLevel.valueOf(self.isolation_level)).timeoutMs(self.timeout_ms)
         specs = {"latest": kafka.clients.admin.OffsetSpec.latest(),
                  "earliest": kafka.clients.admin.OffsetSpec.earliest(),
                  "max": kafka.clients.admin.OffsetSpec.maxTimestamp()}
-        calls = {}
-        for name, spec in specs.items():  # all three in flight before any is awaited
-            wanted = jvm.java.util.HashMap()
-            for _, jtp in tps:
-                wanted.put(jtp, spec)
-            calls[name] = admin.listOffsets(wanted, options)
+        calls = {name: admin.listOffsets(helper.request(asked, spec), options)
+                 for name, spec in specs.items()}  # all three in flight before any is awaited
         deadline = time.monotonic() + (self.timeout_ms + _GRACE_MS) / 1000
-        answers = {name: self._answers(call, tps, deadline, timestamps=name == "max")
+        answers = {name: _answers(str(helper.answers(call, asked, self._remaining_ms(deadline))),
+                                  partitions)
                    for name, call in calls.items()}
         return self._rows(partitions, answers, sampled_at)
-
-    def _answers(self, call: Any, tps: list[tuple[TP, Any]], deadline: float, *,
-                 timestamps: bool) -> tuple[dict[TP, tuple[int, int]], dict[TP, str]]:
-        """Each partition's (offset, timestamp) from one listOffsets call, and the failures:
-        the whole answer at once when every partition succeeded, else one by one."""
-        unit = self.spark._jvm.java.util.concurrent.TimeUnit.MILLISECONDS  # type: ignore[union-attr]
-        try:
-            answered = call.all().get(self._remaining_ms(deadline), unit)
-        except Py4JJavaError:
-            answered = None  # some partition failed: the others still have their answers
-        found: dict[TP, tuple[int, int]] = {}
-        failed: dict[TP, str] = {}
-        for tp, jtp in tps:
-            try:
-                info = (answered.get(jtp) if answered is not None
-                        else call.partitionResult(jtp).get(0, unit))
-            except Py4JJavaError as exc:
-                failed[tp] = reason(exc)
-                continue
-            found[tp] = (int(info.offset()), int(info.timestamp()) if timestamps else -1)
-        return found, failed
 
     def _rows(self, partitions: list[TP],
               answers: Mapping[str, tuple[dict[TP, tuple[int, int]], dict[TP, str]]],

@@ -22,6 +22,11 @@ fixed list of files costs nothing. Jars that pip pyspark already ships (scala-li
 Jackson, Parquet, slf4j, lz4, snappy, ...) are left out, so Spark's own versions are the ones
 loaded.
 
+The project's own JVM classes (`OWN_SOURCES`: the end-offset sampler's per-partition work,
+which through Py4J would cost a dozen calls a partition) are compiled by `javac` against that
+set into `.cache/jars/own-<hash>.jar`, keyed by the sources and the set, and join the list.
+On a machine without a JDK the jar is not built; the sampler says so when it starts.
+
 `python -m pipeline.spark.runtime.jars` prefetches and prints what the cache holds;
 `--print-jars` prints only the comma-separated list, for `spark-submit --jars "$(...)"`.
 """
@@ -39,12 +44,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
+
+from pipeline.java import JAVAC_OPTIONS, javac_executable
 
 ROOT = Path(__file__).resolve().parents[3]
 # A checkout caches under its own .cache/; an installed wheel under the user's cache folder
@@ -230,8 +238,48 @@ def ensure_jars(artifacts: tuple[Artifact, ...] = ARTIFACTS, *,
     return cached
 
 
+# The project's own Java sources, compiled into one jar beside the resolved ones.
+OWN_SOURCES = (ROOT / "pipeline" / "spark" / "ingest" / "java" / "EndOffsetsRound.java",)
+
+
+def own_jar(cache: JarCache) -> Path | None:
+    """`OWN_SOURCES` compiled against `cache`'s jars (Kafka's client among them), built once
+    per content; None without `javac`."""
+    h = hashlib.sha256()
+    for source in OWN_SOURCES:
+        h.update(source.read_bytes())
+    h.update("\n".join(p.name for p in cache.jars).encode())
+    jar = JARS_DIR / f"own-{h.hexdigest()[:12]}.jar"
+    if jar.is_file():
+        return jar
+    javac = javac_executable()
+    if javac is None:
+        return None
+    with _locked(JARS_DIR / ".lock"):
+        if jar.is_file():
+            return jar
+        with tempfile.TemporaryDirectory(dir=JARS_DIR, prefix=".own-") as tmp:
+            classes = Path(tmp) / "classes"
+            proc = subprocess.run(
+                [javac, *JAVAC_OPTIONS, "--release", "17", "-nowarn", "-d", str(classes),
+                 "-cp", os.pathsep.join(map(str, cache.jars)), *map(str, OWN_SOURCES)],
+                capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"javac failed on {', '.join(map(str, OWN_SOURCES))}:\n"
+                                   f"{proc.stderr[-4000:]}")
+            staged = Path(tmp) / jar.name
+            with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+                for f in sorted(classes.rglob("*.class")):
+                    z.write(f, f.relative_to(classes).as_posix())
+            staged.rename(jar)
+    return jar
+
+
 def jar_paths() -> list[str]:
-    return [str(p) for p in ensure_jars().jars]
+    cache = ensure_jars()
+    own = own_jar(cache)
+    return [str(p) for p in cache.jars] + ([str(own)] if own is not None else [])
 
 
 def spark_conf() -> dict[str, str]:
@@ -253,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     cache = ensure_jars()
+    own = own_jar(cache)
     if args.print_jars:
-        print(",".join(str(p) for p in cache.jars))
+        print(",".join(jar_paths()))
         return 0
     took = time.monotonic() - started
     if args.quiet:
@@ -270,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         size = p.stat().st_size
         total += size
         print(f"  {p.name:60s} {size / 1e6:7.2f} MB")
+    print(f"  {own.name}: the project's own classes" if own is not None
+          else "  the project's own classes not built: no javac (a JDK) on this machine")
     print(f"  {len(cache.jars)} jars, {total / 1e6:.1f} MB; left to pip pyspark's own copy: "
           + (", ".join(cache.skipped) or "none"))
     return 0
