@@ -55,12 +55,13 @@ A step updates the state it is given in place and returns it.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
+
+import orjson
 
 from pipeline.fold.model import SHARE
 from pipeline.fold.states import DEAD, EMPTY
@@ -134,7 +135,7 @@ class PartitionState:
     settled_ms: int | None = None  # the watermark rows before which are folded in
 
     def to_json(self) -> str:
-        return json.dumps({
+        return orjson.dumps({
             "v": FORMAT, "topic": self.topic, "partition": self.partition,
             "settled_ms": self.settled_ms,
             "first": self.first, "steps": self.steps, "pruned": self.pruned,
@@ -143,11 +144,11 @@ class PartitionState:
                           "assigned_pending": p.assigned_pending,
                           "ring": [[c.offset, c.time_ms, c.lag] for c in p.ring]}
                       for g, p in sorted(self.pairs.items())},
-        }, separators=(",", ":"), sort_keys=True)
+        }, option=orjson.OPT_SORT_KEYS).decode()
 
     @classmethod
     def from_json(cls, text: str) -> PartitionState:
-        d = json.loads(text)
+        d = orjson.loads(text)
         if d.get("v") != FORMAT:
             raise ValueError(f"not a partition lag state of format {FORMAT}: {d.get('v')!r}")
         return cls(
@@ -271,13 +272,12 @@ def _apply_changes(st: PartitionState, upto: int, cfg: LagConfig) -> None:
         if not due:
             continue
         p.exists = True
-        for c in due:
-            if p.last is None or _row_key(c, CHANGE_ORDER) >= _row_key(p.last, CHANGE_ORDER):
-                p.last = c
-            if c["change"] == "COMMIT" and then is not None:
-                # a commit no sample precedes is never in a window
-                p.ring.append(Commit(c["committed_offset"], c["t"],
-                                     lag(then, c["committed_offset"])))
+        # `due` is sorted (time, log position): its last row is the latest unless `p.last` is
+        if p.last is None or _row_key(due[-1], CHANGE_ORDER) >= _row_key(p.last, CHANGE_ORDER):
+            p.last = due[-1]
+        if then is not None:  # a commit no sample precedes is never in a window
+            p.ring += [Commit(c["committed_offset"], c["t"], lag(then, c["committed_offset"]))
+                       for c in due if c["change"] == "COMMIT"]
         del p.ring[:-cfg.intervals]
 
 
@@ -407,12 +407,12 @@ class GroupState:
     settled_ms: int | None = None  # the watermark rows before which are folded in
 
     def to_json(self) -> str:
-        return json.dumps({"v": FORMAT, **{k: getattr(self, k) for k in _GROUP_FIELDS}},
-                          separators=(",", ":"), sort_keys=True)
+        return orjson.dumps({"v": FORMAT, **{k: getattr(self, k) for k in _GROUP_FIELDS}},
+                            option=orjson.OPT_SORT_KEYS).decode()
 
     @classmethod
     def from_json(cls, text: str) -> GroupState:
-        d = json.loads(text)
+        d = orjson.loads(text)
         if d.get("v") != FORMAT:
             raise ValueError(f"not a group lag state of format {FORMAT}: {d.get('v')!r}")
         return cls(**{k: d[k] for k in _GROUP_FIELDS})

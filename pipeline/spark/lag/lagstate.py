@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from delta.tables import DeltaTable
@@ -144,7 +145,7 @@ def as_json(df: DataFrame, table: str) -> Column:
 
 
 def _parsed(text: str, time: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = json.loads(text)
+    row: dict[str, Any] = orjson.loads(text)
     if time is not None:
         row["t"] = row[time]
     return row
@@ -214,7 +215,7 @@ def partition_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
         r = step_partition(state, tp, mine, cfg, until_ms, None if state is not None else now)
         if not r.exact:
             return [(REDO, partition_key(tp), r.reasons[0])]
-        out = [(CANDIDATE, c["group_id"], json.dumps(c, separators=(",", ":")))
+        out = [(CANDIDATE, c["group_id"], orjson.dumps(c).decode())
                for c in r.candidates]
         out.append((STATE_IN, partition_key(tp), r.state.to_json()))
         return out
@@ -237,7 +238,7 @@ def group_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
             if kind == STATE_IN:
                 state = j
             elif kind == CANDIDATE:
-                candidates.append(json.loads(j))
+                candidates.append(orjson.loads(j))
             else:
                 mine[kind].append(_parsed(j, times[kind]))
         if not (candidates or any(mine.values())):
@@ -255,8 +256,8 @@ def group_key_step(cfg: LagConfig, until_ms: int | None) -> KeyStep:
 
 def _wire_row(row: Mapping[str, Any]) -> str:
     """An engine's row as the wire's JSON of its table (`t` is `sampled_at`)."""
-    return json.dumps({("sampled_at" if k == "t" else k): v for k, v in row.items()
-                       if k != PREV_T}, separators=(",", ":"))
+    return orjson.dumps({("sampled_at" if k == "t" else k): v for k, v in row.items()
+                         if k != PREV_T}).decode()
 
 
 # ---------------------------------------------------------------- the stages' inputs
@@ -604,14 +605,14 @@ def local_step(spark: SparkSession, warehouse: str, tables: Tables,
                        strict=True):
         row["sampled_at"] = at
         first.setdefault((row["topic"], row["partition"]), []).append(
-            (SAMPLE_IN, json.dumps(row), True))
+            (SAMPLE_IN, orjson.dumps(row).decode(), True))
     for j in rows.get("offset_history", ()):
-        c = json.loads(j)
+        c = orjson.loads(j)
         first.setdefault((c["topic"], c["partition"]), []).append((CHANGE_IN, j, False))
     for j in rows.get("group_history", ()):
-        shape = json.loads(j)
+        shape = orjson.loads(j)
         shape["t"] = shape["event_time"]
-        fact = json.dumps({"group_id": shape["group_id"], "t": shape["t"]})
+        fact = orjson.dumps({"group_id": shape["group_id"], "t": shape["t"]}).decode()
         for tp in assigned_partitions(shape):
             first.setdefault(tp, []).append((ASSIGN_IN, fact, False))
     for tp in first:
@@ -628,7 +629,7 @@ def local_step(spark: SparkSession, warehouse: str, tables: Tables,
         second.setdefault((group,), []).append((CANDIDATE, j, False))
     for kind, table in GROUP_TABLES.items():
         for j in rows.get(table, ()):
-            second.setdefault((json.loads(j)["group_id"],), []).append((kind, j, False))
+            second.setdefault((orjson.loads(j)["group_id"],), []).append((kind, j, False))
     for (group,) in second:
         text = stored.get((GROUP, group))
         if text is not None:
@@ -701,7 +702,7 @@ def _arrow_rows(texts: list[str], table: str) -> pa.Table:
     """Wire JSON rows of a lag table (flat, times in epoch ms) as Arrow in its schema (a value
     its column cannot hold raises)."""
     schema = to_arrow_schema(table_schema(table), timezone="UTC")
-    rows = [json.loads(t) for t in texts]
+    rows = [orjson.loads(t) for t in texts]
     columns = []
     for f in schema:
         values = [r.get(f.name) for r in rows]
