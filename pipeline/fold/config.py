@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Self
 
+from pipeline.properties import read_properties
+
 INT32_MAX = 2**31 - 1
 
 
@@ -80,20 +82,3 @@ PROPERTY_NAMES: dict[str, tuple[str, int]] = {
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", 1),
     "replay.recent.positions": ("recent_positions", 1),
 }
-
-
-def read_properties(path: str | Path) -> dict[str, str]:
-    """A Java-style .properties file: `key=value` or `key value`, `#` comments."""
-    props: dict[str, str] = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        for sep in ("=", ":", " "):
-            if sep in line:
-                key, value = line.split(sep, 1)
-                props[key.strip()] = value.strip()
-                break
-        else:
-            raise ValueError(f"{path}:{n}: expected key=value, got {line!r}")
-    return props

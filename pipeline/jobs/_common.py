@@ -23,9 +23,9 @@ from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.config import read_properties
 from pipeline.lag import LagConfig
 from pipeline.metrics import MetricsServer, RowsCollector, serve
+from pipeline.properties import read_properties
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.logs import LEVELS

@@ -56,15 +56,15 @@ def test_unreadable_state_is_a_clear_error(data: bytes) -> None:
         loads(data)
 
 
-PURE = ("pipeline.fold", "pipeline.generator", "pipeline.decode", "schemas")
+PURE = ("pipeline.fold", "pipeline.generator", "pipeline.decode", "pipeline.properties", "schemas")
 
 
 @pytest.mark.parametrize(("package", "allowed"), [
     ("pipeline/fold", PURE), ("pipeline/generator", PURE), ("schemas", PURE),
     # `read_properties`, the group states its causes name, and the group type (share) whose
-    # members' assignments give no NO_COMMIT rows
+    # members' assignments give no NO_COMMIT rows; orjson, the states' and rows' JSON codec
     ("pipeline/lag", ("pipeline.lag", "pipeline.fold.config", "pipeline.fold.states",
-                     "pipeline.fold.model",
+                     "pipeline.fold.model", "pipeline.properties", "orjson",
                      "schemas.lag", "schemas.columns")),
 ])
 def test_pure_packages_import_only_the_standard_library_and_what_they_list(

@@ -16,9 +16,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
+from pipeline.properties import read_properties
 from pipeline.spark.runtime import jars
 from pipeline.spark.runtime.keep import kept
-from pipeline.spark.runtime.session import load_properties, profile_path, session_conf
+from pipeline.spark.runtime.session import profile_path, session_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -34,7 +35,7 @@ def test_properties_files_parse_like_spark(tmp_path: Path) -> None:
                  "spark.d\t-Dk=v -Dk2=v2  \n"
                  "spark.e one,\\\n  two\n"
                  "spark.f\n")
-    assert load_properties(f) == {"spark.a": "1", "spark.b": "two words", "spark.c": "x=y",
+    assert read_properties(f) == {"spark.a": "1", "spark.b": "two words", "spark.c": "x=y",
                                   "spark.d": "-Dk=v -Dk2=v2", "spark.e": "one,two",
                                   "spark.f": ""}
 
@@ -53,7 +54,7 @@ def test_profiles_layer_over_the_shared_defaults() -> None:
 
 
 def test_the_cluster_profile_leaves_master_to_spark_submit() -> None:
-    assert "spark.master" not in load_properties(profile_path("cluster"))
+    assert "spark.master" not in read_properties(profile_path("cluster"))
     assert "spark.master" not in session_conf("cluster")
 
 

@@ -44,7 +44,6 @@ has are kept.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -57,6 +56,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from pipeline.java import java_executable
+from pipeline.properties import read_properties
 from pipeline.spark.runtime import jars
 from pipeline.spark.runtime.logs import launch_quietly, log_everything
 
@@ -71,36 +71,6 @@ METASTORE_URIS = "spark.hadoop.hive.metastore.uris"  # a Hive metastore service
 _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
 
-_LINE = re.compile(r"^(?P<key>[^\s=:]+)\s*(?:[=:]\s*|\s)(?P<value>.*)$")
-
-
-def load_properties(path: str | os.PathLike[str] | Traversable) -> dict[str, str]:
-    """Parse a Spark properties file (`spark-defaults.conf` syntax) into a dict.
-
-    `key value`, `key=value` or `key: value`; blank lines and `#`/`!` comments are skipped;
-    a trailing backslash continues the value on the next line.
-    """
-    props: dict[str, str] = {}
-    pending = ""
-    file = Path(path) if isinstance(path, str | os.PathLike) else path
-    for lineno, raw in enumerate(file.read_text().splitlines(), 1):
-        line = pending + raw.strip() if pending else raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        m = _LINE.match(line)
-        if m is None:
-            if re.fullmatch(r"[^\s=:]+", line):  # a key with an empty value
-                props[line] = ""
-                continue
-            raise ValueError(f"{path}:{lineno}: cannot parse {raw!r}")
-        props[m["key"]] = m["value"].strip()
-    if pending:
-        raise ValueError(f"{path}: file ends in a line continuation")
-    return props
 
 
 def profile_path(profile: str) -> Traversable:
@@ -128,11 +98,11 @@ def session_conf(profile: str = "local", extra_conf: Mapping[str, str] | None = 
                  metastore: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """Everything `build_session` would hand to Spark for this profile, in order of precedence;
     `metastore` is the Derby folder of a profile with a Hive catalog and no metastore set."""
-    conf = load_properties(DEFAULTS_FILE)
+    conf = read_properties(DEFAULTS_FILE)
     if with_jars:
         conf.update(jars.spark_conf())
     conf["spark.pyspark.python"] = sys.executable
-    conf.update(load_properties(profile_path(profile)))
+    conf.update(read_properties(profile_path(profile)))
     shared = (METASTORE_URL, METASTORE_URIS)  # a metastore of the profile's (or caller's) own
     if (conf.get("spark.sql.catalogImplementation") == "hive"
             and not any(k in conf or k in (extra_conf or {}) for k in shared)):
@@ -229,7 +199,7 @@ def build_session(app_name: str, profile: str = "local",
         os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
         # spark-submit with SPARK_CONF_DIR=conf has loaded conf/spark-defaults.conf itself:
         # those values are ours to override with the profile, its other settings are not.
-        shared = load_properties(DEFAULTS_FILE)
+        shared = read_properties(DEFAULTS_FILE)
         conf = {k: v for k, v in conf.items() if k != "spark.master"
                 and (k not in launched or launched[k] == shared.get(k))}
         if "spark.jars" in conf and SparkContext._active_spark_context is None:
