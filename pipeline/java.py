@@ -16,13 +16,12 @@ from pipeline.errors import UsageError
 NEEDED = "Spark 4.2 and Kafka need Java 17 or 21"
 # The options of a JVM that lives a minute or two (the demo, Kafka's tools, the test broker,
 # a test's Java program): C1 alone compiles, and the cores go to the work rather than to C2
-# compiling code that will not run long (the demo 0.87x its wall time; docs/performance.md).
+# compiling code that will not run long (docs/performance.md, "Where the demo's time goes").
 # C1 alone shrinks the code cache to 48 MB, which Spark and Delta fill in about a minute and
 # then run interpreted: the tiered default's room. conf/profiles/test.conf gives the `test`
 # profile's jobs the same two.
 SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
-# The same for `javac` (a JVM too), whose own options take `-J`: a test's compiling of a few
-# sources 0.64x the CPU (tests/java_programs.py, docs/performance.md).
+# The same for `javac` (a JVM too), whose own options take `-J` (tests/java_programs.py).
 JAVAC_OPTIONS = tuple(f"-J{option}" for option in SHORT_LIVED_JVM)
 
 

@@ -1,6 +1,8 @@
-"""The lag tables computed incrementally, one micro-batch at a time, with compact state per key:
-what the Spark lag step's SQL computes over whole tables, as plain functions a Spark job can
-run per key (`groupBy().applyInArrow`), in two stages that match two shuffles.
+"""The lag tables computed incrementally, one micro-batch at a time, with compact state per key,
+as plain functions: the one statement of which facts the rules (`pipeline.lag.rules`) see,
+run per key by the lag step for the stream and the backfill alike
+(`pipeline.spark.lag.lagstate`: two grouped maps, or the driver for a small batch), in two
+stages that match its two shuffles.
 
 1. `partition_step`, per topic partition: that partition's new (ready) samples, the new
    offset changes of every group on it (offset_history rows), and the groups' new

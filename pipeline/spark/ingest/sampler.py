@@ -419,8 +419,8 @@ class EndOffsetSampler:
 
     def _helper(self) -> Any:
         """The JVM side of a round (pipeline/spark/ingest/java/EndOffsetsRound.java, compiled
-        into the jar cache): through Py4J a round would cost a dozen calls a partition, ~1.5 ms
-        each partition (docs/performance.md, "The sampler")."""
+        into the jar cache): through Py4J a round would cost a dozen calls a partition
+        (docs/performance.md, "The sampler at a big cluster's size")."""
         jvm: Any = self.spark._jvm
         helper = jvm.cgr.ingest.EndOffsetsRound
         if not isinstance(helper, JavaClass):

@@ -75,8 +75,8 @@ DEFAULT_EVERY = 100
 # VACUUMs at most (those VACUUMed longest ago, never first). A file becomes deletable only
 # `vacuum_hours` (a week at least) after a commit stopped reading it, so a VACUUM an hour
 # after the last finds at most an hour's worth; each costs a listing of the table's
-# directory and Spark jobs: 1.5-2 s a table on two cores, 20-40 s for the whole warehouse,
-# which held a stream's batch up that long every time (docs/performance.md).
+# directory and Spark jobs, seconds a table, which held a stream's batch up for the whole
+# warehouse's every time (docs/performance.md).
 VACUUM_EVERY_S = 3600.0
 VACUUMS_PER_UPKEEP = 3
 
@@ -168,8 +168,8 @@ def maintain(spark: SparkSession, warehouse: str, tables: Iterable[str] | None =
 
 def file_count(spark: SparkSession, path: str) -> int:
     """The live data files of the Delta table at `path` (its latest version): read from its
-    log by delta-rs where the driver reads the table itself (~0.01 s), else by Spark's
-    `DESCRIBE DETAIL` (~0.2 s)."""
+    log by delta-rs where the driver reads the table itself, else by Spark's
+    `DESCRIBE DETAIL` (a Spark job)."""
     local = small.driver_path(spark, path)
     if local is not None:
         return len(LocalTable(local).file_uris())

@@ -2,10 +2,10 @@
 
 A warm micro-batch of a long-running stream brings a few hundred events: a few rows for each
 table. Written by Spark, each commit costs far more than its rows: an append is a few Spark
-jobs (~0.3-0.6 s), a MERGE of 20 rows into `group_state` twelve of them and ~1 s on the
-driver (~1.5-2.5 s in all), whatever its size (docs/performance.md, "A warm micro-batch").
-The same commit made by delta-rs (the `deltalake` package, Delta's Rust implementation, kept
-by the delta-io project), from the rows collected to the driver as Arrow, takes ~0.05 s.
+jobs, a MERGE of 20 rows into `group_state` twelve of them and planning on the driver,
+whatever its size. The same commit made by delta-rs (the `deltalake` package, Delta's Rust
+implementation, kept by the delta-io project), from the rows collected to the driver as
+Arrow, takes a small fraction of that (docs/performance.md, "A warm micro-batch").
 
 So a write goes this way when it is small and the driver can reach the table:
 - the table is on a filesystem the driver reads as a local path (a plain path or `file:`),

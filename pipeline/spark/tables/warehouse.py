@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL = 100
 # Delta's auto compaction, which releases before this one set on every table: after each
 # commit its hook lists the table's files (two Spark jobs a table a commit) to decide whether
-# 50 small ones wait. A backfill took 0.83x the time without it, a stream's warm batch
-# 0.81x (docs/performance.md). The stream compacts its tables itself every N batches
+# 50 small ones wait: both the backfill and a stream's warm batch are faster without it
+# (docs/performance.md). The stream compacts its tables itself every N batches
 # instead (--maintain-every, stream/maintain.py), and a table still carrying the property
 # loses it when a job opens the warehouse.
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
