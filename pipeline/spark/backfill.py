@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 
@@ -55,13 +55,12 @@ from pipeline.spark.share.replay import (
     replayed,
 )
 from pipeline.spark.tables import paths, small
-from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.tables.parallel import run_all
 from pipeline.spark.tables.paths import is_path
 from pipeline.spark.tables.topics import copy_log_topics
-from pipeline.spark.tables.warehouse import ensure_tables
+from pipeline.spark.tables.warehouse import ensure_tables, open_for_rewrite
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
 from schemas.share_state import SHARE_TABLES
@@ -69,7 +68,6 @@ from schemas.share_state import SHARE_TABLES
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 FOLD_BATCH_ROWS = 1000
 log = logging.getLogger("backfill")
-APPEND_ONLY = "delta.appendOnly"
 
 
 @dataclass
@@ -291,11 +289,5 @@ def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
     if not filled:
         small.save(rows, path)
         return
-    table = quote_path(path)
-    if append_only:
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
-    try:
+    with open_for_rewrite(spark, path) if append_only else nullcontext():
         rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
-    finally:
-        if append_only:
-            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")

@@ -4,6 +4,7 @@ stream resumes after it; a retention deletes the history older than it, nothing 
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,7 +21,13 @@ from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.warehouse import AUTO_COMPACT
+from pipeline.spark.tables.warehouse import (
+    APPEND_ONLY,
+    AUTO_COMPACT,
+    append_only,
+    ensure_tables,
+    open_for_rewrite,
+)
 from pipeline.times import utc_datetime
 from schemas import OUTPUT_TABLES
 from tests.jobs.jobs import load_job
@@ -130,3 +137,25 @@ def test_a_retention_deletes_only_history_older_than_it(
     maintain(spark, str(warehouse), ("rebalances",), vacuum_hours=200)
     assert _properties(spark, warehouse / "rebalances")[FILE_RETENTION] == "interval 200 hours"
     assert FILE_RETENTION not in _properties(spark, warehouse / "group_state")  # the default
+
+
+def test_a_table_left_open_by_a_kill_inside_a_rewrite_is_append_only_again_at_the_next_start(
+        spark: SparkSession, streamed: Streamed, caplog: pytest.LogCaptureFixture) -> None:
+    """A rewrite of an append-only table (the upkeep's retention delete, a backfill's replace)
+    lifts the guard for its one commit; a kill between leaves it lifted, which is what the
+    first ALTER alone leaves here. The next job to open the warehouse puts it back; a
+    rewrite that fails puts it back itself."""
+    warehouse = streamed.warehouse
+    path = str(warehouse / "rebalances")
+    with pytest.raises(RuntimeError, match="the rewrite failed"), \
+            open_for_rewrite(spark, path):
+        assert _properties(spark, warehouse / "rebalances")[APPEND_ONLY] == "false"
+        raise RuntimeError("the rewrite failed")
+    assert _properties(spark, warehouse / "rebalances")[APPEND_ONLY] == "true"
+    spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
+    caplog.set_level(logging.WARNING, logger="pipeline.spark.tables.warehouse")
+    ensure_tables(spark, str(warehouse), None)
+    assert _properties(spark, warehouse / "rebalances")[APPEND_ONLY] == "true"
+    assert f"{path} was open to rewrites" in caplog.text
+    assert [t for t in OUTPUT_TABLES if append_only(t)
+            and _properties(spark, warehouse / t).get(APPEND_ONLY) != "true"] == []

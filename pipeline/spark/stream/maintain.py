@@ -19,6 +19,7 @@ import logging
 import math
 import time
 from collections.abc import Container, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -34,6 +35,7 @@ from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
+from pipeline.spark.tables.warehouse import APPEND_ONLY, open_for_rewrite
 from schemas import APPEND_TABLES, WAREHOUSE_TABLES
 from schemas.lag import LAG_TABLES
 
@@ -42,7 +44,6 @@ log = logging.getLogger("maintain")
 # it), 10,000 by default: on two local cores that alone took minutes for a table of two files.
 # The maintenance lists in as many tasks as the session has slots.
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-APPEND_ONLY = "delta.appendOnly"
 MIN_VACUUM_HOURS = 168  # Delta's delta.deletedFileRetentionDuration default, its check's floor
 FILE_RETENTION = "delta.deletedFileRetentionDuration"
 # The event time of each table whose rows a retention may delete: the history and the lag.
@@ -229,12 +230,7 @@ def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime)
     if not old:
         return 0
     name = quote_path(path)
-    append_only = table_properties(spark, path).get(APPEND_ONLY) == "true"
-    if append_only:
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
-    try:
+    protected = table_properties(spark, path).get(APPEND_ONLY) == "true"
+    with open_for_rewrite(spark, path) if protected else nullcontext():
         spark.sql(f"DELETE FROM {name} WHERE {when}")
-    finally:
-        if append_only:
-            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")
     return old

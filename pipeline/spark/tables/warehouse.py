@@ -46,6 +46,10 @@ CHECKPOINT_INTERVAL = 100
 # instead (--maintain-every, stream/maintain.py), and a table still carrying the property
 # loses it when a job opens the warehouse.
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+# History, lag and share tables are append-only: Delta refuses them any commit that removes
+# rows. The few rewrites the jobs make of them (a backfill's replace, the upkeep's retention
+# delete) lift it for one commit (`open_for_rewrite`).
+APPEND_ONLY = "delta.appendOnly"
 
 
 def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
@@ -68,26 +72,51 @@ def ensure_tables(spark: SparkSession, warehouse: str, database: str | None,
         register_permanent(spark, database, lag)
 
 
+def append_only(table: str) -> bool:
+    return table in APPEND_TABLES or table in LAG_TABLES or table in SHARE_TABLES
+
+
 def _ensure_table(spark: SparkSession, path: str, table: str, database: str | None) -> None:
     properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
-    if table in APPEND_TABLES or table in LAG_TABLES or table in SHARE_TABLES:  # all append
-        properties["delta.appendOnly"] = "true"
+    if append_only(table):
+        properties[APPEND_ONLY] = "true"
     schema = table_schema(table)
     if not create_table(spark, path, schema, properties):
         table_ = DeltaTable.forPath(spark, path)  # one snapshot for both checks
-        _without_auto_compaction(spark, path, table_)
+        _properties_as_made(spark, path, table_, append_only(table))
         _with_columns(spark, path, schema, table_)
     if database:
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(database)}.`{table}` "
                   f"USING DELTA LOCATION '{path}'")
 
 
-def _without_auto_compaction(spark: SparkSession, path: str, table: DeltaTable) -> None:
-    """A table an earlier release made with auto compaction loses it, in one commit, once."""
+def _properties_as_made(spark: SparkSession, path: str, table: DeltaTable,
+                        appends_only: bool) -> None:
+    """A table an earlier release made with auto compaction loses it, in one commit, once; an
+    append-only table a job was killed inside a rewrite of (`open_for_rewrite`) is closed
+    again, with a warning."""
     detail = table.detail().select("properties").first()
     have = {} if detail is None or detail[0] is None else dict(detail[0])
     if AUTO_COMPACT in have:
         spark.sql(f"ALTER TABLE {quote_path(path)} UNSET TBLPROPERTIES ('{AUTO_COMPACT}')")
+    if appends_only and have.get(APPEND_ONLY) != "true":
+        log.warning("%s was open to rewrites (%s=%s: a job stopped inside a backfill's replace "
+                    "or a retention delete): append-only again", path, APPEND_ONLY,
+                    have.get(APPEND_ONLY, "unset"))
+        spark.sql(f"ALTER TABLE {quote_path(path)} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")
+
+
+@contextmanager
+def open_for_rewrite(spark: SparkSession, path: str) -> Iterator[None]:
+    """Lift an append-only table's protection for the one rewrite made inside (a commit that
+    removes rows), and restore it after, even when the rewrite fails. A kill between the two
+    leaves it open; the next job that opens the warehouse closes it (`ensure_tables`)."""
+    table = quote_path(path)
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
+    try:
+        yield
+    finally:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'true')")
 
 
 def missing_fields(have: T.DataType, want: T.DataType, at: str = "") -> list[str]:
