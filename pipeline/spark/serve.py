@@ -37,7 +37,9 @@ THRIFT_PORT = 10000  # HiveServer2's own default
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _WILDCARDS = ("", "0.0.0.0", "::")
 _THRIFT = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-_CONNECT = "org.apache.spark.sql.connect.service.SparkConnectService"
+# Spark's own way to run Spark Connect in an application: a plugin, started with the context
+# (and stopped with it), serving on `spark.connect.grpc.binding.*`.
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 
 
 def endpoint_conf(host: str, connect_port: int, thrift_port: int,
@@ -51,7 +53,8 @@ def endpoint_conf(host: str, connect_port: int, thrift_port: int,
     class path (`spark.driver.extraClassPath`; under spark-submit, `--driver-class-path`)."""
     conf: dict[str, str] = {}
     if connect_port:
-        conf |= {"spark.connect.grpc.binding.address": host,
+        conf |= {"spark.plugins": CONNECT_PLUGIN,
+                 "spark.connect.grpc.binding.address": host,
                  "spark.connect.grpc.binding.port": str(connect_port)}
     if thrift_port:
         ours = [str(p) for p in jars.jar_paths()]
@@ -137,8 +140,9 @@ def check_thrift_class_path(spark: SparkSession) -> None:
             "... (or --thrift-port 0)") from None
 
 
-def _wait_listening(host: str, port: int, seconds: float) -> None:
-    """The Thrift server binds its socket on a thread of its own, after `start` returns."""
+def _wait_listening(host: str, port: int, seconds: float, what: str) -> None:
+    """A server that binds its socket on a thread of its own (the Thrift server after `start`
+    returns, Spark Connect's plugin as the context starts), listening."""
     deadline = time.monotonic() + seconds
     target = "127.0.0.1" if host in _WILDCARDS else host
     while True:
@@ -147,8 +151,8 @@ def _wait_listening(host: str, port: int, seconds: float) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Thrift server is not listening on {host}:{port} "
-                                   f"after {seconds:.0f} s (see the log above)") from None
+                raise RuntimeError(f"{what} is not listening on {host}:{port} after "
+                                   f"{seconds:.0f} s (see the log above)") from None
             time.sleep(0.2)
 
 
@@ -163,10 +167,12 @@ def _java(spark: SparkSession, name: str) -> Any:
 
 
 class SqlEndpoints:
-    """Spark Connect and the Thrift JDBC/ODBC server of `spark`'s application, started on
-    entering (each unless its port is 0) and stopped on leaving; `urls` are what clients
-    connect to. Host and ports are read from the session's conf (`endpoint_conf`), which is
-    what the servers themselves read."""
+    """Spark Connect and the Thrift JDBC/ODBC server of `spark`'s application (each unless its
+    port is 0); `urls` are what clients connect to. Host and ports are read from the
+    session's conf (`endpoint_conf`), which is what the servers themselves read. The Thrift
+    server is started on entering and stopped on leaving; Spark Connect runs as Spark's
+    plugin (`CONNECT_PLUGIN`), from the session's start to its stop, and entering waits until
+    it listens."""
 
     def __init__(self, spark: SparkSession, database: str, *, connect: bool = True,
                  thrift: bool = True) -> None:
@@ -175,7 +181,6 @@ class SqlEndpoints:
         self.wanted = {"connect": connect, "thrift": thrift}
         self.urls: dict[str, str] = {}
         self._thrift: Any = None
-        self._connect = False
 
     def __enter__(self) -> SqlEndpoints:
         try:
@@ -195,13 +200,13 @@ class SqlEndpoints:
         return str(self.spark.sparkContext.getConf().get(key))
 
     def _start_connect(self) -> None:
-        _java(self.spark, _CONNECT).start(self.spark.sparkContext._jsc.sc())
-        self._connect = True
-        # The port bound (the object's, not a static method); hostAddress is not the address
-        # bound but this machine's, so the host is the one asked for.
-        port = getattr(_java(self.spark, _CONNECT + "$"), "MODULE$").localPort()
-        host = client_host(self._conf("spark.connect.grpc.binding.address"))
-        self.urls["Spark Connect"] = f"sc://{host}:{port}"
+        if CONNECT_PLUGIN not in self._conf("spark.plugins").split(","):
+            raise RuntimeError(f"Spark Connect needs the session built with spark.plugins="
+                               f"{CONNECT_PLUGIN} (endpoint_conf)")
+        host = self._conf("spark.connect.grpc.binding.address")
+        port = int(self._conf("spark.connect.grpc.binding.port"))
+        _wait_listening(host, port, 60, "Spark Connect")
+        self.urls["Spark Connect"] = f"sc://{client_host(host)}:{port}"
 
     def _start_thrift(self) -> None:
         host = self._conf("spark.hadoop.hive.server2.thrift.bind.host")
@@ -211,16 +216,13 @@ class SqlEndpoints:
         # stand-alone server does.
         self._thrift = _java(self.spark, _THRIFT).startWithSparkSession(
             self.spark._jsparkSession, False)
-        _wait_listening(host, port, 60)
+        _wait_listening(host, port, 60, "the Thrift server")
         self.urls["JDBC/ODBC (HiveServer2)"] = (f"jdbc:hive2://{client_host(host)}:{port}/"
                                                 f"{self.database}")
 
     def stop(self) -> None:
-        """Stop whichever endpoint runs: new connections are refused from here on."""
+        """Stop the Thrift server: new JDBC connections are refused from here on (Spark Connect
+        stops with the session)."""
         if self._thrift is not None:
             self._thrift.stop()
             self._thrift = None
-        if self._connect:
-            none = _java(self.spark, "scala.Option").empty()
-            _java(self.spark, _CONNECT).stop(none, none)
-            self._connect = False
