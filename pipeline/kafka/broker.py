@@ -7,8 +7,8 @@ fetched from Maven Central by the same cached mechanism as Spark's (`pipeline.sp
 into `.cache/jars/` (`describe_consumer_groups` runs Kafka's own `kafka-consumer-groups` on
 them). `kafka_broker()` formats a fresh log directory with a random cluster id
 (`kafka.tools.StorageTool format`), starts `kafka.Kafka` on two free loopback ports, waits
-until it logs that it started and its listener accepts a connection (polling with a deadline,
-failing early if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown),
+until its own answer to Kafka's Metadata request lists it (polling with a deadline, failing
+early if the JVM exits) and on exit stops it with SIGTERM (a controlled shutdown),
 killing it only if that takes too long. Kafka 4.2 runs the new group coordinator with share
 groups (KIP-932) and streams groups (KIP-1071) on by default (`share.version` and
 `streams.version` 1 on a newly formatted cluster), so classic, KIP-848
@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -228,29 +229,66 @@ def format_storage(classpath: str, directory: Path, config: Path, cluster_id: st
                            f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 
 
-STARTED_MESSAGE = "Kafka Server started"  # KafkaBroker.STARTED_MESSAGE, logged by KafkaRaftServer
+_METADATA, _METADATA_VERSION = 3, 4  # Kafka's Metadata API; v4 is the oldest Kafka 4 answers
+
+
+def _metadata_request(correlation: int) -> bytes:
+    """A Metadata v4 request (header v1) asking about no topic: its answer lists the brokers
+    the cluster serves from, which a broker joins once it is registered and unfenced."""
+    client = b"cgr-wait-ready"
+    body = (struct.pack(">hhih", _METADATA, _METADATA_VERSION, correlation, len(client))
+            + client + struct.pack(">ib", 0, 0))  # no topics; no auto-creation
+    return struct.pack(">i", len(body)) + body
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise OSError("the broker closed the connection")
+        data += chunk
+    return data
+
+
+def serving_brokers(bootstrap: str, timeout_s: float = 2.0) -> list[int]:
+    """The node ids a broker's Metadata answer lists (raises OSError when it cannot answer)."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(_metadata_request(1))
+        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        answer = _read_exactly(sock, size)
+    correlation, _throttle, count = struct.unpack_from(">iii", answer, 0)
+    if correlation != 1:
+        raise OSError(f"a Metadata answer to another request ({correlation})")
+    at, nodes = 12, []
+    for _ in range(count):  # node_id, host, port, rack (nullable)
+        (node,) = struct.unpack_from(">i", answer, at)
+        (host_len,) = struct.unpack_from(">h", answer, at + 4)
+        at += 6 + host_len + 4
+        (rack_len,) = struct.unpack_from(">h", answer, at)
+        at += 2 + max(rack_len, 0)
+        nodes.append(node)
+    return nodes
 
 
 def wait_ready(broker: Broker, timeout_s: float = 120.0) -> None:
-    """Wait until the broker says it started and its listener accepts a connection.
-
-    KafkaRaftServer logs `STARTED_MESSAGE` once the broker has caught up with the metadata
-    log and been unfenced, so it serves requests; the TCP connect checks the listener this
-    process bound. Raise with the log tail if the JVM exits first or the deadline passes.
-    """
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    """Wait until the broker serves: its own answer to Kafka's Metadata request lists it
+    (a broker is listed once it has caught up with the metadata log and been unfenced).
+    Raise with the log tail if the JVM exits first or the deadline passes."""
     deadline = time.monotonic() + timeout_s
-    last = "no log line yet"
+    last = "no answer yet"
     while time.monotonic() < deadline:
         if broker.process.poll() is not None:
             raise RuntimeError(f"the Kafka broker exited with {broker.process.returncode} "
                                f"while starting:\n{broker.log_tail()}")
-        if STARTED_MESSAGE in broker.log_tail(chars=1 << 20):
-            try:
-                with socket.create_connection((host, int(port)), timeout=2):
-                    return
-            except OSError as exc:
-                last = f"{STARTED_MESSAGE!r} logged, connect failed: {exc}"
+        try:
+            nodes = serving_brokers(broker.bootstrap_servers)
+            if NODE_ID in nodes:
+                return
+            last = f"Metadata lists brokers {nodes}, not {NODE_ID} yet"
+        except (OSError, struct.error) as exc:
+            last = f"Metadata not answered: {exc}"
         with contextlib.suppress(subprocess.TimeoutExpired):  # ends at once if the JVM exits
             broker.process.wait(0.25)
     raise TimeoutError(f"Kafka broker on {broker.bootstrap_servers} not ready after "

@@ -14,12 +14,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.kafka.broker import DEFAULT_CONFIG, Broker
+from pipeline.kafka.broker import DEFAULT_CONFIG, NODE_ID, Broker, serving_brokers
 from pipeline.spark.events.eventlog import recorded_partitions
 from pipeline.spark.events.records import MALFORMED_RECORD
 from pipeline.spark.ingest.ingest import IngestOptions, start_ingest
 from pipeline.spark.tables.catalog import as_of, register_views
-from tests.kafka.clients import BrokerMember, Scenarios
+from tests.kafka.clients import BrokerMember, Scenarios, admin
 from tests.kafka.conftest import Replayed, before, ingested_until, topic_now
 from tests.spark.test_readme_examples import load_job
 
@@ -200,3 +200,12 @@ def test_the_report_names_kip848_partitions_through_the_topics_table(
         assert {m["member_id"]: tuple(sorted((a["topic"], a["partition"])
                                              for a in m["assignment"]))
                 for m in last["members"]} == _brokers(live, group), table
+
+
+def test_the_broker_counts_as_ready_by_its_own_metadata_answer_as_a_client_reads_it(
+        broker: Broker) -> None:
+    """`wait_ready` reads Kafka's Metadata answer by hand (`serving_brokers`): the brokers it
+    lists are those a real client's metadata lists."""
+    client = admin(broker.bootstrap_servers)
+    assert serving_brokers(broker.bootstrap_servers) == sorted(
+        client.list_topics(timeout=30).brokers) == [NODE_ID]
