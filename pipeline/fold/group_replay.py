@@ -28,7 +28,7 @@ Tables = dict[str, list[Row]]  # table name -> rows, in the order they were writ
 FAILED = "_group_failed"  # a group whose fold raised: group_id and the traceback (`reason`)
 INTERNAL = "INTERNAL"  # the reason prefix of the events of such a group
 SEED_TABLE = "_backfill_state"  # a group's final state (`_state`) for a stream to start from
-DELETED = "_deleted"  # a committed_offsets row that deletes its key
+DELETES_KEY = "_deleted"  # a committed_offsets row that deletes its key
 STATE = "_state"
 
 
@@ -111,7 +111,7 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
         o = g.offsets.get(tp)
         if o is None:
             rows.append({"group_id": g.group_id, "topic": tp[0], "partition": tp[1],
-                         DELETED: True})
+                         DELETES_KEY: True})
             continue
         mine = last.get(tp)
         if (left is not None and mine is not None and (o.log_partition, o.log_offset) == mine[:2]

@@ -34,8 +34,9 @@ from schemas.events import MALFORMED_RECORD
 from schemas.share_state import DELIVERY_STATES, SHARE_PARTITION_STATE
 
 UNSET = -1  # Kafka's "not initialized" / "unchanged" start offset, epoch and count
+DELETED = "DELETED"  # share_partition_state's `change` of a tombstone: the partition has no state
 CHANGES = {"SHARE_SNAPSHOT": "SNAPSHOT", "SHARE_UPDATE": "UPDATE",
-           "SHARE_SNAPSHOT_TOMBSTONE": "DELETED"}
+           "SHARE_SNAPSHOT_TOMBSTONE": DELETED}
 
 Key = tuple[str, str, int]  # group id, topic id, partition
 _HISTORY_COLUMNS = tuple(c.name for c in SHARE_PARTITION_STATE)
@@ -212,7 +213,7 @@ class Replayed:
 
 def state_of(row: Mapping[str, Any]) -> SharePartition | None:
     """The state a share_partition_state row says its key had (None: deleted)."""
-    if row["change"] == "DELETED":
+    if row["change"] == DELETED:
         return None
     return SharePartition(row["snapshot_epoch"], row["state_epoch"], row["leader_epoch"],
                           row["start_offset"], row["delivery_complete_count"],

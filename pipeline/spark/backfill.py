@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.group_replay import DELETED
+from pipeline.fold.group_replay import DELETES_KEY
 from pipeline.spark.events.eventlog import select_events, with_recorded_partitions
 from pipeline.spark.events.packing import packed_events
 from pipeline.spark.fold.folding import batch_fold
@@ -242,7 +242,7 @@ def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
     if table != "committed_offsets":
         return table_rows(wire, table, count=count)
     rows = table_rows(wire, table, extra=True, count=count)  # an offset gone by the end is no row
-    return rows.filter(~F.coalesce(F.col(DELETED), F.lit(False))).drop(DELETED)
+    return rows.filter(~F.coalesce(F.col(DELETES_KEY), F.lit(False))).drop(DELETES_KEY)
 
 
 def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,

@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.fold import CoordinatorConfig, Event, Group, next_deadline
 from pipeline.fold.context import Row
-from pipeline.fold.group_replay import DELETED, FAILED, Replay, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, FAILED, Replay, replay_group
 from schemas import EVENT_COLUMNS, OUTPUT_TABLES, TABLE_KEYS, Column
 from tests.grouping import by_group
 
@@ -54,7 +54,7 @@ def replay(events: Sequence[Event], batches: Sequence[int], cfg: CoordinatorConf
     for group_id in sorted(out.groups):
         _keep(out, current, replay_group(group_id, out.groups[group_id], [], watermark, cfg))
     for table, rows in current.items():
-        out.tables[table] = [r for r in rows.values() if not r.get(DELETED)]
+        out.tables[table] = [r for r in rows.values() if not r.get(DELETES_KEY)]
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.fold import CoordinatorConfig, Event, advance, fold
-from pipeline.fold.group_replay import DELETED, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, replay_group
 from schemas import OUTPUT_TABLES
 from tests.grouping import by_group
 
@@ -38,7 +38,7 @@ def pure_frames(events: list[Event], config: CoordinatorConfig = CONFIG) -> dict
     for group_id, group_events in by_group(events).items():
         for table, written in replay_group(group_id, None, group_events, watermark,
                                            config).tables.items():
-            rows[table] += [r for r in written if not r.get(DELETED)]
+            rows[table] += [r for r in written if not r.get(DELETES_KEY)]
     frames = {}
     for table, columns in OUTPUT_TABLES.items():
         df = pd.DataFrame(rows[table], columns=[c.name for c in columns])

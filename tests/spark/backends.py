@@ -15,7 +15,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import CoordinatorConfig, Event
-from pipeline.fold.group_replay import DELETED, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, Tables, replay_group
 from pipeline.lag import LagConfig
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.fold.wire import (
@@ -48,7 +48,7 @@ def pure_tables(spark: SparkSession, events: list[Event], config: CoordinatorCon
     tables: Tables = defaultdict(list)
     for group_id, group_events in by_group(events, unkeyed=True).items():
         for table, rows in replay_group(group_id, None, group_events, watermark, config).tables.items():
-            tables[table] += [r for r in rows if not r.get(DELETED)]
+            tables[table] += [r for r in rows if not r.get(DELETES_KEY)]
     wire = spark.createDataFrame(wire_table(tables, wire_checks()).to_pandas(), wire_schema())
     return {table: table_rows(wire, table) for table in OUTPUT_TABLES}
 

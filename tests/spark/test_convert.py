@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.group_replay import DELETED, SEED_TABLE, STATE, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, SEED_TABLE, STATE, Tables, replay_group
 from pipeline.spark.fold.folding import frame_of
 from pipeline.spark.fold.wire import table_rows, wire_checks, wire_schema
 from pipeline.spark.tables.contract import table_schema
@@ -79,9 +79,9 @@ def test_bytes_and_flags_come_back_exactly(spark: SparkSession, calls: list[Tabl
     seed = next(t[SEED_TABLE] for t in calls if SEED_TABLE in t)
     [state] = _through(spark, {SEED_TABLE: seed}, SEED_TABLE)
     assert state == seed[0] and isinstance(state[STATE], bytes | bytearray)
-    gone = {"group_id": "g", "topic": "t", "partition": 0, DELETED: True}
+    gone = {"group_id": "g", "topic": "t", "partition": 0, DELETES_KEY: True}
     [out] = _through(spark, {"committed_offsets": [gone]}, "committed_offsets", extra=True)
-    assert out[DELETED] is True and out["committed_offset"] is None
+    assert out[DELETES_KEY] is True and out["committed_offset"] is None
 
 
 @pytest.mark.parametrize(("changes", "named"), [

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import Event
-from pipeline.fold.group_replay import DELETED, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, Tables, replay_group
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.fold.wire import wire_checks, wire_schema
 from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
@@ -65,8 +65,8 @@ def test_driver_commits_equal_spark_commits(spark: SparkSession, tmp_path: Path)
     deleting = [i for i, r in enumerate(offsets) if (r["group_id"], r["topic"], r["partition"]) in kept][:2]
     assert len(deleting) == 2
     for i in deleting:
-        offsets[i] = {**offsets[i], DELETED: True}
-    offsets.append({**offsets[0], "topic": "never-committed", DELETED: True})
+        offsets[i] = {**offsets[i], DELETES_KEY: True}
+    offsets.append({**offsets[0], "topic": "never-committed", DELETES_KEY: True})
     batches = [_wire(spark, first), _wire(spark, whole)]
     warehouses = {way: tmp_path / way for way in ("driver", "spark")}
     for way, warehouse in warehouses.items():

@@ -11,7 +11,7 @@ from functools import cache
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, loads
-from pipeline.fold.group_replay import DELETED, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
 from schemas import OUTPUT_TABLES, TABLE_KEYS
 from tests.golden.files import read_case
 from tests.grouping import by_group
@@ -65,7 +65,7 @@ def test_every_offset_the_call_touched_has_a_current_row_deleted_or_not() -> Non
         current = {(r["topic"], r["partition"]): r for r in tables.get("committed_offsets", [])}
         assert set(current) == touched, group_id
         for tp, row in current.items():
-            assert bool(row.get(DELETED)) == (tp not in state.offsets), (group_id, tp)
+            assert bool(row.get(DELETES_KEY)) == (tp not in state.offsets), (group_id, tp)
 
 
 def test_rows_of_no_group_are_rejected_and_leave_no_state() -> None:

@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.fold.group_replay import DELETED, FAILED, SEED_TABLE, STATE, Tables
+from pipeline.fold.group_replay import DELETES_KEY, FAILED, SEED_TABLE, STATE, Tables
 from pipeline.spark.fold.left import (
     LEFT_COLUMNS,
     LEFT_TAGS,
@@ -61,7 +61,7 @@ TABLE = "_table"  # the wire's column naming a row's table
 ROW = "_row"  # the wire's column holding the row as JSON
 SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.py)
 # Wire columns a table's rows carry beyond its schemas/ columns.
-EXTRA_COLUMNS = {"committed_offsets": (DELETED,)}
+EXTRA_COLUMNS = {"committed_offsets": (DELETES_KEY,)}
 __all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
            "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
            "wire_checks", "wire_json", "wire_schema", "wire_table_of"]

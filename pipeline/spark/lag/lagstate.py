@@ -69,11 +69,11 @@ log = logging.getLogger(__name__)
 
 STATE = "_lag_state"
 PARTITION, GROUP, META = "partition", "group", "meta"
-FORMAT = 1  # the state table's own version (the meta row's)
+TABLE_FORMAT = 1  # the state table's own version (the meta row's)
 
 # The history tables the engine reads, the columns it reads of each, and the stage input
 # kind each feeds (`batch.KINDS` for a group's; offset changes for a partition's).
-HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
+ENGINE_INPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "offset_history": ("changes", ("group_id", "topic", "partition", "event_time",
                                    "log_partition", "log_offset", "change", "committed_offset")),
     "group_history": ("shapes", ("group_id", "event_time", "log_partition", "log_offset", "seq",
@@ -85,7 +85,7 @@ HISTORY: dict[str, tuple[str, tuple[str, ...]]] = {
     "rebalances": ("rebalances", ("group_id", "generation_id", "started_at", "completed_at",
                                   "cause", "log_partition", "log_offset")),
 }
-GROUP_TABLES = {HISTORY[t][0]: t for t in ("group_history", "group_transitions", "rebalances")}
+GROUP_TABLES = {ENGINE_INPUTS[t][0]: t for t in ("group_history", "group_transitions", "rebalances")}
 # The nested fields the engine reads of a column of structs (a member's own times never travel).
 FIELDS = {"members": ("member_id", "client_id", "client_host", "assignment")}
 SAMPLE_COLUMNS = ("topic", "partition", "sampled_at", "log_end_offset", "log_start_offset")
@@ -138,7 +138,7 @@ def _column(name: str, schema: StructType) -> Column:
 
 def as_json(df: DataFrame, table: str) -> Column:
     """`df`'s rows of `table` (a history table or the samples) as one JSON text column."""
-    columns = SAMPLE_COLUMNS if table == "samples" else HISTORY[table][1]
+    columns = SAMPLE_COLUMNS if table == "samples" else ENGINE_INPUTS[table][1]
     schema = df.schema
     return F.to_json(F.struct(*[_column(c, schema) for c in columns]),
                      {"ignoreNullFields": "false"}).alias("j")
@@ -465,7 +465,7 @@ def step(spark: SparkSession, warehouse: str, tables: Tables, history: Mapping[s
     (`tables`)."""
     if states is None:
         log.debug("lag: building the lag state from every history row (first step)")
-        history = {t: tables.table(t) for t in HISTORY}
+        history = {t: tables.table(t) for t in ENGINE_INPUTS}
         ready = tables.samples(ready)
     else:
         ready = ready.select(*SAMPLE_COLUMNS, F.lit(True).alias("now"))
@@ -522,11 +522,11 @@ def _typed(rows: DataFrame, table: str) -> DataFrame:
 
 def _current(meta: str) -> bool:
     """Whether the state table's meta row is of this format (else: no state yet)."""
-    return bool(json.loads(meta).get("v") == FORMAT)
+    return bool(json.loads(meta).get("v") == TABLE_FORMAT)
 
 
 def meta_row(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([(META, "", json.dumps({"v": FORMAT}))], state_schema())
+    return spark.createDataFrame([(META, "", json.dumps({"v": TABLE_FORMAT}))], state_schema())
 
 
 def read_states(spark: SparkSession, warehouse: str) -> DataFrame | None:

@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from pipeline.fold.model import SHARE
-from pipeline.share.state import UNSET
+from pipeline.share.state import DELETED, UNSET
 from pipeline.spark.lag.samples import REASON, read_samples
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.share.replay import HISTORY
@@ -57,7 +57,6 @@ log = logging.getLogger("replay")
 LAG_STATE = "_share_lag"
 WATERMARK = "watermark_ms"
 ASKED, ANSWERED = 1, 0  # at one time, the state's rows sort before the sample asking
-DELETED = "DELETED"
 
 
 @cache

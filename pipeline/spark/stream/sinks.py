@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 from pipeline.spark.fold.wire import FAILED, SAMPLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import StreamLag
-from pipeline.spark.lag.lagstate import HISTORY
+from pipeline.spark.lag.lagstate import ENGINE_INPUTS
 from pipeline.spark.runtime.session import COMMIT_METADATA, TXN_APP_ID, TXN_VERSION, temporary_conf
 from pipeline.spark.stream.maintain import Upkeep
 from pipeline.spark.tables import paths, small
@@ -129,7 +129,7 @@ class BatchWriter:
                 if self.lag is not None:  # over the history tables as this batch left them
                     new = table_rows(wire, SAMPLE) if counts.get(SAMPLE) else None
                     history = {t: table_rows(wire, t, count=table_count(counts, t))
-                               for t in HISTORY if table_count(counts, t)}
+                               for t in ENGINE_INPUTS if table_count(counts, t)}
                     try:
                         for phase in self.lag.writes(spark, new, batch_id, history):
                             self.write_phase(spark, batch_id, phase, seconds)
