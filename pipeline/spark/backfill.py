@@ -84,10 +84,6 @@ class BackfillOptions:
     # user set it, `config` says it)
     partitions_from_log: bool = True
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
-    # The rows of plain commit records built in the JVM from the records the fold leaves
-    # (`fold/left.py`); False: every row comes back from the fold as JSON (the benchmark's
-    # baseline).
-    leave: bool = True
     share_state: str | None = None  # --share-state: the share-state log, replayed too
 
     def __post_init__(self) -> None:
@@ -130,8 +126,8 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     lag = None if opts.lag is None else BackfillLag.read(spark, opts.lag)
     try:
         with arrow_batches(spark), folded(folded_history(
-                packed_events(events), cfg, cut, seed=opts.until_ms is None,
-                leave=opts.leave), "backfill") as (wire, counts):
+                packed_events(events), cfg, cut, seed=opts.until_ms is None),
+                "backfill") as (wire, counts):
             log.info("folded %s groups from version %d of %s: %s",
                      counts.get("group_state", 0), version, opts.events, counts)
             manifest = _write(spark, opts, wire, counts,
@@ -246,14 +242,14 @@ def _final_rows(wire: DataFrame, table: str, count: int) -> DataFrame:
 
 
 def folded_history(packed: DataFrame, cfg: CoordinatorConfig, cut: int | None,
-                   seed: bool, leave: bool = True) -> DataFrame:
+                   seed: bool) -> DataFrame:
     """Every group's whole history folded, its timers run up to `cut`: the wire rows. The
     rows cross into Python packed (`packing.packed_events`), shuffled by group and sorted so
     that each group's rows come together, many groups an Arrow batch (`folding.batch_fold`);
-    with `leave`, the records whose rows the JVM builds come back as they came in
-    (`fold/left.py`). Run it under `arrow_batches`."""
+    the records whose rows the JVM builds come back as they came in (`fold/left.py`). Run it
+    under `arrow_batches`."""
     return (packed.repartition("group_id").sortWithinPartitions("group_id")
-            .mapInArrow(batch_fold(cfg, cut, seed=seed, leave=leave),
+            .mapInArrow(batch_fold(cfg, cut, seed=seed),
                         wire_schema(typed=True)))
 
 

@@ -15,9 +15,6 @@ after a warm-up (JVM, and the Python workers, whose first start costs ~20 s), ea
   trivial     applyInPandasWithState counting rows per group, the log's columns, noop sink
   trivial-packed  the same over the replay's own packed input (its stateful operator alone)
   pure        the fold in this one Python process (one core)
-With --left-vs-rows, only the backfill, with the rows of the plain commits the fold leaves
-built in the JVM (`fold/left.py`, the default) and with every row written by the fold, paired
-A B A B, with each one's CPU split and the share of rows left.
 Also: linear cost (the backfill on a 10x smaller log of the same shape), state bytes per
 group, the peak resident memory of the whole process tree (driver, JVM, workers), each run's
 CPU seconds in each of them, and from those the least time a backfill could take on this
@@ -55,8 +52,6 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.backfill import BackfillOptions, arrow_batches, folded_history, run_backfill
 from pipeline.spark.events.eventlog import events_to_arrow, select_events, write_event_log
 from pipeline.spark.events.packing import columns_from_arrow, packed_events
-from pipeline.spark.fold.left import LEFT, LEFT_CURRENT
-from pipeline.spark.fold.wire import TABLE
 from pipeline.spark.runtime.session import build_session
 from pipeline.spark.stream.replay import (
     ReplayOptions,
@@ -339,42 +334,6 @@ def memory_run(spark: SparkSession, root: Path, log_path: Path, args: argparse.N
     print(f"peak memory (PSS) of the backfill: {memory.report()}")
 
 
-def left_vs_rows(spark: SparkSession, root: Path, log_path: Path,
-                      args: argparse.Namespace, cfg: CoordinatorConfig) -> None:
-    """The backfill with the rows of the records the fold leaves built in the JVM and with
-    every row from the fold, paired A B A B on one log."""
-    make_log(spark, log_path, args.events, args.groups, args.log_kind, args.parts, False)
-    log = str(log_path)
-    master = spark.sparkContext.master
-    events = select_events(spark.read.format("delta").load(log))
-    n = events.count()
-    floor(spark, log)  # warm-up: JVM, Delta log, the Python workers' first imports
-    # ... and the fold's own rows, leaving (how many records it leaves to the JVM).
-    with arrow_batches(spark):
-        counts = {r[0]: r[1] for r in folded_history(packed_events(events), cfg, None, seed=True)
-                  .groupBy(TABLE).count().collect()}
-    left = counts.get(LEFT, 0) + counts.get(LEFT_CURRENT, 0)
-    times: dict[str, list[float]] = defaultdict(list)
-    cpu: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for _ in range(args.repeat):
-        for name, leave in (("left", True), ("rows", False)):
-            times[name] += timed(1, lambda: fresh(root, "wh-left"),
-                                 lambda w, p=leave: run_backfill(spark, BackfillOptions(
-                                     events=log, warehouse=str(w), database=None, config=cfg,
-                                     leave=p)), cpu[name])
-    spark.stop()
-    print(f"\n{n:,} events ({args.log_kind}), {args.groups:,} groups, {master}; "
-          f"{left / n:.0%} of the rows left to the JVM")
-    med = {name: statistics.median(v) for name, v in times.items()}
-    for name, runs in times.items():
-        used = {part: statistics.median(run[part] for run in cpu[name]) for part in cpu[name][0]}
-        listed = ", ".join(f"{x:.1f}" for x in runs)
-        print(f"  {name:<9} {med[name]:8.1f} s {n / med[name]:>9,.0f} events/s   [{listed}]   "
-              "CPU s: " + ", ".join(f"{part} {value:.1f}" for part, value in used.items())
-              + f"; workers {used['workers'] / n * 1e6:.1f} us/event")
-    print(f"  rows time / left time {med['rows'] / med['left']:.2f}")
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=2_000_000)
@@ -396,8 +355,6 @@ def main() -> None:
     p.add_argument("--master", default=None,
                    help="Spark master (default: the local profile's local[*]); local[1] against "
                         "local[2] is the scale-out figure")
-    p.add_argument("--left-vs-rows", action="store_true",
-                   help="only the backfill, leaving rows to the JVM and not, paired")
     args = p.parse_args()
     cfg = CoordinatorConfig()
     root = Path(args.log_dir)
@@ -416,9 +373,6 @@ def main() -> None:
         return
     if args.backfill_only:
         memory_run(spark, root, log_path, args, cfg)
-        return
-    if args.left_vs_rows:
-        left_vs_rows(spark, root, log_path, args, cfg)
         return
     events = make_log(spark, log_path, args.events, args.groups, args.log_kind)
     n = len(events)

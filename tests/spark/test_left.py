@@ -1,7 +1,7 @@
-"""The backfill that builds the rows of the plain commit records the fold leaves in the JVM
-(`pipeline/spark/fold/left.py`, the default) writes every table exactly as the backfill whose
-fold writes every row, on random logs of both kinds with rows delivered twice and the rows
-meant to end or split a run (`tests/left.py`)."""
+"""The backfill, which builds the rows of the plain commit records the fold leaves in the JVM
+(`pipeline/spark/fold/left.py`), writes every table exactly as the pure fold that writes
+every row itself, on random logs of both kinds with rows delivered twice and the rows meant
+to end or split a run (`tests/left.py`)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from pipeline.fold.partitioning import partition_for
 from pipeline.spark.events.eventlog import write_event_log
 from tests.fold.test_left import random_log
 from tests.grouping import by_group
-from tests.spark.backends import CONFIG, assert_same_tables, backfill_tables
+from tests.spark.backends import CONFIG, assert_same_tables, backfill_tables, pure_tables
 
 pytestmark = pytest.mark.spark
 
 
-def test_leaving_and_row_by_row_backfills_write_the_same_tables(
+def test_the_backfill_leaving_rows_to_the_jvm_writes_what_the_pure_fold_writes_row_by_row(
         spark: SparkSession, tmp_path: Path) -> None:
     events: list[Event] = []
     for seed in (3, 4, 5):  # two offsets-topic logs and a journal
@@ -38,6 +38,5 @@ def test_leaving_and_row_by_row_backfills_write_the_same_tables(
         left_out += len(replay_group(group_id, None, rows, None, CONFIG, leave=True).left.history)
     assert left_out > len(events) // 3  # most rows' offset_history never leaves the JVM
     leaving = backfill_tables(spark, path, tmp_path / "left")
-    row_by_row = backfill_tables(spark, path, tmp_path / "rows", leave=False)
     assert leaving["offset_history"].count() > left_out
-    assert_same_tables(leaving, row_by_row)
+    assert_same_tables(leaving, pure_tables(spark, events))

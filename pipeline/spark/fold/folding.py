@@ -69,8 +69,7 @@ class Folded:
 
 def fold_groups(table: pa.Table, checks: Checks, cfg: CoordinatorConfig, until: int | None,
                 *, watermark: int | None = None, start_of: Callable[[str], bytes | None]
-                | None = None, due: Iterable[str] = (), seed: bool = False,
-                leave: bool = True) -> Folded:
+                | None = None, due: Iterable[str] = (), seed: bool = False) -> Folded:
     """The wire of `table`'s groups (packed rows, `packing.packed_events`, sorted by group so
     that each group's rows are together): each group's rows folded from `start_of(group)`
     (none: from nothing) and its timers fired up to `until`, then each group of `due` (no
@@ -88,7 +87,7 @@ def fold_groups(table: pa.Table, checks: Checks, cfg: CoordinatorConfig, until: 
         events = {name: column[a:b] for name, column in columns.items()} if b > a else {}
         start = None if start_of is None or group_id is None else start_of(group_id)
         after, tables, left = replay_group(group_id, start, events, until, cfg, watermark,
-                                           seed=seed, leave=leave)
+                                           seed=seed, leave=True)
         folded.after[group_id] = after
         if FAILED in tables:
             folded.failed.add(group_id)
@@ -298,14 +297,12 @@ def frame_of(wire: pa.Table) -> pd.DataFrame:
     return wire.to_pandas(types_mapper=_NULLABLE_INTS.get)
 
 
-def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False,
-               leave: bool = True
+def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow over a partition's rows sorted by group (`backfill.folded_history`): each
     group's whole history in one `replay_group` call, then its timers up to `until_ms`;
-    with `seed`, also the group's final state as a `SEED_TABLE` row; with `leave`, the
-    input rows whose rows the JVM builds go back as they came (`left.py`; without it, the
-    fold writes every row: the benchmark's baseline).
+    with `seed`, also the group's final state as a `SEED_TABLE` row. The input rows whose
+    rows the JVM builds go back as they came (`left.py`).
 
     Many groups a batch, not one Arrow stream a group: Spark's and pyarrow's cost per call
     was most of a small group's. A batch's columns become Python values once, each complete
@@ -333,8 +330,7 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False,
             yield from _folded(pa.Table.from_batches(pending))
 
     def _folded(table: pa.Table) -> Iterator[pa.RecordBatch]:
-        yield from fold_groups(table, checks, cfg, until_ms, seed=seed, leave=leave
-                               ).wire.to_batches()
+        yield from fold_groups(table, checks, cfg, until_ms, seed=seed).wire.to_batches()
 
     return fold_partition
 
