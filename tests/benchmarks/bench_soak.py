@@ -239,7 +239,7 @@ def run(spark: SparkSession, args: argparse.Namespace, events: list[Any],
         return start_replay(spark, ReplayOptions(
             events=str(log), warehouse=str(wh), checkpoint=str(root / "ck"), trigger=trigger,
             database=None, watermark_delay=args.delay, max_files_per_trigger=one,
-            lag=LagOptions(str(ends), max_files_per_trigger=one),
+            lag=LagOptions(str(ends)),
             upkeep=Upkeep(args.maintain_every) if args.maintain_every else None,
             metrics=None if server is None else server.collector))
 

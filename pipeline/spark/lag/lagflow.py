@@ -70,10 +70,6 @@ class LagOptions:
 
     end_offsets: str
     config: LagConfig = field(default_factory=LagConfig)
-    # the samples' files a micro-batch reads at most (None: all there are). Not a flag: the
-    # soak benchmark reads a log written ahead one commit a batch, its samples with it, each
-    # commit one file (a batch's samples are those up to the version it read into, taken whole)
-    max_files_per_trigger: int | None = None
 
     def __post_init__(self) -> None:
         if paths.is_path(self.end_offsets):
@@ -116,14 +112,16 @@ def sample_wire(samples: DataFrame) -> DataFrame:
     return typed.select(F.lit(SAMPLE).alias(TABLE), wire_json(samples_schema()).alias(ROW))
 
 
-def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None) -> DataFrame:
+def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None,
+                  max_files_per_trigger: int | None = None) -> DataFrame:
     """The samples table as a stream of wire rows, from the version after `after_version`
-    (a backfill's) or from its beginning."""
+    (a backfill's) or from its beginning, at most `max_files_per_trigger` of its files a
+    micro-batch (the replay's `--max-files-per-trigger`, as for the event log)."""
     options: dict[str, str | int] = {}
     if after_version is not None:
         options["startingVersion"] = after_version + 1
-    if opts.max_files_per_trigger:
-        options["maxFilesPerTrigger"] = opts.max_files_per_trigger
+    if max_files_per_trigger:
+        options["maxFilesPerTrigger"] = max_files_per_trigger
     return sample_wire(stream_delta(spark, opts.end_offsets, **options))
 
 

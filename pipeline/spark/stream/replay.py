@@ -320,8 +320,8 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     if opts.lag is not None:
         ensure_pending(spark, opts.warehouse)
         wire = wire.unionByName(sample_stream(
-            spark, opts.lag, None if manifest is None else manifest.samples_version),
-            allowMissingColumns=True)
+            spark, opts.lag, None if manifest is None else manifest.samples_version,
+            opts.max_files_per_trigger), allowMissingColumns=True)
         writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint,
                                after_version=None if manifest is None
                                else manifest.samples_version)
