@@ -442,10 +442,12 @@ def end_offset_sampler(spark: SparkSession, opts: IngestOptions) -> EndOffsetSam
         return None
     if paths.exists(spark, opts.end_offsets):
         check_samples(spark, opts.end_offsets)  # a wrong table fails now, not every round
-    return EndOffsetSampler(
+    sampler = EndOffsetSampler(
         spark, opts.bootstrap_servers, consumer_properties(opts), opts.end_offsets,
         events=opts.events, share_state=opts.share_state, isolation_level=opts.isolation_level,
         interval_ms=None if opts.trigger == "available-now" else opts.sample_interval_ms)
+    sampler.helper()  # its JVM class missing (no JDK built it) fails now, not every round
+    return sampler
 
 
 def start_ingest(spark: SparkSession, opts: IngestOptions,

@@ -374,7 +374,7 @@ class EndOffsetSampler:
         options = jvm.org.apache.kafka.clients.admin.DescribeTopicsOptions().timeoutMs(
             self.timeout_ms)
         futures = admin.describeTopics(names, options).topicNameValues()
-        lines = str(self._helper().describe(futures, "\n".join(topics),
+        lines = str(self.helper().describe(futures, "\n".join(topics),
                                             self.timeout_ms + _GRACE_MS))
         found: dict[str, list[tuple[int, bool]]] = {}
         problem: str | None = None
@@ -417,7 +417,7 @@ class EndOffsetSampler:
                     else "not sampled this round")
         return [(p, True) for p in seen]
 
-    def _helper(self) -> Any:
+    def helper(self) -> Any:
         """The JVM side of a round (pipeline/spark/ingest/java/EndOffsetsRound.java, compiled
         into the jar cache): through Py4J a round would cost a dozen calls a partition
         (docs/performance.md, "The sampler at a big cluster's size")."""
@@ -437,7 +437,7 @@ class EndOffsetSampler:
         in the JVM (`EndOffsetsRound`)."""
         jvm: Any = self.spark._jvm
         kafka = jvm.org.apache.kafka
-        helper = self._helper()
+        helper = self.helper()
         asked = "\n".join(f"{t}\t{p}" for t, p in partitions)
         options = kafka.clients.admin.ListOffsetsOptions(
             kafka.common.IsolationLevel.valueOf(self.isolation_level)).timeoutMs(self.timeout_ms)
