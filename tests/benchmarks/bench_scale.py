@@ -40,13 +40,16 @@ import urllib.request
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_log import ScaleLog, ScaleSpec  # noqa: E402 - this folder, run as a script
+
+if TYPE_CHECKING:
+    from pipeline.spark.stream.sinks import BatchProgress
 
 TIMES = ("event_time", "commit_timestamp", "current_state_timestamp", "sampled_at")
 PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
@@ -97,7 +100,7 @@ class Batch:
     ended: float  # wall clock
     read_through: int  # the log's last version it read whole
     phases: dict[str, float]
-    writer: dict[str, Any]
+    writer: BatchProgress
     state: dict[str, Any]
     stages: dict[str, float] = field(default_factory=dict)
 
@@ -155,6 +158,7 @@ def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]
     from pipeline.spark.runtime.session import build_session
     from pipeline.spark.stream.maintain import Upkeep
     from pipeline.spark.stream.replay import ReplayOptions, start_replay
+    from pipeline.spark.stream.sinks import BatchProgress
     from pipeline.spark.tables.contract import event_schema
     from pipeline.spark.tables.creation import create_table
 
@@ -212,15 +216,15 @@ def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]
                 p["batchId"], rows, p["batchDuration"] / 1000,
                 started + p["batchDuration"] / 1000, read_through(p, log),
                 {k: v / 1000 for k, v in p["durationMs"].items()},
-                dict(replay.writer.progress.get(p["batchId"], {})),
+                replay.writer.progress.get(p["batchId"], BatchProgress()),
                 {k: ops.get(k) for k in ("numRowsTotal", "numRowsUpdated", "allUpdatesTimeMs",
                                          "commitTimeMs", "memoryUsedBytes")}, stages))
             b = batches[-1]
             print(f"  batch {b.id}: {b.rows:,} rows, {b.seconds:.1f} s "
-                  f"(fold job {b.writer.get('fold_s', 0):.1f} s: "
+                  f"(fold job {b.writer.fold_s:.1f} s: "
                   + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items())
-                  + f"; writes {b.writer.get('write_s', 0):.1f} s), "
-                  f"{b.writer.get('groups', 0):,} groups", flush=True)
+                  + f"; writes {b.writer.write_s:.1f} s), "
+                  f"{b.writer.groups:,} groups", flush=True)
         if feeder.exitcode not in (None, 0):
             raise RuntimeError(f"the feeder failed ({feeder.exitcode})")
         time.sleep(0.5)
@@ -259,15 +263,15 @@ def summary(args: argparse.Namespace, spec: ScaleSpec, batches: list[Batch],
     med = statistics.median
     print(f"  the median batch ({len(warm)} after the first): {med(b.seconds for b in warm):.1f} s,"
           f" {med(b.rows for b in warm):,.0f} rows, "
-          f"{med(b.writer.get('groups', 0) for b in warm):,.0f} groups")
+          f"{med(b.writer.groups for b in warm):,.0f} groups")
     for phase in PHASES:
         print(f"    {phase:<14} {med(b.phases.get(phase, 0.0) for b in warm):6.2f} s")
-    print(f"      fold job   {med(b.writer.get('fold_s', 0.0) for b in warm):6.2f} s")
+    print(f"      fold job   {med(b.writer.fold_s for b in warm):6.2f} s")
     for kind in ("read, shuffle", "stateful operator", "count"):
         print(f"        {kind:<18} {med(b.stages.get(kind, 0.0) for b in warm):6.2f} s")
-    tables = sorted({t for b in warm for t in b.writer.get("tables", {})})
+    tables = sorted({t for b in warm for t in b.writer.tables})
     for t in tables:
-        print(f"      write {t:<20} {med(b.writer['tables'].get(t, 0.0) for b in warm):6.2f} s")
+        print(f"      write {t:<20} {med(b.writer.tables.get(t, 0.0) for b in warm):6.2f} s")
     for k in ("allUpdatesTimeMs", "commitTimeMs"):
         print(f"    state store {k:<18} {med((b.state.get(k) or 0) for b in warm) / 1000:6.2f} s")
     rows_total = med((b.state.get("numRowsTotal") or 0) for b in warm)
@@ -275,8 +279,7 @@ def summary(args: argparse.Namespace, spec: ScaleSpec, batches: list[Batch],
     print(f"    state store rows {rows_total:,.0f} (buckets of {spec.groups:,} groups), memory "
           f"{memory / 2**20:.0f} MiB ({memory / spec.groups:,.0f} bytes a group, every "
           f"version the store holds in memory)")
-    per_group = [b.writer.get("fold_s", 0.0) / b.writer["groups"] for b in warm
-                 if b.writer.get("groups")]
+    per_group = [b.writer.fold_s / b.writer.groups for b in warm if b.writer.groups]
     if per_group:
         print(f"    fold job per group touched: {med(per_group) * 1000:.2f} ms")
     return {"rate": spec.rate, "busy": busy, "fresh_ratio": last / first,

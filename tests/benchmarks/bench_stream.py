@@ -102,8 +102,9 @@ def main() -> None:
     rounds: list[tuple[int, int]] = []  # per round: the replay's batches, the trivial's, in ms
 
     def wrote_lag(batch_id: int) -> bool:
-        rows = replay.writer.progress.get(batch_id, {}).get("rows", {})
-        return bool(rows.get("partition_lag") or rows.get("group_lag"))
+        seen = replay.writer.progress.get(batch_id)
+        return seen is not None and bool(seen.rows.get("partition_lag")
+                                         or seen.rows.get("group_lag"))
     writes: dict[str, list[float]] = {}  # each table's write seconds in the warm batches
     for i in range(args.rounds):
         chunk = tail[i * args.small:(i + 1) * args.small]
@@ -119,8 +120,8 @@ def main() -> None:
         for b in new_batches(replay.query, seen, wrote_lag):
             mine_ms += b["batchDuration"]
             (latencies if b["numInputRows"] > 0 else lag_only).append(b["batchDuration"])
-            for table, seconds in replay.writer.progress.get(b["batchId"], {}).get(
-                    "tables", {}).items():
+            seen = replay.writer.progress.get(b["batchId"])
+            for table, seconds in (seen.tables if seen is not None else {}).items():
                 writes.setdefault(table, []).append(seconds)
             phases = {k: v for k, v in b["durationMs"].items() if v > 50}
             lag = " (lag rows)" if wrote_lag(b["batchId"]) else ""

@@ -4,6 +4,7 @@ rate and ETA (a fake clock and fake samples; the sampling of a real session is S
 from __future__ import annotations
 
 from pipeline.spark.stream.progress import Progress, Sample, batch_line, duration
+from pipeline.spark.stream.sinks import BatchProgress
 
 
 def run(samples: list[tuple[float, Sample | None]], interval_s: float = 10) -> list[str]:
@@ -43,19 +44,19 @@ def test_durations_read_as_a_person_would_say_them() -> None:
 
 
 def test_a_micro_batch_line_says_what_its_fold_and_writes_took_and_the_longest_table() -> None:
-    written = {"groups": 41, "rejected": 2, "failed": 0, "fold_s": 0.61, "write_s": 3.2,
-               "tables": {"offset_history": 0.91, "group_state": 2.9, "rebalances": 1.2}}
+    written = BatchProgress(groups=41, rejected=2, failed=0, fold_s=0.61, write_s=3.2,
+                            tables={"offset_history": 0.91, "group_state": 2.9,
+                                    "rebalances": 1.2})
     assert batch_line(3, 5120, 4100, "2023-11-14T22:00:00.000Z", written) == (
         "batch 3: 5120 rows in, 41 groups touched, 2 rows rejected, 0 groups failed, 4.10 s "
         "(fold 0.61 s, writes 3.20 s: 3 tables, longest group_state 2.90 s), "
         "watermark 2023-11-14T22:00:00.000Z")
     # Every table already held the batch (a batch run again): a fold, no table written.
-    assert batch_line(4, 0, 350, "-", {"groups": 0, "fold_s": 0.2, "write_s": 0.01,
-                                       "tables": {}}) == (
+    assert batch_line(4, 0, 350, "-", BatchProgress(fold_s=0.2, write_s=0.01)) == (
         "batch 4: 0 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.35 s "
         "(fold 0.20 s, writes 0.01 s), watermark -")
     # A batch the writer did not see (its figures already dropped): the counts alone.
-    assert batch_line(5, 7, 120, "-", {}) == (
+    assert batch_line(5, 7, 120, "-", None) == (
         "batch 5: 7 rows in, 0 groups touched, 0 rows rejected, 0 groups failed, 0.12 s, "
         "watermark -")
 
@@ -76,14 +77,14 @@ def test_a_micro_batch_s_metrics_figures_come_from_spark_s_progress_and_the_writ
                         eventTime={"watermark": "2023-11-14T22:00:00.000Z",
                                    "max": "2023-11-14T22:10:30.500Z"})
     at = datetime(2023, 11, 14, 22, tzinfo=UTC)
-    written = {"groups": 41, "rejected": 2, "failed": 1,
-               "rows": {"group_state": 41, "offset_history": 900, "group_lag": 40}}
+    written = BatchProgress(groups=41, rejected=2, failed=1,
+                            rows={"group_state": 41, "offset_history": 900, "group_lag": 40})
     assert batch_figures(p, written) == {
         "batch_id": 7, "duration_ms": 4150, "input_rows": 5120, "output_rows": 981,
         "rejected_rows": 2, "groups_failed": 1,
         "finished_at": datetime(2023, 11, 14, 22, 16, 4, 100_000, tzinfo=UTC),
         "watermark": at, "newest_event": datetime(2023, 11, 14, 22, 10, 30, 500_000, tzinfo=UTC)}
     first = SimpleNamespace(**{**vars(p), "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}})
-    figures = batch_figures(first, {})
+    figures = batch_figures(first, None)
     assert (figures["watermark"], figures["newest_event"], figures["rejected_rows"],
             figures["output_rows"]) == (None, None, 0, None)

@@ -139,21 +139,21 @@ def test_a_batch_written_again_adds_no_commit_and_a_table_without_marks_keeps_de
     assert _with_pair(warehouse, "offset_history", 1)
     # The progress line's figures: each table the writer wrote (offset_history too: Delta's
     # pair, not the writer, turned that write into no commit), with its seconds.
-    assert set(writer.progress[5]["tables"]) == set(filled)
-    assert all(s > 0 for s in writer.progress[5]["tables"].values())
-    assert writer.progress[5]["fold_s"] > 0 and writer.progress[5]["write_s"] > 0
+    assert set(writer.progress[5].tables) == set(filled)
+    assert all(s > 0 for s in writer.progress[5].tables.values())
+    assert writer.progress[5].fold_s > 0 and writer.progress[5].write_s > 0
     for batch_id in (5, 4):  # the same batch again, or an older one: no commit anywhere
         writer(wire, batch_id)
         assert versions() == after
-        assert writer.progress[batch_id]["tables"] == {}
+        assert writer.progress[batch_id].tables == {}
     writer(wire, 6)
     assert {t for t, v in versions().items() if v != after[t]} == set(filled)
-    assert set(writer.progress[6]["tables"]) == set(filled)
+    assert set(writer.progress[6].tables) == set(filled)
     assert rows("offset_history") == 2 * once
     moved = versions()
     writer(wire, 6)  # this writer remembers its marks
     assert versions() == moved
-    assert writer.progress[6]["tables"] == {}
+    assert writer.progress[6].tables == {}
     BatchWriter(warehouse, "app")(wire, 6)  # a restarted one reads them from the tables
     assert versions() == moved
     wire.unpersist()

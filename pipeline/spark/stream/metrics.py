@@ -16,6 +16,7 @@ from pipeline.metrics import ReplayProgress, RowsCollector, advance
 from pipeline.spark.metrics import WarehouseRows
 from pipeline.spark.stream.progress import ProgressListener
 from pipeline.spark.stream.share import SHARE_QUERY
+from pipeline.spark.stream.sinks import BatchProgress
 
 if TYPE_CHECKING:
     from pipeline.spark.stream.sinks import BatchWriter
@@ -37,18 +38,17 @@ def event_time(p: Any, which: str) -> datetime | None:
     return None if moment == _NO_WATERMARK else moment
 
 
-def batch_figures(p: Any, written: dict[str, Any]) -> dict[str, Any]:
+def batch_figures(p: Any, written: BatchProgress | None) -> dict[str, Any]:
     """`advance`'s figures of one batch: Spark's progress `p` and what the writer recorded of
-    the batch (`BatchWriter.progress[batch_id]`; nothing for a batch it did not see: then
-    the rows out are unknown, no sample)."""
-    rows = written.get("rows")
+    the batch (`BatchWriter.progress[batch_id]`; None for a batch it did not see: then the
+    rows out are unknown, no sample)."""
     return {
         "batch_id": p.batchId,
         "duration_ms": int(p.durationMs.get("triggerExecution", p.batchDuration)),
         "input_rows": int(p.numInputRows),
-        "output_rows": None if rows is None else sum(rows.values()),
-        "rejected_rows": int(written.get("rejected", 0)),
-        "groups_failed": int(written.get("failed", 0)),
+        "output_rows": None if written is None else sum(written.rows.values()),
+        "rejected_rows": 0 if written is None else written.rejected,
+        "groups_failed": 0 if written is None else written.failed,
         "finished_at": spark_time(p.timestamp) + timedelta(milliseconds=p.batchDuration),
         "watermark": event_time(p, "watermark"),
         "newest_event": event_time(p, "max"),
@@ -72,7 +72,7 @@ class ReplayMetrics(ProgressListener):
         start = time.monotonic()
         try:
             self.progress = advance(self.progress, **batch_figures(
-                p, self.writer.progress.get(p.batchId, {})))
+                p, self.writer.progress.get(p.batchId)))
             self.rows.publish(self.collector, self.progress)
         except Exception:  # the metrics must never take the stream down
             log.warning("metrics of batch %d not published", p.batchId, exc_info=True)

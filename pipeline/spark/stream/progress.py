@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pipeline.spark.stream.share import SHARE_QUERY, ShareWriter, share_line
+from pipeline.spark.stream.sinks import BatchProgress
 
 if TYPE_CHECKING:
     from pipeline.spark.stream.sinks import BatchWriter
@@ -178,26 +179,27 @@ class ProgressLine(ProgressListener):
         if p.name == SHARE_QUERY:
             if self.share is not None:
                 log.info("%s", share_line(p.batchId, p.batchDuration,
-                                          self.share.progress.get(p.batchId, {})))
+                                          self.share.progress.get(p.batchId)))
             return
         log.info("%s", batch_line(p.batchId, p.numInputRows, p.batchDuration,
                                   p.eventTime.get("watermark", "-"),
-                                  self.writer.progress.get(p.batchId, {})))
+                                  self.writer.progress.get(p.batchId)))
 
 
 def batch_line(batch_id: int, rows_in: int, duration_ms: int, watermark: str,
-               written: dict[str, Any]) -> str:
+               written: BatchProgress | None) -> str:
     """A micro-batch's progress line; `written` is what `BatchWriter` recorded of the batch
-    (nothing for a batch it did not see): its counts, the seconds of its fold and of its
+    (None for a batch it did not see): its counts, the seconds of its fold and of its
     writes, and each table's write seconds."""
-    tables: dict[str, float] = written.get("tables") or {}
+    seen = written if written is not None else BatchProgress()
+    tables = seen.tables
     parts = ""
-    if "fold_s" in written:
-        parts = f" (fold {written['fold_s']:.2f} s, writes {written['write_s']:.2f} s"
+    if written is not None:
+        parts = f" (fold {seen.fold_s:.2f} s, writes {seen.write_s:.2f} s"
         if tables:
             longest = max(tables, key=tables.__getitem__)
             parts += f": {len(tables)} tables, longest {longest} {tables[longest]:.2f} s"
         parts += ")"
-    return (f"batch {batch_id}: {rows_in} rows in, {written.get('groups', 0)} groups touched, "
-            f"{written.get('rejected', 0)} rows rejected, {written.get('failed', 0)} groups "
+    return (f"batch {batch_id}: {rows_in} rows in, {seen.groups} groups touched, "
+            f"{seen.rejected} rows rejected, {seen.failed} groups "
             f"failed, {duration_ms / 1000:.2f} s{parts}, watermark {watermark}")

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -52,7 +51,7 @@ from pipeline.spark.share.replay import (
     replayed,
 )
 from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
-from pipeline.spark.stream.sinks import PROGRESS_KEPT, BatchWriter, batch_mark
+from pipeline.spark.stream.sinks import BatchProgress, BatchWriter, batch_mark, record
 from pipeline.spark.tables import paths, small
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
@@ -82,7 +81,7 @@ class ShareWriter:
     # working tables (the main query's upkeep leaves them out: it would race these writes)
     upkeep: Upkeep | None = None
     tables: BatchWriter = field(init=False)
-    progress: dict[int, dict[str, Any]] = field(default_factory=dict)
+    progress: dict[int, BatchProgress] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tables = BatchWriter(self.warehouse, self.app_id)
@@ -116,12 +115,11 @@ class ShareWriter:
                         spark, self.warehouse, last_rows(out))}, seconds)
         if self.upkeep is not None and self.upkeep.due(batch_id):
             self.upkeep.run(spark, self.warehouse, SHARE_WORKING_TABLES)
-        self.progress[batch_id] = {"rows": {**{k: counts[k] for k in (RECORDS, HISTORY,
-                                                                      "rejected_events")},
-                                            "partition_lag": lag_rows},
-                                   "s": time.monotonic() - start}
-        while len(self.progress) > PROGRESS_KEPT:
-            del self.progress[next(iter(self.progress))]
+        record(self.progress, batch_id, BatchProgress(
+            rows={**{k: counts[k] for k in (RECORDS, HISTORY, "rejected_events")},
+                  "partition_lag": lag_rows},
+            rejected=counts["rejected_events"], write_s=time.monotonic() - start,
+            tables=seconds))
 
     def _lag(self, spark: SparkSession, batch_id: int, seconds: dict[str, float],
              new: DataFrame | None) -> int:
@@ -186,11 +184,11 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
     return with_trigger(stream, trigger).start(), writer
 
 
-def share_line(batch_id: int, duration_ms: int, written: dict[str, Any]) -> str:
+def share_line(batch_id: int, duration_ms: int, written: BatchProgress | None) -> str:
     """A share-state batch's line. Its records are counted by the writer, one row each:
     Spark's `numInputRows` counts the source once for every scan of it in the batch's
     plans, twice here (the cogroup reads the batch's rows and their keys)."""
-    rows = written.get("rows") or {}
+    rows = written.rows if written is not None else {}
     return (f"share-state batch {batch_id}: {rows.get(RECORDS, 0)} records in, "
             f"{rows.get(HISTORY, 0)} applied, {rows.get('rejected_events', 0)} rejected, "
             f"{rows.get('partition_lag', 0)} share lag rows, {duration_ms / 1000:.2f} s")

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -46,6 +45,28 @@ from schemas import OUTPUT_TABLES, TABLE_KEYS
 
 HISTORY_PAGE = 16  # commits read first when looking for a table's last mark
 PROGRESS_KEPT = 64  # batches whose figures the writer keeps for the progress line to read
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """What a writer recorded of one micro-batch, the same fields on every path (the replay's
+    query and the share-state query's), which the progress lines, the metrics and the
+    benchmarks read. A batch the writer did not see has none."""
+
+    rows: dict[str, int] = field(default_factory=dict)  # rows written, by table
+    groups: int = 0  # groups touched (the share query: none)
+    rejected: int = 0  # rows rejected
+    failed: int = 0  # groups whose fold failed
+    fold_s: float = 0.0  # the fold's seconds: the stateful operator, run by the batch's first job
+    write_s: float = 0.0  # the rest of the batch's seconds in the writer: its writes
+    tables: dict[str, float] = field(default_factory=dict)  # each table's write seconds
+
+
+def record(progress: dict[int, BatchProgress], batch_id: int, figures: BatchProgress) -> None:
+    """`figures` kept for `batch_id`, only the last `PROGRESS_KEPT` batches'."""
+    progress[batch_id] = figures
+    while len(progress) > PROGRESS_KEPT:
+        del progress[next(iter(progress))]
 
 
 def _on_keys(table: str) -> str:
@@ -98,10 +119,8 @@ class BatchWriter:
 
     warehouse: str
     app_id: str
-    # Per batch: groups, rejected and failed rows, the seconds of the fold (the stateful
-    # operator, run by the batch's first job) and of the writes, and each table's write
-    # seconds (`tables`); the last `PROGRESS_KEPT` batches.
-    progress: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # What it recorded of each of the last `PROGRESS_KEPT` batches.
+    progress: dict[int, BatchProgress] = field(default_factory=dict)
     # The last batch each table is known to hold, from this writer's own commits: a table's
     # marks only rise, so after its first write here the writer skips reading its history
     # (a Spark job a table a batch). Empty at start, and nothing is kept for a write that
@@ -137,19 +156,13 @@ class BatchWriter:
                         self.lag.release()
             if self.upkeep is not None and self.upkeep.due(batch_id):
                 self.upkeep.run(spark, self.warehouse)
-        self.progress[batch_id] = {
-            "groups": counts.get("group_state", 0),
-            "rejected": counts.get("rejected_events", 0),
-            "failed": counts.get(FAILED, 0),
-            # rows written, by table (the lag tables': the rows the stream's lag step made)
-            "rows": {**{t: n for t in OUTPUT_TABLES if (n := table_count(counts, t))},
-                     **(self.lag.written if self.lag is not None else {})},
-            "fold_s": fold_s,
-            "write_s": time.monotonic() - start - fold_s,
-            "tables": seconds,
-        }
-        while len(self.progress) > PROGRESS_KEPT:
-            del self.progress[next(iter(self.progress))]
+        record(self.progress, batch_id, BatchProgress(
+            # the lag tables' rows: those the stream's lag step made
+            rows={**{t: n for t in OUTPUT_TABLES if (n := table_count(counts, t))},
+                  **(self.lag.written if self.lag is not None else {})},
+            groups=counts.get("group_state", 0), rejected=counts.get("rejected_events", 0),
+            failed=counts.get(FAILED, 0), fold_s=fold_s,
+            write_s=time.monotonic() - start - fold_s, tables=seconds))
 
     def write_phase(self, spark: SparkSession, batch_id: int,
                      commits: dict[str, Callable[[], None]], seconds: dict[str, float]) -> None:
