@@ -9,7 +9,7 @@ from pathlib import Path
 SPARK = Path(__file__).resolve().parents[1] / "pipeline" / "spark"
 # Lowest first; a room may import its own and those before it. Rooms of equal rank (the
 # jobs' own libraries) import none of each other.
-RANK = {"runtime": 0, "tables": 1, "events": 2, "fold": 3, "lag": 4, "metrics": 4, "share": 5,
+RANK = {"runtime": 0, "tables": 1, "events": 2, "fold": 3, "lag": 4, "newest_rows": 4, "share": 5,
         "stream": 6, "backfill": 6, "ingest": 6, "serve": 6}
 
 

@@ -32,7 +32,7 @@ from pipeline.jobs._common import (
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.eventlog import with_recorded_partitions
 from pipeline.spark.events.validate import check_event_log, check_partition_count
-from pipeline.spark.stream.progress import Progress
+from pipeline.spark.stream.lines import Progress
 from pipeline.spark.tables.catalog import comment_columns, persistent_catalog
 from pipeline.spark.tables.options import check_cut
 

@@ -39,8 +39,8 @@ from pipeline.jobs._common import (
 )
 from pipeline.spark.events.eventlog import with_recorded_partitions
 from pipeline.spark.events.validate import check_event_log, check_partition_count
+from pipeline.spark.stream.lines import Progress
 from pipeline.spark.stream.maintain import DEFAULT_EVERY
-from pipeline.spark.stream.progress import Progress
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 
 

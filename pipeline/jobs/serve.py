@@ -41,7 +41,7 @@ from pipeline.jobs._common import (
     log_level,
     metrics_endpoint,
 )
-from pipeline.spark.metrics import WarehouseRows
+from pipeline.spark.newest_rows import WarehouseRows
 from pipeline.spark.runtime.session import build_session, session_conf, stop_session
 from pipeline.spark.serve import (
     CONNECT_PORT,

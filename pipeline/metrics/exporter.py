@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from pipeline.metrics import catalogue
 from pipeline.metrics.catalogue import GROUP_METRICS, KEYS, PARTITION_METRICS, PROGRESS_METRICS
-from pipeline.metrics.progress import ReplayProgress
+from pipeline.metrics.replay_progress import ReplayProgress
 from schemas.lag import STATUS_CODES
 
 Row = Mapping[str, Any]

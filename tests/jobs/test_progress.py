@@ -3,7 +3,7 @@ rate and ETA (a fake clock and fake samples; the sampling of a real session is S
 
 from __future__ import annotations
 
-from pipeline.spark.stream.progress import Progress, Sample, batch_line, duration
+from pipeline.spark.stream.lines import Progress, Sample, batch_line, duration
 from pipeline.spark.stream.sinks import BatchProgress
 
 
@@ -69,7 +69,7 @@ def test_a_micro_batch_s_metrics_figures_come_from_spark_s_progress_and_the_writ
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from pipeline.spark.stream.metrics import batch_figures
+    from pipeline.spark.stream.publish import batch_figures
 
     p = SimpleNamespace(batchId=7, numInputRows=5120, batchDuration=4100,
                         timestamp="2023-11-14T22:16:00.000Z",

@@ -32,7 +32,7 @@ from pipeline.metrics import RowsCollector, serve
 from pipeline.metrics.catalogue import KEYS
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.lag.samples import write_samples
-from pipeline.spark.metrics import WarehouseRows
+from pipeline.spark.newest_rows import WarehouseRows
 from schemas.lag import STATUS_CODES
 from tests.jobs.jobs import load_job
 from tests.metrics.prometheus import OURS, Prometheus, Series, prometheus_server, until

@@ -50,11 +50,11 @@ from pipeline.spark.lag.lagflow import (
     ensure_pending,
     sample_stream,
 )
-from pipeline.spark.metrics import WarehouseRows
+from pipeline.spark.newest_rows import WarehouseRows
 from pipeline.spark.share.replay import check_share_log
+from pipeline.spark.stream.lines import ProgressLine
 from pipeline.spark.stream.maintain import Upkeep
-from pipeline.spark.stream.metrics import ReplayMetrics
-from pipeline.spark.stream.progress import ProgressLine
+from pipeline.spark.stream.publish import ReplayMetrics
 from pipeline.spark.stream.share import start_share_replay
 from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables import paths

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pipeline.metrics import ReplayProgress, RowsCollector, advance
-from pipeline.spark.metrics import WarehouseRows
-from pipeline.spark.stream.progress import ProgressListener
+from pipeline.spark.newest_rows import WarehouseRows
+from pipeline.spark.stream.lines import ProgressListener
 from pipeline.spark.stream.share import SHARE_QUERY
 from pipeline.spark.stream.sinks import BatchProgress
 

@@ -1,6 +1,6 @@
 """The warehouse's rows the Prometheus metrics serve (`pipeline.metrics`), read so that each
 read costs what is new rather than what the history holds; the stream's listener
-(`pipeline.spark.stream.metrics`) and `jobs/serve.py` both publish through `WarehouseRows`.
+(`pipeline.spark.stream.publish`) and `jobs/serve.py` both publish through `WarehouseRows`.
 
 The lag tables are append-only histories: each read takes only the rows sampled at or after
 the newest moment the previous read saw (a filter on `sampled_at`, which Delta answers from
