@@ -151,7 +151,6 @@ def fold_stages(spark: Any, batch_id: int) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]:
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     from pipeline.spark.lag.lagflow import LagOptions
     from pipeline.spark.lag.samples import samples_schema
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]
     from pipeline.spark.stream.maintain import Upkeep
     from pipeline.spark.stream.replay import ReplayOptions, start_replay
     from pipeline.spark.stream.sinks import BatchProgress
-    from pipeline.spark.tables.contract import event_schema
+    from pipeline.spark.tables.contract import arrow_schema, event_schema
     from pipeline.spark.tables.creation import create_table
 
     spark = build_session("bench-scale", "local", dict(c.split("=", 1) for c in args.conf))
@@ -168,8 +167,8 @@ def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]
     log, samples, wh = str(root / "events"), str(root / "samples"), str(root / "wh")
     create_table(spark, log, event_schema())
     create_table(spark, samples, samples_schema())
-    schemas = (to_arrow_schema(event_schema(), timezone="UTC"),
-               to_arrow_schema(samples_schema(), timezone="UTC"))
+    schemas = (arrow_schema(event_schema()),
+               arrow_schema(samples_schema()))
     count = int(args.minutes * 60 / args.chunk)
     queue = mp.get_context("spawn").Queue()
     feeder = mp.get_context("spawn").Process(

@@ -9,12 +9,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pipeline.decode import encode_record
 from pipeline.spark.events.records import decode_batch
 from pipeline.spark.ingest.ingest import IngestOptions, kafka_source_options, parse_option, redacted
-from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.tables.contract import arrow_schema, event_schema
 from schemas.events import MALFORMED_RECORD
 from tests.decode.samples import T0, group_metadata, kip848_rows, offset_commit
 
@@ -35,7 +34,7 @@ def _raw(records: list[tuple[bytes | None, bytes | None]]) -> pa.RecordBatch:
 
 @pytest.fixture(scope="module")
 def schema(spark: SparkSession) -> pa.Schema:
-    return to_arrow_schema(event_schema(), timezone="UTC")
+    return arrow_schema(event_schema())
 
 
 def test_records_become_rows_with_the_kafka_position_and_converted_timestamps(

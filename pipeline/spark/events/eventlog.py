@@ -12,14 +12,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType, TimestampType
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.spark.events.validate import check_event_schema
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.catalog import quote_path
-from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.tables.contract import arrow_schema, event_schema
 from pipeline.spark.tables.creation import forget_uncreated
 from pipeline.spark.tables.options import delta_table
 from pipeline.times import PANDAS_MS_RANGE
@@ -39,7 +38,7 @@ def events_to_arrow(events: Sequence[Event], schema: StructType | None = None) -
             if row[name] is not None:
                 row[name] = row[name] * 1000  # ms -> the arrow schema's microseconds
         rows.append(row)
-    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC"))
+    return pa.Table.from_pylist(rows, schema=arrow_schema(schema))
 
 
 def select_events(df: DataFrame) -> DataFrame:

@@ -43,7 +43,6 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import (
     IntegralType,
@@ -59,7 +58,7 @@ from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import event_schema, share_log_schema
+from pipeline.spark.tables.contract import arrow_schema, event_schema, share_log_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import (
     await_all,
@@ -201,14 +200,14 @@ class IngestOptions:
 def decode_records(raw: DataFrame) -> DataFrame:
     """Raw records (key, value, partition, offset, timestamp) decoded into event-log rows."""
     schema = event_schema()
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    arrow = arrow_schema(schema)
     return normalized(raw).mapInArrow(decode_batches(arrow), schema)
 
 
 def decode_share_records(raw: DataFrame) -> DataFrame:
     """Raw `__share_group_state` records decoded into share-state log rows."""
     schema = share_log_schema()
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    arrow = arrow_schema(schema)
     return normalized(raw).mapInArrow(decode_batches(arrow, decode_share_state), schema)
 
 

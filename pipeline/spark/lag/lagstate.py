@@ -43,7 +43,6 @@ import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BooleanType,
     IntegerType,
@@ -60,7 +59,7 @@ from pipeline.lag.engine import PREV_T, assigned_partitions
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, small
-from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.contract import arrow_schema, table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from schemas.lag import SAMPLE_KEY
@@ -701,7 +700,7 @@ def _local_stage(mine: KeyRows, step_key: KeyStep, again: Callable[[list[str]], 
 def _arrow_rows(texts: list[str], table: str) -> pa.Table:
     """Wire JSON rows of a lag table (flat, times in epoch ms) as Arrow in its schema (a value
     its column cannot hold raises)."""
-    schema = to_arrow_schema(table_schema(table), timezone="UTC")
+    schema = arrow_schema(table_schema(table))
     rows = [orjson.loads(t) for t in texts]
     columns = []
     for f in schema:

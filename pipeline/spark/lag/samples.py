@@ -19,13 +19,12 @@ import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
 from pipeline.errors import UsageError
 from pipeline.spark.events.validate import check_columns
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import struct_of
+from pipeline.spark.tables.contract import arrow_schema, struct_of
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.warehouse import insert_missing
@@ -48,7 +47,7 @@ def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> Dat
     as_ms = StructType([StructField(f.name, LongType() if f.name in stamps else f.dataType)
                         for f in schema.fields])
     listed = list(rows)
-    arrow = to_arrow_schema(as_ms)
+    arrow = arrow_schema(as_ms)
     # Through Arrow: a round of 200,000 partitions as Python rows costs seconds to convert.
     data = pa.table([pa.array([r.get(f.name) for r in listed], f.type) for f in arrow],
                     schema=arrow)

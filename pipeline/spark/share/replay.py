@@ -25,13 +25,12 @@ import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, StructType
 
 from pipeline.errors import UsageError
 from pipeline.share.state import replay, resumed
 from pipeline.spark.tables import paths, small
-from pipeline.spark.tables.contract import table_schema
+from pipeline.spark.tables.contract import arrow_schema, table_schema
 from pipeline.spark.tables.creation import create_table
 from schemas.share_state import SHARE_KEY, SHARE_STATE_TOPIC
 
@@ -72,7 +71,7 @@ def replayed(log_rows: DataFrame, last: DataFrame) -> DataFrame:
     schema = replayed_schema()
     key = list(SHARE_KEY)
     return (log_rows.groupBy(*key).cogroup(last.groupBy(*key))
-            .applyInArrow(partial(_replay_key, to_arrow_schema(schema, timezone="UTC")), schema))
+            .applyInArrow(partial(_replay_key, arrow_schema(schema)), schema))
 
 
 def history_rows(out: DataFrame) -> DataFrame:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -58,7 +57,7 @@ from pipeline.spark.stream.publish import ReplayMetrics
 from pipeline.spark.stream.share import start_share_replay
 from pipeline.spark.stream.sinks import BatchWriter
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.contract import SEED
+from pipeline.spark.tables.contract import SEED, arrow_schema
 from pipeline.spark.tables.errors import at_startup
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
@@ -191,7 +190,7 @@ def check_state_key(spark: SparkSession, checkpoint: str) -> None:
 
 def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
     packed = stream_input(events, opts)
-    arrow = to_arrow_schema(packed.schema, timezone="UTC")
+    arrow = arrow_schema(packed.schema)
     return packed.groupBy(BUCKET).applyInPandasWithState(
         bucket_fold(opts.config, arrow), wire_schema(typed=True), STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout,

@@ -1,27 +1,50 @@
 """The contract's Spark types, built from `schemas/`: the event log's, each output table's,
-what a column holds at any depth (`holds`), and rows shaped as a table's (`as_table`)."""
+what a column holds at any depth (`holds`), rows shaped as a table's (`as_table`), and a
+Spark schema as the Arrow schema its rows cross into Python with (`arrow_schema`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
 
+import pyarrow as pa
 from pyspark.sql import Column as SqlColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
     DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from schemas import EVENT_COLUMNS, WAREHOUSE_TABLES, Column, ddl
 from schemas.share_state import SHARE_STATE_LOG
 
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
-__all__ = ["SEED", "as_table", "event_schema", "holds", "share_log_schema", "struct_of",
-           "table_schema"]
+__all__ = ["SEED", "arrow_schema", "arrow_type", "as_table", "event_schema", "holds",
+           "share_log_schema", "struct_of", "table_schema"]
+TIME_ZONE = "UTC"  # the session's (conf/spark-defaults.conf): Arrow's timestamps carry it
+_ARROW: dict[type[DataType], pa.DataType] = {
+    BooleanType: pa.bool_(), ByteType: pa.int8(), ShortType: pa.int16(),
+    IntegerType: pa.int32(), LongType: pa.int64(), FloatType: pa.float32(),
+    DoubleType: pa.float64(), StringType: pa.string(), BinaryType: pa.binary(),
+    DateType: pa.date32(), TimestampType: pa.timestamp("us", tz=TIME_ZONE),
+    TimestampNTZType: pa.timestamp("us"),
+}
 
 
 def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bool:
@@ -33,6 +56,28 @@ def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bo
     if isinstance(t, StructType):
         return any(holds(f.dataType, kinds) for f in t.fields)
     return False
+
+
+def arrow_type(t: DataType) -> pa.DataType:
+    """A Spark type as the Arrow type Spark hands Python its values in (what PySpark's own
+    conversion gives, with timestamps in the session's time zone); raises on a type the
+    contract does not use."""
+    if isinstance(t, ArrayType):
+        return pa.list_(pa.field("element", arrow_type(t.elementType), t.containsNull))
+    if isinstance(t, MapType):
+        return pa.map_(pa.field("key", arrow_type(t.keyType), False),
+                       pa.field("value", arrow_type(t.valueType), t.valueContainsNull))
+    if isinstance(t, StructType):
+        return pa.struct([pa.field(f.name, arrow_type(f.dataType), f.nullable) for f in t.fields])
+    found = _ARROW.get(type(t))
+    if found is None:
+        raise TypeError(f"no Arrow type for {t.simpleString()}")
+    return found
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """`schema` as the Arrow schema of its rows in Python (`arrow_type` of each field)."""
+    return pa.schema([pa.field(f.name, arrow_type(f.dataType), f.nullable) for f in schema.fields])
 
 
 def struct_of(columns: tuple[Column, ...]) -> StructType:
