@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from delta.tables import DeltaTable
@@ -85,6 +85,7 @@ class BackfillOptions:
     partitions_from_log: bool = True
     lag: LagOptions | None = None  # --end-offsets: write the lag tables too
     share_state: str | None = None  # --share-state: the share-state log, replayed too
+    delay_ms: int = field(init=False)  # `watermark_delay`, parsed once
 
     def __post_init__(self) -> None:
         self.warehouse = paths.qualify(self.warehouse)
@@ -92,7 +93,7 @@ class BackfillOptions:
             self.events = paths.qualify(self.events)
         if self.share_state is not None and is_path(self.share_state):
             self.share_state = paths.qualify(self.share_state)
-        interval_ms(self.watermark_delay)
+        self.delay_ms = interval_ms(self.watermark_delay)
         check_cut(self.until_ms, self.version)
 
 
@@ -111,7 +112,7 @@ def run_backfill(spark: SparkSession, opts: BackfillOptions) -> Manifest:
     if opts.until_ms is not None:
         cut: int | None = opts.until_ms
     else:
-        cut = None if max_ms is None else max_ms - interval_ms(opts.watermark_delay)
+        cut = None if max_ms is None else max_ms - opts.delay_ms
     if opts.share_state is not None:
         check_share_log(spark, opts.share_state)
     filled = _filled_tables(spark, opts)
@@ -218,7 +219,7 @@ def _write_share_lag(spark: SparkSession, opts: BackfillOptions, lag: BackfillLa
     record applied), so a stream never continues from an earlier backfill's."""
     ensure_lag_state(spark, opts.warehouse)
     step = None if lag is None else share_lag_step(
-        spark, opts.warehouse, lag.opts.end_offsets, interval_ms(opts.watermark_delay),
+        spark, opts.warehouse, lag.opts.end_offsets, opts.delay_ms,
         opts.until_ms, fresh=True, samples_version=lag.version)
     if step is None:
         spark.createDataFrame([], lag_state_schema()).write.format("delta").mode(

@@ -105,6 +105,7 @@ class ReplayOptions:
     # --metrics-port: the endpoint's collector, given each batch's progress and new rows
     metrics: RowsCollector | None = None
     share_state: str | None = None  # --share-state: a second query replays that log
+    delay_ms: int = field(init=False)  # `watermark_delay`, parsed once
 
     def __post_init__(self) -> None:
         # Delta takes a relative LOCATION for a table name: make every folder absolute.
@@ -115,7 +116,7 @@ class ReplayOptions:
         if self.share_state is not None and is_path(self.share_state):
             self.share_state = paths.qualify(self.share_state)
         check_trigger(self.trigger)
-        interval_ms(self.watermark_delay)
+        self.delay_ms = interval_ms(self.watermark_delay)
 
 
 def read_events(spark: SparkSession, opts: ReplayOptions, manifest: Manifest | None
@@ -156,8 +157,8 @@ def stream_input(events: DataFrame, opts: ReplayOptions) -> DataFrame:
     """The stateful operator's input: the rows with the watermark moved to the guard column
     (see the module docstring), packed (`packed_events`) with the seed, and each row's
     bucket of groups (`folding.BUCKET`), the operator's key."""
-    delay = interval_ms(opts.watermark_delay)
-    marked = events.withWatermark("event_time", spark_interval(opts.watermark_delay))
+    delay = opts.delay_ms
+    marked = events.withWatermark("event_time", spark_interval(delay))
     unguarded = marked.select(
         *[F.col(c) for c in events.columns if c != "event_time"],
         F.col("event_time").alias("event_time", metadata={}),
@@ -269,7 +270,7 @@ def _with_share(replay: Replay, opts: ReplayOptions, app_id: str) -> Replay:
         replay.share_query, replay.listener.share = start_share_replay(
             replay.spark, opts.share_state, opts.warehouse, opts.checkpoint, opts.trigger,
             app_id, opts.max_files_per_trigger,
-            None if opts.lag is None else opts.lag.end_offsets, interval_ms(opts.watermark_delay),
+            None if opts.lag is None else opts.lag.end_offsets, opts.delay_ms,
             opts.upkeep)
     return replay
 

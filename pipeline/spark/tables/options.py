@@ -43,9 +43,9 @@ def interval_ms(text: str) -> int:
     return int(match.group(1)) * _UNIT_MS[match.group(2)]
 
 
-def spark_interval(text: str) -> str:
-    """The interval as Spark's own syntax takes it (`withWatermark`)."""
-    return f"{interval_ms(text)} milliseconds"
+def spark_interval(ms: int) -> str:
+    """An interval of `ms` as Spark's own syntax takes it (`withWatermark`)."""
+    return f"{ms} milliseconds"
 
 
 def check_trigger(text: str) -> str:
