@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.errors import UsageError
@@ -32,6 +34,20 @@ def javac_executable() -> str | None:
         javac = Path(home) / "bin" / "javac"
         return str(javac) if javac.is_file() and os.access(javac, os.X_OK) else None
     return shutil.which("javac")
+
+
+def compile_java(sources: Sequence[Path | str], classpath: str, out: Path | str,
+                 *options: str) -> None:
+    """`sources` compiled by `javac` (a short-lived JVM's options, then `options`) against
+    `classpath` into the folder `out`; javac's errors raised."""
+    javac = javac_executable()
+    if javac is None:
+        raise UsageError(f"no javac: a JDK is needed to compile {', '.join(map(str, sources))}")
+    proc = subprocess.run([javac, *JAVAC_OPTIONS, *options, "-d", str(out), "-cp", classpath,
+                           *map(str, sources)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"javac failed on {', '.join(map(str, sources))}:\n"
+                           f"{proc.stderr[-4000:]}")
 
 
 def java_executable() -> str:

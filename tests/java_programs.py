@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.java import JAVAC_OPTIONS, SHORT_LIVED_JVM
+from pipeline.java import SHORT_LIVED_JVM, compile_java
 
 
 def kafka_classpath(artifact: str, version: str) -> str:
@@ -21,11 +21,6 @@ def kafka_classpath(artifact: str, version: str) -> str:
     jars = ensure_jars((Artifact("org.apache.kafka", artifact, version),),
                        against_pyspark=False).jars
     return ":".join(str(j) for j in jars)
-
-
-def compile_java(sources: Sequence[Path | str], classpath: str, out: Path | str) -> None:
-    subprocess.run(["javac", *JAVAC_OPTIONS, "-d", str(out), "-cp", classpath,
-                    *map(str, sources)], check=True, capture_output=True, text=True)
 
 
 def java_command(classpath: str, main: str, *args: str, heap: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -286,5 +286,5 @@ def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
     if not filled:
         small.save(rows, path)
         return
-    with open_for_rewrite(spark, path) if append_only else nullcontext():
+    with open_for_rewrite(spark, path, append_only):
         rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)

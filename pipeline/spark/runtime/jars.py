@@ -52,7 +52,7 @@ from pathlib import Path
 
 import pyspark
 
-from pipeline.java import JAVAC_OPTIONS, javac_executable
+from pipeline.java import compile_java, javac_executable
 
 ROOT = Path(__file__).resolve().parents[3]
 # A checkout caches under its own .cache/; an installed wheel under the user's cache folder
@@ -252,21 +252,15 @@ def own_jar(cache: JarCache) -> Path | None:
     jar = JARS_DIR / f"own-{h.hexdigest()[:12]}.jar"
     if jar.is_file():
         return jar
-    javac = javac_executable()
-    if javac is None:
+    if javac_executable() is None:
         return None
     with _locked(JARS_DIR / ".lock"):
         if jar.is_file():
             return jar
         with tempfile.TemporaryDirectory(dir=JARS_DIR, prefix=".own-") as tmp:
             classes = Path(tmp) / "classes"
-            proc = subprocess.run(
-                [javac, *JAVAC_OPTIONS, "--release", "17", "-nowarn", "-d", str(classes),
-                 "-cp", os.pathsep.join(map(str, cache.jars)), *map(str, OWN_SOURCES)],
-                capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise RuntimeError(f"javac failed on {', '.join(map(str, OWN_SOURCES))}:\n"
-                                   f"{proc.stderr[-4000:]}")
+            compile_java(OWN_SOURCES, os.pathsep.join(map(str, cache.jars)), classes,
+                         "--release", "17", "-nowarn")
             staged = Path(tmp) / jar.name
             with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as z:
                 z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")

@@ -19,7 +19,6 @@ import logging
 import math
 import time
 from collections.abc import Container, Iterable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -230,7 +229,6 @@ def _delete_before(spark: SparkSession, table: str, path: str, cutoff: datetime)
     if not old:
         return 0
     name = quote_path(path)
-    protected = table_properties(spark, path).get(APPEND_ONLY) == "true"
-    with open_for_rewrite(spark, path) if protected else nullcontext():
+    with open_for_rewrite(spark, path, table_properties(spark, path).get(APPEND_ONLY) == "true"):
         spark.sql(f"DELETE FROM {name} WHERE {when}")
     return old

@@ -107,10 +107,14 @@ def _properties_as_made(spark: SparkSession, path: str, table: DeltaTable,
 
 
 @contextmanager
-def open_for_rewrite(spark: SparkSession, path: str) -> Iterator[None]:
+def open_for_rewrite(spark: SparkSession, path: str, protected: bool = True) -> Iterator[None]:
     """Lift an append-only table's protection for the one rewrite made inside (a commit that
-    removes rows), and restore it after, even when the rewrite fails. A kill between the two
-    leaves it open; the next job that opens the warehouse closes it (`ensure_tables`)."""
+    removes rows), and restore it after, even when the rewrite fails; nothing for a table
+    not `protected`. A kill between the two leaves it open; the next job that opens the
+    warehouse closes it (`ensure_tables`)."""
+    if not protected:
+        yield
+        return
     table = quote_path(path)
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{APPEND_ONLY}' = 'false')")
     try:
