@@ -22,12 +22,13 @@ from pipeline.fold.fold import advance, fold, reject_unkeyed, rejected_row
 from pipeline.fold.model import Group
 from pipeline.fold.rows import group_state_row
 from pipeline.fold.serde import dumps, loads
+from schemas.internal import BACKFILL_STATE
 
 Tables = dict[str, list[Row]]  # table name -> rows, in the order they were written
 
 FAILED = "_group_failed"  # a group whose fold raised: group_id and the traceback (`reason`)
 INTERNAL = "INTERNAL"  # the reason prefix of the events of such a group
-SEED_TABLE = "_backfill_state"  # a group's final state (`_state`) for a stream to start from
+
 DELETES_KEY = "_deleted"  # a committed_offsets row that deletes its key
 STATE = "_state"
 
@@ -49,7 +50,7 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
 
     `start`: the group's stored state or seed (`dumps` bytes), a Group, or None for a group
     not seen yet. `watermark`: the stream's, when the rows arrived (rows behind it are
-    counted late). `seed`: also return the final state as a SEED_TABLE row. A `group_id` of
+    counted late). `seed`: also return the final state as a BACKFILL_STATE row. A `group_id` of
     None is no group: every event is rejected and there is no state. The returned state is
     the one to store; after a failure it is `start`'s (None if there was none). `events` is
     read again after a failure, so pass a list, not an iterator. `leave`: leave the rows of
@@ -73,7 +74,7 @@ def replay_group(group_id: str | None, start: bytes | Group | None,
             out.extend(timed.outputs)
         tables = result_tables(g, out, cfg, None if before is None else before.shown_type)
         if seed and not g.gone:  # a removed group's next record starts it from nothing
-            tables[SEED_TABLE] = [{"group_id": g.group_id, STATE: dumps(g)}]
+            tables[BACKFILL_STATE] = [{"group_id": g.group_id, STATE: dumps(g)}]
         return Replay(g, tables, out.left or Left())
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
         return Replay(before, failed_tables(group_id, events, before, exc), Left())

@@ -31,7 +31,7 @@ from pipeline.spark.events.eventlog import select_events, with_recorded_partitio
 from pipeline.spark.events.packing import packed_events
 from pipeline.spark.fold.folding import batch_fold
 from pipeline.spark.fold.handoff import Manifest, ensure_seed_table, seed_path
-from pipeline.spark.fold.wire import SEED_TABLE, folded, table_count, table_rows, wire_schema
+from pipeline.spark.fold.wire import BACKFILL_STATE, folded, table_count, table_rows, wire_schema
 from pipeline.spark.lag.lagflow import BackfillLag, LagOptions, ensure_pending
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import temporary_conf
@@ -54,7 +54,7 @@ from pipeline.spark.share.replay import (
     rejected_rows,
     replayed,
 )
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.options import check_cut, interval_ms, latest_version, read_delta
 from pipeline.spark.tables.parallel import run_all
@@ -169,17 +169,11 @@ def _write(spark: SparkSession, opts: BackfillOptions, wire: DataFrame, counts: 
     if opts.share_state is not None:
         _write_share(spark, opts, "share_partition_state" in filled, lag)
     # Last, so a manifest exists only when every table was replaced.
-    seeds = table_rows(wire, SEED_TABLE, count=counts.get(SEED_TABLE, 0))
-    # The manifest is this commit's: Delta skips a commit that changes nothing (no seeds
-    # over an empty table) unless told not to.
-    with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
-        (seeds.write.format("delta").mode("overwrite")
-         .option("overwriteSchema", "true").option("userMetadata", manifest.to_json())
-         .save(seed_path(opts.warehouse)))
+    seeds = table_rows(wire, BACKFILL_STATE, count=counts.get(BACKFILL_STATE, 0))
+    # The manifest is this commit's (made even over an empty table with no seeds).
+    writes.overwrite(spark, seeds, seed_path(opts.warehouse), new_schema=True,
+                     metadata=manifest.to_json())
     return manifest
-
-
-SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 
 
 def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool,
@@ -199,15 +193,12 @@ def _write_share(spark: SparkSession, opts: BackfillOptions, filled: bool,
     with kept(replayed(rows, nothing)) as out:
         _replace(spark, paths.join(opts.warehouse, SHARE_HISTORY), history_rows(out), True,
                  filled)
-        rejected_rows(out).write.format("delta").mode("append").save(
-            paths.join(opts.warehouse, "rejected_events"))
-        writer = last_rows(out).write.format("delta").mode("overwrite")
-        if opts.until_ms is None:  # a cut by event time is no state a stream can continue
-            writer = writer.option("userMetadata",
-                                   ShareHandoff(opts.share_state, version).to_json())
+        writes.append(spark, rejected_rows(out), paths.join(opts.warehouse, "rejected_events"))
+        # a cut by event time is no state a stream can continue
+        handoff = None if opts.until_ms is not None \
+            else ShareHandoff(opts.share_state, version).to_json()
         _write_share_lag(spark, opts, lag)  # over share_partition_state just written
-        with temporary_conf(spark, {SKIP_EMPTY_COMMITS: "false"}):
-            writer.save(current_path(opts.warehouse))
+        writes.overwrite(spark, last_rows(out), current_path(opts.warehouse), metadata=handoff)
     log.info("replayed version %d of the share-state log %s", version, opts.share_state)
 
 
@@ -222,15 +213,14 @@ def _write_share_lag(spark: SparkSession, opts: BackfillOptions, lag: BackfillLa
         spark, opts.warehouse, lag.opts.end_offsets, opts.delay_ms,
         opts.until_ms, fresh=True, samples_version=lag.version)
     if step is None:
-        spark.createDataFrame([], lag_state_schema()).write.format("delta").mode(
-            "overwrite").save(lag_state_path(opts.warehouse))
+        writes.overwrite(spark, spark.createDataFrame([], lag_state_schema()),
+                         lag_state_path(opts.warehouse))
         return
     try:
         if step.rows.limit(1).count():
             for table, make in LAG_WRITES:
-                make(step.rows).write.format("delta").mode("append").save(
-                    paths.join(opts.warehouse, table))
-        step.state.write.format("delta").mode("overwrite").save(lag_state_path(opts.warehouse))
+                writes.append(spark, make(step.rows), paths.join(opts.warehouse, table))
+        writes.overwrite(spark, step.state, lag_state_path(opts.warehouse))
     finally:
         release_step(step)
 
@@ -282,9 +272,9 @@ def _replace(spark: SparkSession, path: str, rows: DataFrame, append_only: bool,
     """Replace one table's rows in one commit. An empty table is appended to: the same rows,
     and no appendOnly toggle (Delta refuses even an empty append-only table an overwrite),
     so a fresh warehouse costs one commit a table, from the driver when its rows are few
-    (`small`). A filled append-only table is opened for just the overwrite, by Spark."""
+    (`writes`). A filled append-only table is opened for just the overwrite, by Spark."""
     if not filled:
-        small.save(rows, path)
+        writes.append(spark, rows, path)
         return
     with open_for_rewrite(spark, path, append_only):
-        rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+        writes.overwrite(spark, rows, path, new_schema=True)

@@ -31,6 +31,7 @@ from pipeline.fold.states import DEAD
 from pipeline.metrics import ReplayProgress, RowsCollector
 from pipeline.metrics.catalogue import KEYS, METRICS, TABLES
 from pipeline.spark.tables import paths
+from pipeline.spark.tables.options import read_delta
 
 LAG = ("group_lag", "partition_lag")
 
@@ -74,7 +75,7 @@ class WarehouseRows:
             if not DeltaTable.isDeltaTable(self.spark, path):
                 return None
             self._present.add(table)
-        rows = self.spark.read.format("delta").load(path)
+        rows = read_delta(self.spark, path)
         if table not in LAG:
             live = rows.where(F.col("state") != DEAD).select(*columns(table))
             return [r.asDict() for r in live.collect()]

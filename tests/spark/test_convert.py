@@ -12,12 +12,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.group_replay import DELETES_KEY, SEED_TABLE, STATE, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, STATE, Tables, replay_group
 from pipeline.spark.fold.folding import frame_of
 from pipeline.spark.fold.wire import table_rows, wire_checks, wire_schema
 from pipeline.spark.tables.contract import table_schema
 from pipeline.times import PANDAS_MS_RANGE, utc_datetime
 from schemas import OUTPUT_TABLES
+from schemas.internal import BACKFILL_STATE
 from tests.golden.files import read_case
 from tests.grouping import by_group
 from tests.spark.backends import wire_table
@@ -76,8 +77,8 @@ def test_ints_never_pass_through_float(spark: SparkSession, calls: list[Tables])
 
 
 def test_bytes_and_flags_come_back_exactly(spark: SparkSession, calls: list[Tables]) -> None:
-    seed = next(t[SEED_TABLE] for t in calls if SEED_TABLE in t)
-    [state] = _through(spark, {SEED_TABLE: seed}, SEED_TABLE)
+    seed = next(t[BACKFILL_STATE] for t in calls if BACKFILL_STATE in t)
+    [state] = _through(spark, {BACKFILL_STATE: seed}, BACKFILL_STATE)
     assert state == seed[0] and isinstance(state[STATE], bytes | bytearray)
     gone = {"group_id": "g", "topic": "t", "partition": 0, DELETES_KEY: True}
     [out] = _through(spark, {"committed_offsets": [gone]}, "committed_offsets", extra=True)

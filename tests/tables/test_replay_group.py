@@ -11,8 +11,9 @@ from functools import cache
 import pytest
 
 from pipeline.fold import CoordinatorConfig, Event, dumps, loads
-from pipeline.fold.group_replay import DELETES_KEY, FAILED, INTERNAL, SEED_TABLE, Tables, replay_group
+from pipeline.fold.group_replay import DELETES_KEY, FAILED, INTERNAL, Tables, replay_group
 from schemas import OUTPUT_TABLES, TABLE_KEYS
+from schemas.internal import BACKFILL_STATE
 from tests.golden.files import read_case
 from tests.grouping import by_group
 
@@ -80,9 +81,9 @@ def test_rows_of_no_group_are_rejected_and_leave_no_state() -> None:
 def test_seed_is_the_final_state_as_stored() -> None:
     group_id, events = next((g, e) for g, e in _groups("classic-by-hand").items() if g)
     state, tables, _ = replay_group(group_id, None, events, _end(events), CONFIG, seed=True)
-    assert state is not None and tables[SEED_TABLE] == [{"group_id": group_id,
+    assert state is not None and tables[BACKFILL_STATE] == [{"group_id": group_id,
                                                          "_state": dumps(state)}]
-    assert dumps(loads(tables[SEED_TABLE][0]["_state"])) == dumps(state)
+    assert dumps(loads(tables[BACKFILL_STATE][0]["_state"])) == dumps(state)
 
 
 def test_a_state_that_cannot_be_read_keeps_nothing_and_rejects_every_row_as_internal() -> None:

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType, TimestampType
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.spark.events.validate import check_event_schema
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import arrow_schema, event_schema
 from pipeline.spark.tables.creation import forget_uncreated
@@ -79,7 +79,10 @@ def write_event_log(spark: SparkSession, events: Sequence[Event], path: str,
     forget_uncreated(spark, path)
     for i, start in enumerate(range(0, max(len(events), 1), size)):
         chunk = events_frame(spark, events[start:start + size]).coalesce(1)
-        chunk.write.format("delta").mode(mode if i == 0 else "append").save(path)
+        if i == 0 and mode == "overwrite":
+            writes.overwrite(spark, chunk, path)
+        else:
+            writes.append(spark, chunk, path)
 
 
 # What the live ingest records on the event log (a table property): the cluster's

@@ -14,7 +14,7 @@ group that ends Dead with nothing left (`Group.gone`) leaves it, as Kafka's coor
 forgets it, and a bucket with no group left leaves the store: it holds live groups only.
 
 `batch_fold` is the same fold for `mapInArrow` over whole histories sorted by group; it can
-also emit each group's final state (a `SEED_TABLE` row) for a stream to continue from. Both
+also emit each group's final state (a `BACKFILL_STATE` row) for a stream to continue from. Both
 go through `fold_groups`, and both leave the rows of plain commit records to the JVM: those
 input rows go back as they came, typed (`left.py`).
 """
@@ -301,7 +301,7 @@ def batch_fold(cfg: CoordinatorConfig, until_ms: int | None, seed: bool = False
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow over a partition's rows sorted by group (`backfill.folded_history`): each
     group's whole history in one `replay_group` call, then its timers up to `until_ms`;
-    with `seed`, also the group's final state as a `SEED_TABLE` row. The input rows whose
+    with `seed`, also the group's final state as a `BACKFILL_STATE` row. The input rows whose
     rows the JVM builds go back as they came (`left.py`).
 
     Many groups a batch, not one Arrow stream a group: Spark's and pyarrow's cost per call

@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from pipeline.spark.fold.wire import SEED_TABLE
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import SEED, event_schema
 from pipeline.spark.tables.creation import create_table
+from schemas.internal import BACKFILL_STATE
 
 SEED_SCHEMA = StructType([StructField("group_id", StringType()), StructField("_state", BinaryType())])
 
@@ -55,7 +55,7 @@ class Manifest:
 
 
 def seed_path(warehouse: str) -> str:
-    return paths.join(warehouse, SEED_TABLE)
+    return paths.join(warehouse, BACKFILL_STATE)
 
 
 def read_manifest(spark: SparkSession, warehouse: str) -> Manifest | None:

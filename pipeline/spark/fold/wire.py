@@ -7,7 +7,7 @@ table's column names (times in epoch milliseconds, bytes in base64). Python writ
 that each int and time, at any depth, fits its column's type (naming the column if not, so
 the group's call is rejected as INTERNAL instead of a value going wrong); the JVM parses each
 table's rows back into its own schema (`table_rows`). Besides the tables of `schemas/`, the
-wire carries a backfill's seed rows (`SEED_TABLE`: group_id and `_state`, the state a stream
+wire carries a backfill's seed rows (`BACKFILL_STATE`: group_id and `_state`, the state a stream
 continues from), a failed group's row (`FAILED`: group_id and the traceback) and, in a stream
 with lag, the end-offset samples (`SAMPLE`), unioned after the fold. One kind of row is no
 JSON: an input row the fold left to the JVM (`left.py`) comes back tagged `LEFT` in the
@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipeline.fold.group_replay import DELETES_KEY, FAILED, SEED_TABLE, STATE, Tables
+from pipeline.fold.group_replay import DELETES_KEY, FAILED, STATE, Tables
 from pipeline.spark.fold.left import (
     LEFT_COLUMNS,
     LEFT_TAGS,
@@ -55,6 +55,7 @@ from pipeline.spark.runtime.keep import kept
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
+from schemas.internal import BACKFILL_STATE
 from schemas.lag import LOG_END_OFFSETS
 
 TABLE = "_table"  # the wire's column naming a row's table
@@ -62,7 +63,7 @@ ROW = "_row"  # the wire's column holding the row as JSON
 SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.py)
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETES_KEY,)}
-__all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "SEED_TABLE", "TABLE", "counted",
+__all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "BACKFILL_STATE", "TABLE", "counted",
            "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
            "wire_checks", "wire_json", "wire_schema", "wire_table_of"]
 log = logging.getLogger("wire")
@@ -87,7 +88,7 @@ def wire_schema(typed: bool = False) -> StructType:
 def row_schema(table: str) -> StructType:
     """What a wire row of `table` holds: the table's columns, and the extra ones its rows
     carry (committed_offsets' `_deleted`); for the seed, FAILED and sample rows, theirs."""
-    if table == SEED_TABLE:
+    if table == BACKFILL_STATE:
         return StructType([StructField("group_id", StringType()),
                            StructField(STATE, BinaryType())])
     if table == FAILED:

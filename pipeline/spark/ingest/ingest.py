@@ -65,6 +65,7 @@ from pipeline.spark.tables.options import (
     check_trigger,
     delta_table,
     interval_ms,
+    read_delta,
     with_trigger,
 )
 from pipeline.spark.tables.topics import (
@@ -252,7 +253,7 @@ def merge_into_log(spark: SparkSession, events: str, rows: DataFrame,
 def read_raw(spark: SparkSession, path: str) -> DataFrame:
     """A dump of raw records: a Delta table, or Parquet files or folders."""
     if DeltaTable.isDeltaTable(spark, path):
-        return spark.read.format("delta").load(path)
+        return read_delta(spark, path)
     return spark.read.parquet(path)
 
 

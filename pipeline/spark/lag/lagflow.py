@@ -41,7 +41,6 @@ from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
 from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
 from pipeline.spark.lag.lagstate import (
-    STATE,
     Step,
     Tables,
     ensure_state,
@@ -54,14 +53,14 @@ from pipeline.spark.lag.lagstate import (
 from pipeline.spark.lag.lagstate import step as lag_step
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
 from pipeline.spark.runtime.keep import keep, release
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
 from pipeline.times import ms_text
+from schemas.internal import INTERNAL_KEYS, LAG_PENDING, LAG_STATE
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
 
 log = logging.getLogger(__name__)
-PENDING = "_lag_pending"  # samples delivered whose rows wait for the watermark
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def distinct(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
 
 
 def pending_path(warehouse: str) -> str:
-    return paths.join(warehouse, PENDING)
+    return paths.join(warehouse, LAG_PENDING)
 
 
 def ensure_pending(spark: SparkSession, warehouse: str) -> None:
@@ -125,15 +124,28 @@ def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | No
     return sample_wire(stream_delta(spark, opts.end_offsets, **options))
 
 
+OFFSET_LOG_VERSION = "v1"  # Spark's OffsetSeqLog.VERSION, the first line of each batch's file
+
+
 def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int
                   ) -> tuple[int, list[dict[str, Any]]]:
     """The event-time watermark batch `batch_id` ran with and its sources' end offsets, from
     the checkpoint's offset log (`offsets/<batch>`: a version line, the batch's metadata,
-    then one line per source, `-` for a source without an offset yet)."""
+    then one line per source, `-` for a source without an offset yet).
+
+    Spark gives no public way to learn, inside `foreachBatch`, the watermark the batch ran
+    with (its progress reports it after the batch, and a batch run again after a restart
+    has no progress at all); the offset log is what Spark itself reruns a batch from. Its
+    format (`OffsetSeq`, "v1") is checked, so a Spark that changes it stops here with one
+    line instead of computing lag at a wrong watermark."""
     text = paths.read_text(spark, paths.join(checkpoint, "offsets", str(batch_id)))
     if text is None:
         raise RuntimeError(f"no offset log for batch {batch_id} under {checkpoint}")
     lines = text.splitlines()
+    if not lines or lines[0] != OFFSET_LOG_VERSION or len(lines) < 2:
+        raise RuntimeError(f"{checkpoint}/offsets/{batch_id}: not the offset log format "
+                           f"{OFFSET_LOG_VERSION} this release reads (first line "
+                           f"{lines[0] if lines else ''!r})")
     meta = json.loads(lines[1])
     sources = [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines[2:]]
     return int(meta.get("batchWatermarkMs", 0)), sources
@@ -182,15 +194,15 @@ class StreamLag:
             version = self.after_version
         # The pending set, the batch's new samples and what the watermark passed are a few
         # hundred rows: held on the driver as Arrow (no Spark job each), the pending set
-        # read and written by delta-rs where the driver writes the tables (`small`).
-        pending = small.read(spark, pending_path(self.warehouse))
+        # read and written by delta-rs where the driver writes the tables (`writes`).
+        pending = writes.read(spark, pending_path(self.warehouse))
         checked = select_samples(new).toArrow() if new is not None else None
         good = rejected = None
         if checked is not None:
             malformed = pc.is_valid(checked.column(REASON))
             rejected = checked.filter(malformed)
-            good = small.conformed(checked.filter(pc.invert(malformed)), pending.schema)
-        pending = small.conformed(pending, pending.schema)  # nullable, as `good`, to concat
+            good = writes.conformed(checked.filter(pc.invert(malformed)), pending.schema)
+        pending = writes.conformed(pending, pending.schema)  # nullable, as `good`, to concat
         candidates = distinct(pending if good is None else pa.concat_tables([pending, good]),
                               SAMPLE_KEY)
         passed = pc.less(epoch_ms(candidates.column("sampled_at")), watermark)
@@ -205,26 +217,22 @@ class StreamLag:
             path = state_path(self.warehouse)
             local = local_step(spark, self.warehouse, tables, history, ready,
                                self.opts.config, watermark) \
-                if small.writes_small(spark, path) else None
+                if writes.on_driver(spark, path) else None
             if local is not None:  # a small batch: stepped and written from the driver
-                if local.rows:  # no commit for a table with no rows
-                    for table, data in (("partition_lag", local.partition_lag),
-                                        ("group_lag", local.group_lag)):
-                        first[table] = partial(small.save_arrow, spark, data,
-                                               paths.join(self.warehouse, table))
-                    self.written = {"partition_lag": local.rows, "group_lag": local.group_rows}
+                self._append_rows(spark, first, local.partition_lag, local.group_lag,
+                                  local.rows, local.group_rows)
                 if local.states.num_rows:
-                    then[STATE] = partial(small.merge, spark, local.states, path,
-                                          ("kind", "key"))
+                    then[LAG_STATE] = partial(writes.merge, spark, local.states, path,
+                                              INTERNAL_KEYS[LAG_STATE])
             else:
                 self._step_on_executors(spark, tables, history, ready, watermark, first, then)
         if rejected is not None and rejected.num_rows:
-            first["rejected_samples"] = partial(small.save_arrow, spark, rejected,
+            first["rejected_samples"] = partial(writes.append, spark, rejected,
                                                 paths.join(self.warehouse, "rejected_samples"))
         arrived = good is not None and good.num_rows > 0  # a good sample came in this batch
         if any_ready or arrived:  # the pending set changed; else it is left as it is
-            then[PENDING] = partial(small.save_arrow, spark, waiting,
-                                    pending_path(self.warehouse), "overwrite")
+            then[LAG_PENDING] = partial(writes.overwrite, spark, waiting,
+                                        pending_path(self.warehouse))
         return first, then
 
     def _step_on_executors(self, spark: SparkSession, tables: Tables,
@@ -238,12 +246,19 @@ class StreamLag:
         step = lag_step(spark, self.warehouse, tables, history, rows, self.opts.config,
                         watermark, states)
         self._steps.append(step)
-        if step.rows:  # no commit for a table with no rows
-            for table, out in (("partition_lag", step.partition_lag),
-                               ("group_lag", step.group_lag)):
-                first[table] = partial(small.save, out, paths.join(self.warehouse, table))
-            self.written = {"partition_lag": step.rows, "group_lag": step.group_rows}
-        then[STATE] = partial(save_states, spark, self.warehouse, step)
+        self._append_rows(spark, first, step.partition_lag, step.group_lag, step.rows,
+                          step.group_rows)
+        then[LAG_STATE] = partial(save_states, spark, self.warehouse, step)
+
+    def _append_rows(self, spark: SparkSession, first: Writes, partition_lag: DataFrame | pa.Table,
+                     group_lag: DataFrame | pa.Table, rows: int, group_rows: int) -> None:
+        """The step's lag rows appended in the batch's first phase (no commit for a table
+        with no rows)."""
+        if not rows:
+            return
+        for table, data in (("partition_lag", partition_lag), ("group_lag", group_lag)):
+            first[table] = partial(writes.append, spark, data, paths.join(self.warehouse, table))
+        self.written = {"partition_lag": rows, "group_lag": group_rows}
 
     def release(self) -> None:
         for step in self._steps:
@@ -332,8 +347,7 @@ class BackfillLag:
         held = self.good().where(~self.passed(cut))
         spark = held.sparkSession
         save_states(spark, warehouse, self._step)
-        held.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
-            pending_path(warehouse))
+        writes.overwrite(spark, held, pending_path(warehouse), new_schema=True)
         row = held.agg(F.count(F.lit(1)), F.min(F.unix_millis("sampled_at")),
                        F.max(F.unix_millis("sampled_at"))).first()
         assert row is not None

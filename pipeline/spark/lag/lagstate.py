@@ -40,7 +40,6 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -58,15 +57,15 @@ from pipeline.lag.batch import KINDS, TP, PartitionInput, step_group, step_parti
 from pipeline.lag.engine import PREV_T, assigned_partitions
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema
 from pipeline.spark.runtime.keep import keep, release
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import arrow_schema, table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
+from schemas.internal import INTERNAL_KEYS, LAG_STATE
 from schemas.lag import SAMPLE_KEY
 
 log = logging.getLogger(__name__)
 
-STATE = "_lag_state"
 PARTITION, GROUP, META = "partition", "group", "meta"
 TABLE_FORMAT = 1  # the state table's own version (the meta row's)
 
@@ -105,7 +104,7 @@ TP_COLUMNS = (StructField("topic", StringType(), True),
 
 
 def state_path(warehouse: str) -> str:
-    return paths.join(warehouse, STATE)
+    return paths.join(warehouse, LAG_STATE)
 
 
 def state_schema() -> StructType:
@@ -542,15 +541,9 @@ def save_states(spark: SparkSession, warehouse: str, step_: Step) -> None:
     else MERGEd by (kind, key) (from the driver when they are few)."""
     path = state_path(warehouse)
     if step_.whole:
-        small.save(step_.states, path, "overwrite")
-        return
-    data = small.collect(step_.states) if small.writes_small(spark, path) else None
-    if data is not None:
-        small.merge(spark, data, path, ("kind", "key"))
-        return
-    (DeltaTable.forPath(spark, path).alias("t")
-     .merge(step_.states.alias("s"), "t.kind = s.kind AND t.key = s.key")
-     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        writes.overwrite(spark, step_.states, path)
+    else:
+        writes.merge(spark, step_.states, path, INTERNAL_KEYS[LAG_STATE])
 
 
 def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -567,7 +560,7 @@ LOCAL_ROWS = 50_000  # the most input rows (history rows and samples) a step on 
 @dataclass(frozen=True)
 class LocalStep:
     """A small batch's lag, stepped on the driver: its rows and the touched keys' states, as
-    Arrow for the driver's commits (`small`)."""
+    Arrow for the driver's commits (`writes`)."""
 
     partition_lag: pa.Table
     group_lag: pa.Table
@@ -588,7 +581,7 @@ def local_step(spark: SparkSession, warehouse: str, tables: Tables,
     executors (`partitions_again`, `groups_again`)."""
     if ready.num_rows > LOCAL_ROWS:
         return None
-    state = small.read(spark, state_path(warehouse)).select(["kind", "key", "state"])
+    state = writes.read(spark, state_path(warehouse)).select(["kind", "key", "state"])
     kinds, keys, texts = (state.column(c).to_pylist() for c in ("kind", "key", "state"))
     stored = dict(zip(zip(kinds, keys, strict=True), texts, strict=True))
     meta = stored.get((META, ""))

@@ -63,11 +63,8 @@ def ensure_samples_table(spark: SparkSession, path: str) -> None:
 def merge_samples(spark: SparkSession, target: str, rows: DataFrame) -> int:
     """Insert the samples whose key `target` (a Delta path) lacks; how many were offered.
     Samples arrive in time order: their time range prunes the files."""
-    def table() -> DeltaTable:
-        ensure_samples_table(spark, target)
-        return DeltaTable.forPath(spark, target)
-
-    return insert_missing(table, rows, SAMPLE_KEY, "sampled_at")
+    return insert_missing(lambda: ensure_samples_table(spark, target), target, rows,
+                          SAMPLE_KEY, "sampled_at")
 
 
 def write_samples(spark: SparkSession, rows: Iterable[Mapping[str, Any]], target: str) -> int:

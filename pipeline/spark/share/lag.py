@@ -50,11 +50,11 @@ from pipeline.spark.tables.contract import as_table, table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import name_at, topic_names
+from schemas.internal import SHARE_LAG
 from schemas.lag import GROUP_LAG, NOTFOUND, PARTITION_LAG, SHARE_STATE
 from schemas.share_state import SHARE_KEY
 
 log = logging.getLogger("replay")
-LAG_STATE = "_share_lag"
 WATERMARK = "watermark_ms"
 ASKED, ANSWERED = 1, 0  # at one time, the state's rows sort before the sample asking
 
@@ -68,7 +68,7 @@ def lag_state_schema() -> StructType:
 
 
 def lag_state_path(warehouse: str) -> str:
-    return paths.join(warehouse, LAG_STATE)
+    return paths.join(warehouse, SHARE_LAG)
 
 
 def ensure_lag_state(spark: SparkSession, warehouse: str) -> None:

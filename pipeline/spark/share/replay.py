@@ -29,13 +29,14 @@ from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, 
 
 from pipeline.errors import UsageError
 from pipeline.share.state import replay, resumed
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import arrow_schema, table_schema
 from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import read_delta
+from schemas.internal import INTERNAL_KEYS, SHARE_CURRENT
 from schemas.share_state import SHARE_KEY, SHARE_STATE_TOPIC
 
 HISTORY = "share_partition_state"
-CURRENT = "_share_state"  # each key's last share_partition_state row
 REASON, LAST = "_reason", "_last"
 # What a refused record keeps beyond the columns it shares with share_partition_state.
 REFUSED = {"event_type": StringType(), "raw_key": BinaryType(), "raw_value": BinaryType(),
@@ -110,7 +111,7 @@ def check_share_log(spark: SparkSession, source: str) -> None:
 
 
 def current_path(warehouse: str) -> str:
-    return paths.join(warehouse, CURRENT)
+    return paths.join(warehouse, SHARE_CURRENT)
 
 
 def ensure_current(spark: SparkSession, warehouse: str) -> None:
@@ -120,21 +121,14 @@ def ensure_current(spark: SparkSession, warehouse: str) -> None:
 def last_of(spark: SparkSession, warehouse: str, log_rows: DataFrame) -> DataFrame:
     """The `_share_state` rows of the keys `log_rows` hold."""
     key = list(SHARE_KEY)
-    current = spark.read.format("delta").load(current_path(warehouse))
+    current = read_delta(spark, current_path(warehouse))
     return current.join(log_rows.select(*key).distinct(), key, "left_semi")
 
 
 def merge_current(spark: SparkSession, warehouse: str, last: DataFrame) -> None:
     """Each key's new last row into `_share_state`: a few rows MERGEd from the driver where
-    it may (`small`), else by Spark."""
-    path = current_path(warehouse)
-    data = small.collect(last) if small.writes_small(spark, path) else None
-    if data is not None:
-        small.merge(spark, data, path, SHARE_KEY)
-        return
-    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in SHARE_KEY)
-    (DeltaTable.forPath(spark, path).alias("t").merge(last.alias("s"), on)
-     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    it may (`writes`), else by Spark."""
+    writes.merge(spark, last, current_path(warehouse), INTERNAL_KEYS[SHARE_CURRENT])
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,13 @@ from delta.tables import DeltaTable
 from deltalake import DeltaTable as LocalTable
 from pyspark.sql import SparkSession
 
-from pipeline.spark.lag.lagflow import PENDING
-from pipeline.spark.lag.lagstate import STATE
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
-from pipeline.spark.share.lag import LAG_STATE as SHARE_LAG_STATE
-from pipeline.spark.share.replay import CURRENT as SHARE_CURRENT
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.warehouse import APPEND_ONLY, open_for_rewrite
 from schemas import APPEND_TABLES, WAREHOUSE_TABLES
+from schemas.internal import LAG_PENDING, LAG_STATE, SHARE_CURRENT, SHARE_LAG
 from schemas.lag import LAG_TABLES
 
 log = logging.getLogger("maintain")
@@ -121,7 +118,7 @@ class Upkeep:
 
 
 # The lag step's own working tables, overwritten at each step: their old files need VACUUM.
-WORKING_TABLES = (PENDING, STATE)
+WORKING_TABLES = (LAG_PENDING, LAG_STATE)
 # The share query's own (`--share-state`): it MERGEs `_share_state` and overwrites
 # `_share_lag` from its own batches, beside the main query's, whose upkeep would race them;
 # so the share query maintains these after its own batches (`ShareWriter`), and the main
@@ -129,7 +126,7 @@ WORKING_TABLES = (PENDING, STATE)
 # query only appends to, does not conflict with those appends; a metadata change does
 # (`--vacuum-hours` other than 168, a retention's append-only toggle on the lag tables and
 # rejected_events): docs/running.md.
-SHARE_WORKING_TABLES = (SHARE_CURRENT, SHARE_LAG_STATE)
+SHARE_WORKING_TABLES = (SHARE_CURRENT, SHARE_LAG)
 
 
 def maintained_tables() -> tuple[str, ...]:
@@ -170,7 +167,7 @@ def file_count(spark: SparkSession, path: str) -> int:
     """The live data files of the Delta table at `path` (its latest version): read from its
     log by delta-rs where the driver reads the table itself, else by Spark's
     `DESCRIBE DETAIL` (a Spark job)."""
-    local = small.driver_path(spark, path)
+    local = writes.driver_path(spark, path)
     if local is not None:
         return len(LocalTable(local).file_uris())
     row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("numFiles").first()
@@ -179,7 +176,7 @@ def file_count(spark: SparkSession, path: str) -> int:
 
 def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
     """The table properties of the Delta table at `path`, read as `file_count` reads."""
-    local = small.driver_path(spark, path)
+    local = writes.driver_path(spark, path)
     if local is not None:
         return dict(LocalTable(local).metadata().configuration)
     row = spark.sql(f"DESCRIBE DETAIL {quote_path(path)}").select("properties").first()

@@ -29,7 +29,6 @@ from pipeline.errors import UsageError
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.share.lag import (
-    LAG_STATE,
     LAG_WRITES,
     ensure_lag_state,
     lag_state_path,
@@ -37,7 +36,6 @@ from pipeline.spark.share.lag import (
     share_lag_step,
 )
 from pipeline.spark.share.replay import (
-    CURRENT,
     HISTORY,
     LAST,
     REASON,
@@ -52,7 +50,7 @@ from pipeline.spark.share.replay import (
 )
 from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.sinks import BatchProgress, BatchWriter, batch_mark, record
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.options import (
     AVAILABLE_NOW,
     latest_version,
@@ -60,6 +58,7 @@ from pipeline.spark.tables.options import (
     trigger_seconds,
     with_trigger,
 )
+from schemas.internal import SHARE_CURRENT, SHARE_LAG
 
 log = logging.getLogger("replay")
 SHARE_QUERY = "share-state-replay"
@@ -95,23 +94,23 @@ class ShareWriter:
                 F.count(F.lit(1)).alias(RECORDS),
                 F.count(F.when(F.col(REASON).isNull(), 1)).alias(HISTORY),
                 F.count(F.col(REASON)).alias("rejected_events"),
-                F.count(F.when(F.col(LAST), 1)).alias(CURRENT)).first()
+                F.count(F.when(F.col(LAST), 1)).alias(SHARE_CURRENT)).first()
             assert counts is not None
             def path(table: str) -> str:
                 return paths.join(self.warehouse, table)
 
             first: dict[str, Callable[[], None]] = {}
             if counts[HISTORY]:
-                first[HISTORY] = lambda: small.save(history_rows(out), path(HISTORY))
+                first[HISTORY] = lambda: writes.append(spark, history_rows(out), path(HISTORY))
             if counts["rejected_events"]:
-                first["rejected_events"] = lambda: small.save(rejected_rows(out),
-                                                              path("rejected_events"))
+                first["rejected_events"] = lambda: writes.append(
+                    spark, rejected_rows(out), path("rejected_events"))
             with temporary_conf(spark, {COMMIT_METADATA: batch_mark(self.app_id, batch_id)}):
                 self.tables.write_phase(spark, batch_id, first, seconds)
                 lag_rows = self._lag(spark, batch_id, seconds,
                                      history_rows(out) if counts[HISTORY] else None)
-                if counts[CURRENT]:
-                    self.tables.write_phase(spark, batch_id, {CURRENT: lambda: merge_current(
+                if counts[SHARE_CURRENT]:
+                    self.tables.write_phase(spark, batch_id, {SHARE_CURRENT: lambda: merge_current(
                         spark, self.warehouse, last_rows(out))}, seconds)
         if self.upkeep is not None and self.upkeep.due(batch_id):
             self.upkeep.run(spark, self.warehouse, SHARE_WORKING_TABLES)
@@ -138,11 +137,12 @@ class ShareWriter:
                 count = step.rows.count()
             if count:
                 self.tables.write_phase(spark, batch_id, {
-                    table: partial(small.save, make(step.rows), paths.join(self.warehouse, table))
+                    table: partial(writes.append, spark, make(step.rows),
+                                   paths.join(self.warehouse, table))
                     for table, make in LAG_WRITES}, seconds)
             if new is not None or step.watermark_ms != step.since_ms:  # the state moved
-                self.tables.write_phase(spark, batch_id, {LAG_STATE: partial(
-                    small.save, step.state, lag_state_path(self.warehouse), "overwrite")},
+                self.tables.write_phase(spark, batch_id, {SHARE_LAG: partial(
+                    writes.overwrite, spark, step.state, lag_state_path(self.warehouse))},
                     seconds)
         finally:
             release_step(step)

@@ -3,7 +3,7 @@
 History tables are appended to, current tables MERGEd, each table in one Delta commit of its
 own, side by side (`pipeline.spark.tables.parallel`). Tables live at `<warehouse>/<table>`.
 A table's few rows of a warm batch are committed from the driver by delta-rs
-(`pipeline.spark.tables.small`), a big batch's (or one on an object store) by Spark.
+(`pipeline.spark.tables.writes`), a big batch's (or one on an object store) by Spark.
 
 Exactly once: every commit carries the batch's mark in its `userMetadata` (the stream's app
 id and the batch id). Before writing a table, the writer reads the table's newest commits
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.spark.fold.wire import FAILED, SAMPLE, folded, table_count, table_rows
@@ -38,7 +38,7 @@ from pipeline.spark.lag.lagflow import StreamLag
 from pipeline.spark.lag.lagstate import ENGINE_INPUTS
 from pipeline.spark.runtime.session import COMMIT_METADATA, TXN_APP_ID, TXN_VERSION, temporary_conf
 from pipeline.spark.stream.maintain import Upkeep
-from pipeline.spark.tables import paths, small
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.parallel import WRITERS, run_all
 from schemas import OUTPUT_TABLES, TABLE_KEYS
@@ -67,10 +67,6 @@ def record(progress: dict[int, BatchProgress], batch_id: int, figures: BatchProg
     progress[batch_id] = figures
     while len(progress) > PROGRESS_KEPT:
         del progress[next(iter(progress))]
-
-
-def _on_keys(table: str) -> str:
-    return " AND ".join(f"t.`{k}` = s.`{k}`" for k in TABLE_KEYS[table])
 
 
 def batch_mark(app_id: str, batch_id: int) -> str:
@@ -206,31 +202,8 @@ class BatchWriter:
                                  F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
         else:
             source = table_rows(wire, table, count=count)
-        if small.writes_small(spark, path, count):  # a few rows: from the driver (small.py)
-            data = source.toArrow()
-            if table in TABLE_KEYS:
-                small.merge(spark, data, path, TABLE_KEYS[table],
-                            deleted="_deleted" if table == "committed_offsets" else None)
-            else:
-                small.write(spark, data, path)
-        elif table == "group_state":
-            self._merge_state(spark, source)
-        elif table == "committed_offsets":
-            self._merge_offsets(spark, source)
+        if table in TABLE_KEYS:
+            writes.merge(spark, source, path, TABLE_KEYS[table], count=count,
+                         deleted="_deleted" if table == "committed_offsets" else None)
         else:
-            source.write.format("delta").mode("append").save(path)
-
-    def _merge_state(self, spark: SparkSession, source: DataFrame) -> None:
-        (DeltaTable.forPath(spark, self.path("group_state")).alias("t")
-         .merge(source.alias("s"), _on_keys("group_state"))
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-
-    def _merge_offsets(self, spark: SparkSession, source: DataFrame) -> None:
-        values: dict[str, str | Column] = {
-            f.name: f"s.`{f.name}`" for f in table_schema("committed_offsets").fields}
-        (DeltaTable.forPath(spark, self.path("committed_offsets")).alias("t")
-         .merge(source.alias("s"), _on_keys("committed_offsets"))
-         .whenMatchedDelete("s._deleted")
-         .whenMatchedUpdate(set=values)
-         .whenNotMatchedInsert(condition="NOT s._deleted", values=values)
-         .execute())
+            writes.append(spark, source, path, count=count)

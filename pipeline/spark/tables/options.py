@@ -110,16 +110,6 @@ def read_delta(spark: SparkSession, source: str, version: int | None = None) -> 
     return reader.option("versionAsOf", version).load(location(spark, source))
 
 
-def append_delta(df: DataFrame, target: str, merge_schema: bool = False) -> None:
-    """`df` appended to the Delta table `target` (a path or a catalog name), by column name;
-    `merge_schema`: the table takes `df`'s new columns."""
-    writer = df.write.format("delta").mode("append").option("mergeSchema", str(merge_schema).lower())
-    if is_path(target):
-        writer.save(target)
-    else:
-        writer.saveAsTable(target)
-
-
 def stream_delta(spark: SparkSession, source: str, **options: str | int) -> DataFrame:
     """The table as a stream (`startingVersion`, `maxFilesPerTrigger`, ... as given)."""
     reader: DataStreamReader = spark.readStream.format("delta")

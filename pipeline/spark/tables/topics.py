@@ -29,15 +29,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from schemas import METADATA_TABLES, ddl
 from schemas.columns import TP
+from schemas.internal import LOG_TOPICS
 
 log = logging.getLogger("topics")
 TOPICS = "topics"
-LOG_TOPICS = "_topics"
 CLUSTER = "cluster"  # a source: the cluster's topic listing
 COMMITTED = "offset-commit"  # a source: the ids Kafka 4.3+'s offset commits carry
 
@@ -113,7 +113,7 @@ def record_topics_at(spark: SparkSession, path: str, names: Mapping[str, str], s
     at = seen_at or datetime.now(UTC)
     new = [(i, n, at, source) for i, n in sorted(names.items()) if (i, n) not in known]
     if new:
-        spark.createDataFrame(new, topics_schema()).write.format("delta").mode("append").save(path)
+        writes.append(spark, spark.createDataFrame(new, topics_schema()), path)
         log.info("recorded %d topic ids in %s (%s)", len(new), path, source)
     return len(new)
 
@@ -131,7 +131,7 @@ def copy_log_topics(spark: SparkSession, events: str, warehouse: str) -> int:
                                          "left_anti").select(*topics_schema().fieldNames())
     rows = new.collect()  # ids of one cluster: a few thousand at most
     if rows:
-        spark.createDataFrame(rows, topics_schema()).write.format("delta").mode("append").save(path)
+        writes.append(spark, spark.createDataFrame(rows, topics_schema()), path)
         log.info("recorded %d topic ids in %s from the log's %s", len(rows), path, source)
     return len(rows)
 

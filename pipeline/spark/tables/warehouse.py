@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipeline.spark.runtime.keep import kept
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.catalog import (
     comment_columns,
     persistent_catalog,
@@ -26,7 +26,6 @@ from pipeline.spark.tables.catalog import (
 )
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import append_delta
 from pipeline.spark.tables.parallel import run_all
 from schemas import APPEND_TABLES, OUTPUT_TABLES
 from schemas.lag import LAG_TABLES
@@ -148,7 +147,7 @@ def _with_columns(spark: SparkSession, path: str, schema: T.StructType,
     if missing:
         log.warning("%s: adding the columns this release writes: %s", path,
                     ", ".join(missing))
-        append_delta(spark.createDataFrame([], schema), path, merge_schema=True)
+        writes.append(spark, spark.createDataFrame([], schema), path, merge_schema=True)
 
 
 @contextmanager
@@ -169,14 +168,15 @@ def _same_key(key: Sequence[str]) -> Column:
     return F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
 
 
-def insert_missing(table: Callable[[], DeltaTable], rows: DataFrame, key: Sequence[str],
-                   ranged: str) -> int:
-    """Insert the `rows` whose `key` the Delta `table` (made when first needed) lacks, in one
-    MERGE; how many distinct rows were offered (`_offered`: `ranged`)."""
+def insert_missing(ensure: Callable[[], object], target: str, rows: DataFrame,
+                   key: Sequence[str], ranged: str) -> int:
+    """Insert the `rows` whose `key` the Delta table at `target` (made by `ensure` when first
+    needed) lacks, in one MERGE; how many distinct rows were offered (`_offered`: `ranged`)."""
     with _offered(rows, key, ranged) as (source, n, in_range):
         if n:
-            (table().alias("t").merge(source.alias("s"), in_range & _same_key(key))
-             .whenNotMatchedInsertAll().execute())
+            ensure()
+            writes.merge(source.sparkSession, source, target, key, insert_only=True,
+                         within=in_range)
         return n
 
 
@@ -198,7 +198,7 @@ def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame
         if n:
             have = table().toDF().alias("t").where(in_range).select(*key)
             new = source.alias("s").join(have.alias("t"), _same_key(key), "left_anti")
-            append_delta(new.repartition(cluster).sortWithinPartitions(*key), target,
-                         merge_schema=True)
+            writes.append(new.sparkSession, new.repartition(cluster).sortWithinPartitions(*key),
+                          target, merge_schema=True)
         return n
 

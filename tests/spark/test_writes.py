@@ -1,8 +1,9 @@
-"""A micro-batch's small commits from the driver (`pipeline.spark.tables.small`, delta-rs)
-write what Spark's writer writes: the stream's writer given the same two batches, once each
-way, leaves equal tables (MERGEd updates, inserts and deletes of committed offsets
-included), with the same batch marks; a write over the limit, or to a table under Delta's
-own idempotent pair, stays with Spark's writer."""
+"""Every write goes through `pipeline.spark.tables.writes`, from the driver (delta-rs) or by
+Spark, and the two write the same: the stream's writer given the same two batches, once
+each way, leaves equal tables (MERGEd updates, inserts and deletes of committed offsets
+included), with the same batch marks; a table written by one is read and extended by the
+other; a write over the limit, to a new table or schema, or under Delta's own idempotent
+pair, stays with Spark's writer."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pipeline.generator import LogSpec, generate
 from pipeline.spark.fold.wire import wire_checks, wire_schema
 from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
 from pipeline.spark.stream.sinks import NEVER_WRITTEN, BatchWriter, batch_mark, last_batch
-from pipeline.spark.tables import small
+from pipeline.spark.tables import writes
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.warehouse import ensure_tables
 from schemas import OUTPUT_TABLES
@@ -72,7 +73,7 @@ def test_driver_commits_equal_spark_commits(spark: SparkSession, tmp_path: Path)
     for way, warehouse in warehouses.items():
         ensure_tables(spark, str(warehouse), None)
         writer = BatchWriter(str(warehouse), APP)
-        with temporary_conf(spark, {small.SMALL_CONF: str(way == "driver").lower()}):
+        with temporary_conf(spark, {writes.SMALL_CONF: str(way == "driver").lower()}):
             for batch_id, wire in enumerate(batches):
                 writer(wire, batch_id)
     driver, by_spark = (read_tables(spark, warehouses[w]) for w in ("driver", "spark"))
@@ -95,14 +96,14 @@ def test_over_the_limit_or_under_deltas_pair_spark_writes(
     path = str(tmp_path / "t")
     rows = spark.range(3)
     create_table(spark, path, rows.schema, {})
-    small.save(rows, path)  # 3 rows: from the driver
-    monkeypatch.setattr(small, "SMALL_ROWS", 2)
-    assert small.collect(rows) is None
-    small.save(rows, path)  # over the limit: Spark
+    writes.append(spark, rows, path)  # 3 rows: from the driver
+    monkeypatch.setattr(writes, "SMALL_ROWS", 2)
+    assert writes.collect(rows) is None
+    writes.append(spark, rows, path)  # over the limit: Spark
     monkeypatch.undo()
     with temporary_conf(spark, {TXN_APP_ID: "app", "spark.databricks.delta.write.txnVersion": "0"}):
-        assert not small.writes_small(spark, path, 1)
-        small.save(rows, path)  # Delta's own pair: Spark
+        assert not writes.on_driver(spark, path, 1)
+        writes.append(spark, rows, path)  # Delta's own pair: Spark
     assert _writers(tmp_path / "t" / "_delta_log") == ["delta-rs", "spark", "spark"]
     assert spark.read.format("delta").load(path).count() == 9
 
@@ -116,16 +117,54 @@ def test_a_table_given_column_comments_is_still_never_written(
     create_table(spark, path, spark.range(1).schema, {})
     spark.sql(f"ALTER TABLE delta.`{path}` REPLACE COLUMNS (id BIGINT COMMENT 'the id')")
     assert last_batch(spark, path, APP) == NEVER_WRITTEN
-    small.save(spark.range(2), path)
+    writes.append(spark, spark.range(2), path)
     assert last_batch(spark, path, APP) is None  # rows now, and no mark of APP
 
 
 def test_only_local_tables_are_written_from_the_driver() -> None:
-    assert small.local_path("/w/t") == "/w/t"
-    assert small.local_path("file:/w/t") == "/w/t"
-    assert small.local_path("file:///w/t") == "/w/t"
-    assert small.local_path("s3a://lake/w/t") is None
-    assert small.local_path("hdfs://nn:8020/w/t") is None
+    assert writes.local_path("/w/t") == "/w/t"
+    assert writes.local_path("file:/w/t") == "/w/t"
+    assert writes.local_path("file:///w/t") == "/w/t"
+    assert writes.local_path("s3a://lake/w/t") is None
+    assert writes.local_path("hdfs://nn:8020/w/t") is None
+    assert writes.local_path("lake.group_state") is None  # a catalog name
+
+
+def test_a_table_written_one_way_is_read_and_extended_the_other(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The pair as pinned: Spark makes and fills a table, delta-rs MERGEs into it, Spark
+    MERGEs after that, and each reads what the other wrote."""
+    path = str(tmp_path / "t")
+    key = ("k",)
+    rows = spark.createDataFrame([(1, "a"), (2, "b")], "k int, v string")
+    writes.overwrite(spark, rows, path)  # no table yet: Spark makes it
+    writes.merge(spark, spark.createDataFrame([(2, "B"), (3, "c")], "k int, v string"), path, key)
+    with temporary_conf(spark, {writes.SMALL_CONF: "false"}):
+        writes.merge(spark, spark.createDataFrame([(3, "C"), (4, "d")], "k int, v string"),
+                     path, key)
+        by_spark = sorted((r["k"], r["v"]) for r in writes.read(spark, path).to_pylist())
+    by_driver = sorted((r["k"], r["v"]) for r in writes.read(spark, path).to_pylist())
+    assert by_driver == by_spark == [(1, "a"), (2, "B"), (3, "C"), (4, "d")]
+    assert _writers(tmp_path / "t" / "_delta_log") == ["delta-rs", "spark"]
+    new_only = spark.createDataFrame([(4, "x"), (5, "e")], "k int, v string")
+    writes.merge(spark, new_only, path, key, insert_only=True)  # from the driver
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())[-2:] == \
+        [(4, "d"), (5, "e")]
+
+
+def test_an_overwrite_carrying_metadata_is_committed_even_empty(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A hand-off's commit (its `userMetadata`) is made though it changes nothing, both
+    ways."""
+    for way in ("driver", "spark"):
+        path = str(tmp_path / way)
+        create_table(spark, path, spark.range(1).schema, {})
+        with temporary_conf(spark, {writes.SMALL_CONF: str(way == "driver").lower()}):
+            writes.overwrite(spark, spark.range(0), path, metadata=f"mark-{way}")
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version")
+        assert [r[0] for r in history.select("userMetadata").collect()][-1] == f"mark-{way}"
+        assert _writers(tmp_path / way / "_delta_log") == (
+            ["delta-rs"] if way == "driver" else ["spark"])
 
 
 def test_driver_commits_checkpoint_where_the_table_says(spark: SparkSession, tmp_path: Path) -> None:
@@ -135,7 +174,7 @@ def test_driver_commits_checkpoint_where_the_table_says(spark: SparkSession, tmp
     rows = spark.range(2)
     create_table(spark, path, rows.schema, {"delta.checkpointInterval": "2"})
     for _ in range(3):
-        small.save(rows, path)
+        writes.append(spark, rows, path)
     log = tmp_path / "t" / "_delta_log"
     assert _writers(log) == ["delta-rs"] * 3
     # every second commit (delta-rs counts them from 1: versions 1 and 3, Spark from 0)
