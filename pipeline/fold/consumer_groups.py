@@ -23,6 +23,7 @@ no timer ever expires a member: the requests that kept one alive are not in the 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from pipeline.fold import errors, modern
 from pipeline.fold.context import Step
@@ -46,29 +47,10 @@ KIND: modern.Kind[ConsumerGroup, ConsumerMember] = modern.Kind(
 UNASSIGNED = {"assigned_partitions": (), "partitions_pending_revocation": ()}
 
 
-# ----------------------------------------------------------------- type 3: group epoch
-
-def on_group_epoch(g: Group, e: Event, step: Step) -> Group:
-    assert e.group_epoch is not None
-    found, c = modern.created(g, e, step, KIND)
-    c = replace(c, group_epoch=e.group_epoch, metadata_hash=e.metadata_hash)
-    return modern.settle(found, KIND, c, e, step)
-
-
 # ----------------------------------------------------------------- type 4: subscription metadata
 
-def on_partition_metadata(g: Group, e: Event, step: Step) -> Group:
-    found, c = modern.created(g, e, step, KIND)
-    c = replace(c, subscription_metadata=e.topics_metadata or ())
-    return modern.settle(found, KIND, c, e, step)
-
-
-def on_partition_metadata_tombstone(g: Group, e: Event, step: Step) -> Group:
-    known = modern.existing(g, e, step, KIND)
-    if known is None:
-        return g
-    found, c = known
-    return modern.settle(found, KIND, replace(c, subscription_metadata=()), e, step)
+def subscription_metadata(e: Event) -> object:
+    return e.topics_metadata or ()
 
 
 # ----------------------------------------------------------------- type 5: member metadata
@@ -99,20 +81,10 @@ def on_member_metadata(g: Group, e: Event, step: Step) -> Group:
 
 # ----------------------------------------------------------------- type 8: current assignment
 
-def on_current_assignment(g: Group, e: Event, step: Step) -> Group:
-    assert e.member_id is not None and e.member_epoch is not None and e.member_state is not None
-    found, c = modern.created(g, e, step, KIND)
-    member = replace(
-        modern.member_or_new(KIND, c, e.member_id, step.now),
-        member_epoch=e.member_epoch,
-        previous_member_epoch=(e.previous_member_epoch if e.previous_member_epoch is not None
-                               else -1),
-        member_state=e.member_state,
-        assigned_partitions=e.assigned_partitions or (),
-        partitions_pending_revocation=e.partitions_pending_revocation or (),
-        last_record=step.now,
-    )
-    return modern.settle(found, KIND, modern.with_member(c, member), e, step)
+def assignment(e: Event) -> dict[str, object]:
+    """A member's current partitions, as its CURRENT_MEMBER_ASSIGNMENT record holds them."""
+    return {"assigned_partitions": e.assigned_partitions or (),
+            "partitions_pending_revocation": e.partitions_pending_revocation or ()}
 
 
 # ----------------------------------------------------------------- type 16: resolved regex
@@ -155,13 +127,14 @@ def validate_commit(g: Group, e: Event, transactional: bool) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, modern.assigned_partitions, UNASSIGNED, quote_epoch=False,
-                       targets_first=True),
-    "CONSUMER_GROUP_METADATA": on_group_epoch,
-    "CONSUMER_GROUP_PARTITION_METADATA": on_partition_metadata,
-    "CONSUMER_GROUP_PARTITION_METADATA_TOMBSTONE": on_partition_metadata_tombstone,
+    **modern.handlers(KIND, modern.assigned_partitions, assignment, UNASSIGNED,
+                       quote_epoch=False, targets_first=True),
+    "CONSUMER_GROUP_PARTITION_METADATA": partial(
+        modern.on_group_record, kind=KIND, field="subscription_metadata",
+        value=subscription_metadata),
+    "CONSUMER_GROUP_PARTITION_METADATA_TOMBSTONE": partial(
+        modern.on_group_record_tombstone, kind=KIND, field="subscription_metadata", cleared=()),
     "CONSUMER_GROUP_MEMBER_METADATA": on_member_metadata,
-    "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": on_current_assignment,
     "CONSUMER_GROUP_REGULAR_EXPRESSION": on_regular_expression,
     "CONSUMER_GROUP_REGULAR_EXPRESSION_TOMBSTONE": on_regular_expression_tombstone,
 }

@@ -8,6 +8,8 @@ commits leave the shape alone and write nothing; a cheap identity check skips th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pipeline.fold.context import Row, Step
 from pipeline.fold.events import (
     endpoint_row,
@@ -150,6 +152,20 @@ def _modern_member_rows(g: Group, heartbeats: bool) -> list[Row]:
     return [_streams_member_row(g.streams, m, heartbeats) for m in g.streams.members]
 
 
+def _modern_member(m: ShareMember | StreamsMember | ConsumerMember, heartbeats: bool,
+                   state_names: Mapping[int, str]) -> Row:
+    """The member fields the three modern types hold alike: the last record as the last
+    heartbeat (where the log has requests), when it joined, its epochs, state and rack."""
+    return {
+        "last_heartbeat": m.last_record if heartbeats else None,
+        "joined_at": m.joined_at,
+        "member_epoch": m.member_epoch,
+        "previous_member_epoch": m.previous_member_epoch,
+        "member_state": state_names.get(m.member_state, "UNKNOWN"),
+        "rack_id": m.rack_id,
+    }
+
+
 def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
     """A share member as the STATE_MEMBER struct holds it: its assigned partitions by topic id,
     and by name where the share state partitions name the topic."""
@@ -161,12 +177,7 @@ def _share_member_row(s: ShareGroup, m: ShareMember, heartbeats: bool) -> Row:
         "subscription": list(m.subscribed_topic_names),
         "assignment": [{"topic": names[t], "partition": p}
                        for t, ps in m.assigned_partitions if t in names for p in ps],
-        "last_heartbeat": m.last_record if heartbeats else None,
-        "joined_at": m.joined_at,
-        "member_epoch": m.member_epoch,
-        "previous_member_epoch": m.previous_member_epoch,
-        "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id,
+        **_modern_member(m, heartbeats, MEMBER_STATE_NAMES),
         "assigned_partitions": topic_id_rows(m.assigned_partitions),
         "target_partitions": topic_id_rows(s.target(m.member_id)),
     }
@@ -184,12 +195,7 @@ def _streams_member_row(s: StreamsGroup, m: StreamsMember, heartbeats: bool) -> 
         "client_id": m.client_id, "client_host": m.client_host, "session_timeout_ms": None,
         "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscription": [],
         "assignment": [{"topic": topic, "partition": p} for topic, p in read],
-        "last_heartbeat": m.last_record if heartbeats else None,
-        "joined_at": m.joined_at,
-        "member_epoch": m.member_epoch,
-        "previous_member_epoch": m.previous_member_epoch,
-        "member_state": STREAMS_MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id,
+        **_modern_member(m, heartbeats, STREAMS_MEMBER_STATE_NAMES),
         "process_id": m.process_id,
         "user_endpoint": endpoint_row(m.user_endpoint),
         "client_tags": key_value_rows(m.client_tags),
@@ -208,12 +214,7 @@ def _consumer_member_row(c: ConsumerGroup, m: ConsumerMember, heartbeats: bool) 
         "subscription": list(m.subscribed_topic_names),
         "assignment": [{"topic": names[t], "partition": p}
                        for t, ps in m.assigned_partitions if t in names for p in ps],
-        "last_heartbeat": m.last_record if heartbeats else None,
-        "joined_at": m.joined_at,
-        "member_epoch": m.member_epoch,
-        "previous_member_epoch": m.previous_member_epoch,
-        "member_state": MEMBER_STATE_NAMES.get(m.member_state, "UNKNOWN"),
-        "rack_id": m.rack_id,
+        **_modern_member(m, heartbeats, MEMBER_STATE_NAMES),
         "server_assignor": m.server_assignor,
         "subscribed_topic_regex": m.subscribed_topic_regex,
         "assigned_partitions": topic_id_rows(m.assigned_partitions),

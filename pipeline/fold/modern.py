@@ -260,6 +260,49 @@ def on_current_assignment_tombstone(g: Group, e: Event, step: Step, kind: Kind[P
     return settle(found, kind, with_member(part, left), e, step)
 
 
+def on_group_epoch(g: Group, e: Event, step: Step, kind: Kind[P, M],
+                   epoch_fields: Callable[[Event], Mapping[str, Any]]) -> Group:
+    """The group's epoch record: its epoch, its metadata hash, and what `epoch_fields` reads
+    of the record besides (the type's own)."""
+    assert e.group_epoch is not None
+    found, part = created(g, e, step, kind)
+    part = replace(part, group_epoch=e.group_epoch, metadata_hash=e.metadata_hash,
+                   **epoch_fields(e))
+    return settle(found, kind, part, e, step)
+
+
+def on_current_assignment(g: Group, e: Event, step: Step, kind: Kind[P, M],
+                          assignment: Callable[[Event], Mapping[str, Any]]) -> Group:
+    """A member's current assignment: its epochs and state, and what `assignment` reads of
+    the record (the type's assigned and pending partitions or tasks)."""
+    assert e.member_id is not None and e.member_epoch is not None and e.member_state is not None
+    found, part = created(g, e, step, kind)
+    previous = e.previous_member_epoch
+    member = replace(member_or_new(kind, part, e.member_id, step.now),
+                     member_epoch=e.member_epoch,
+                     previous_member_epoch=-1 if previous is None else previous,
+                     member_state=e.member_state, last_record=step.now, **assignment(e))
+    return settle(found, kind, with_member(part, member), e, step)
+
+
+def on_group_record(g: Group, e: Event, step: Step, kind: Kind[P, M], field: str,
+                    value: Callable[[Event], object]) -> Group:
+    """A record that sets one field of the group's part (`field`: what `value` reads of it),
+    creating the group if need be."""
+    found, part = created(g, e, step, kind)
+    return settle(found, kind, replace(part, **{field: value(e)}), e, step)
+
+
+def on_group_record_tombstone(g: Group, e: Event, step: Step, kind: Kind[P, M], field: str,
+                              cleared: object) -> Group:
+    """That record's tombstone: the field goes back to `cleared`, in a group that exists."""
+    known = existing(g, e, step, kind)
+    if known is None:
+        return g
+    found, part = known
+    return settle(found, kind, replace(part, **{field: cleared}), e, step)
+
+
 def on_target_member(g: Group, e: Event, step: Step, kind: Kind[P, M],
                      target: Callable[[Event], object]) -> Group:
     """A member's target assignment, as `target` reads it from the record."""
@@ -320,14 +363,24 @@ def assigned_partitions(e: Event) -> object:
     return e.assigned_partitions or ()
 
 
+def no_fields(e: Event) -> Mapping[str, Any]:
+    return {}
+
+
 def handlers(kind: Kind[P, M], target: Callable[[Event], object],
-             unassigned: Mapping[str, Any], *, quote_epoch: bool, targets_first: bool
+             assignment: Callable[[Event], Mapping[str, Any]], unassigned: Mapping[str, Any], *,
+             quote_epoch: bool, targets_first: bool,
+             epoch_fields: Callable[[Event], Mapping[str, Any]] = no_fields
              ) -> dict[str, Handler]:
-    """The handlers of the records the three types write alike (a target assignment, its
-    epoch, and the member and group tombstones), for `kind`'s record names; each type's
-    module adds its own records'. The arguments are what tells the types apart here."""
+    """The handlers of the records the three types write alike (the group epoch, a member's
+    current and target assignment, the target's epoch, and the member and group tombstones),
+    for `kind`'s record names; each type's module adds its own records'. The arguments are
+    what tells the types apart here."""
     records = kind.records
     return {
+        f"{records}_METADATA": partial(on_group_epoch, kind=kind, epoch_fields=epoch_fields),
+        f"{records}_CURRENT_MEMBER_ASSIGNMENT": partial(on_current_assignment, kind=kind,
+                                                        assignment=assignment),
         f"{records}_METADATA_TOMBSTONE": partial(
             on_group_epoch_tombstone, kind=kind, targets_first=targets_first),
         f"{records}_MEMBER_METADATA_TOMBSTONE": partial(

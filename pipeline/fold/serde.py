@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pipeline.fold.events import (
     Protocol,
@@ -52,14 +52,14 @@ from pipeline.fold.model import (
     StreamsTopology,
 )
 
+T = TypeVar("T")  # a dataclass
+Convert = Callable[[Any], Any]
 FORMAT_VERSION = 5
 _LEVEL = 6  # zlib's default: level 9 saves <1 % more on a group's state
 
-_MEMBER = [f.name for f in fields(Member)]
 _OFFSET = [f.name for f in fields(Offset)]
 _PENDING = [f.name for f in fields(PendingMember)]
 _REBALANCE = [f.name for f in fields(Rebalance)]
-_CONSUMER_MEMBER = [f.name for f in fields(ConsumerMember)]
 _REGEX = [f.name for f in fields(ResolvedRegex)]
 _GROUP_SCALARS = [
     f.name for f in fields(Group)
@@ -67,8 +67,32 @@ _GROUP_SCALARS = [
                       "stable_owners", "stable_members", "offsets", "pending_txns",
                       "position", "recent", "consumer", "share", "streams")
 ]
-_SHARE_MEMBER = [f.name for f in fields(ShareMember)]
-_STREAMS_MEMBER = [f.name for f in fields(StreamsMember)]
+
+
+class _Fields(Generic[T]):
+    """A dataclass as the list of its fields' values in their order, and back; the fields in
+    `convert` through their (to the list, from the list) pair, the rest as they are."""
+
+    def __init__(self, cls: type[T], convert: Mapping[str, tuple[Convert, Convert]]) -> None:
+        self.cls = cls
+        self.names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        self.convert = [(self.names.index(n), n, out, back) for n, (out, back) in convert.items()]
+
+    def to_list(self, value: T) -> list[Any]:
+        values = [getattr(value, n) for n in self.names]
+        for i, _, out, _ in self.convert:
+            values[i] = out(values[i])
+        return values
+
+    def from_list(self, values: list[Any]) -> T:
+        kw = dict(zip(self.names, values, strict=True))
+        for _, name, _, back in self.convert:
+            kw[name] = back(kw[name])
+        return self.cls(**kw)
+
+
+def _optional(convert: Convert) -> Convert:
+    return lambda v: None if v is None else convert(v)
 
 
 class StateFormatError(ValueError):
@@ -83,7 +107,7 @@ def document(g: Group) -> dict[str, Any]:
     """The state as its JSON document (what `dumps` deflates)."""
     doc: dict[str, Any] = {"v": FORMAT_VERSION}
     doc.update({name: getattr(g, name) for name in _GROUP_SCALARS})
-    doc["members"] = [_member_list(m) for m in g.members]
+    doc["members"] = [_MEMBER.to_list(m) for m in g.members]
     doc["pending_members"] = [[getattr(p, n) for n in _PENDING] for p in g.pending_members]
     doc["pending_sync"] = sorted(g.pending_sync)
     doc["rebalance"] = None if g.rebalance is None else [
@@ -127,27 +151,33 @@ def loads(data: bytes) -> Group:
         raise StateFormatError(f"group state format {FORMAT_VERSION} is damaged: {exc!r}") from None
 
 
-def _member_list(m: Member) -> list[Any]:
-    values = [getattr(m, n) for n in _MEMBER]
-    values[_MEMBER.index("protocols")] = [[p.name, list(p.topics)] for p in m.protocols]
-    values[_MEMBER.index("assignment")] = [list(tp) for tp in m.assignment]
-    return values
+def _modern_doc(part: ConsumerGroup | ShareGroup | StreamsGroup, members: _Fields[Any],
+                target: Convert) -> dict[str, Any]:
+    """What the three modern parts hold alike: epochs, metadata hash, members, targets."""
+    return {
+        "group_epoch": part.group_epoch,
+        "assignment_epoch": part.assignment_epoch,
+        "metadata_hash": part.metadata_hash,
+        "members": [members.to_list(m) for m in part.members],
+        "targets": [[m, target(t)] for m, t in part.targets],
+    }
 
 
-def _member(values: list[Any]) -> Member:
-    kw = dict(zip(_MEMBER, values, strict=True))
-    kw["protocols"] = tuple(Protocol(n, tuple(t)) for n, t in kw["protocols"])
-    kw["assignment"] = tuple((t, p) for t, p in kw["assignment"])
-    return Member(**kw)
+def _modern_fields(doc: dict[str, Any], members: _Fields[Any], target: Convert
+                   ) -> dict[str, Any]:
+    """`_modern_doc` read back, as the part's constructor takes it."""
+    return {
+        "group_epoch": doc["group_epoch"],
+        "assignment_epoch": doc["assignment_epoch"],
+        "metadata_hash": doc["metadata_hash"],
+        "members": tuple(members.from_list(m) for m in doc["members"]),
+        "targets": tuple((m, target(t)) for m, t in doc["targets"]),
+    }
 
 
 def _consumer_doc(c: ConsumerGroup) -> dict[str, Any]:
     return {
-        "group_epoch": c.group_epoch,
-        "assignment_epoch": c.assignment_epoch,
-        "metadata_hash": c.metadata_hash,
-        "members": [_consumer_member_list(m) for m in c.members],
-        "targets": [[m, _tid_list(t)] for m, t in c.targets],
+        **_modern_doc(c, _CONSUMER_MEMBER, _tid_list),
         "subscription_metadata": [
             [t.topic_id, t.topic_name, t.num_partitions, [[p, list(r)] for p, r in t.partition_racks]]
             for t in c.subscription_metadata],
@@ -157,11 +187,7 @@ def _consumer_doc(c: ConsumerGroup) -> dict[str, Any]:
 
 def _consumer(doc: dict[str, Any]) -> ConsumerGroup:
     return ConsumerGroup(
-        group_epoch=doc["group_epoch"],
-        assignment_epoch=doc["assignment_epoch"],
-        metadata_hash=doc["metadata_hash"],
-        members=tuple(_consumer_member(m) for m in doc["members"]),
-        targets=tuple((m, _tid(t)) for m, t in doc["targets"]),
+        **_modern_fields(doc, _CONSUMER_MEMBER, _tid),
         subscription_metadata=tuple(
             TopicMetadata(i, n, k, tuple((p, tuple(r)) for p, r in racks))
             for i, n, k, racks in doc["subscription_metadata"]),
@@ -169,36 +195,10 @@ def _consumer(doc: dict[str, Any]) -> ConsumerGroup:
     )
 
 
-def _consumer_member_list(m: ConsumerMember) -> list[Any]:
-    values = [getattr(m, n) for n in _CONSUMER_MEMBER]
-    for name in ("subscribed_topic_names",):
-        values[_CONSUMER_MEMBER.index(name)] = list(getattr(m, name))
-    protocols = m.classic_protocols
-    values[_CONSUMER_MEMBER.index("classic_protocols")] = None if protocols is None else [
-        [p.name, list(p.topics)] for p in protocols]
-    for name in ("assigned_partitions", "partitions_pending_revocation"):
-        values[_CONSUMER_MEMBER.index(name)] = _tid_list(getattr(m, name))
-    return values
-
-
-def _consumer_member(values: list[Any]) -> ConsumerMember:
-    kw = dict(zip(_CONSUMER_MEMBER, values, strict=True))
-    kw["subscribed_topic_names"] = tuple(kw["subscribed_topic_names"])
-    if kw["classic_protocols"] is not None:
-        kw["classic_protocols"] = tuple(Protocol(n, tuple(t)) for n, t in kw["classic_protocols"])
-    for name in ("assigned_partitions", "partitions_pending_revocation"):
-        kw[name] = _tid(kw[name])
-    return ConsumerMember(**kw)
-
-
 def _share_doc(s: ShareGroup) -> dict[str, Any]:
     sp = s.state_partitions
     return {
-        "group_epoch": s.group_epoch,
-        "assignment_epoch": s.assignment_epoch,
-        "metadata_hash": s.metadata_hash,
-        "members": [_share_member_list(m) for m in s.members],
-        "targets": [[m, _tid_list(t)] for m, t in s.targets],
+        **_modern_doc(s, _SHARE_MEMBER, _tid_list),
         "state_partitions": None if sp is None else [
             [[t, n, list(ps)] for t, n, ps in sp.initializing],
             [[t, n, list(ps)] for t, n, ps in sp.initialized],
@@ -209,11 +209,7 @@ def _share_doc(s: ShareGroup) -> dict[str, Any]:
 def _share(doc: dict[str, Any]) -> ShareGroup:
     sp = doc["state_partitions"]
     return ShareGroup(
-        group_epoch=doc["group_epoch"],
-        assignment_epoch=doc["assignment_epoch"],
-        metadata_hash=doc["metadata_hash"],
-        members=tuple(_share_member(m) for m in doc["members"]),
-        targets=tuple((m, _tid(t)) for m, t in doc["targets"]),
+        **_modern_fields(doc, _SHARE_MEMBER, _tid),
         state_partitions=None if sp is None else ShareStatePartitions(
             tuple((t, n, tuple(ps)) for t, n, ps in sp[0]),
             tuple((t, n, tuple(ps)) for t, n, ps in sp[1]),
@@ -221,29 +217,11 @@ def _share(doc: dict[str, Any]) -> ShareGroup:
     )
 
 
-def _share_member_list(m: ShareMember) -> list[Any]:
-    values = [getattr(m, n) for n in _SHARE_MEMBER]
-    values[_SHARE_MEMBER.index("subscribed_topic_names")] = list(m.subscribed_topic_names)
-    values[_SHARE_MEMBER.index("assigned_partitions")] = _tid_list(m.assigned_partitions)
-    return values
-
-
-def _share_member(values: list[Any]) -> ShareMember:
-    kw = dict(zip(_SHARE_MEMBER, values, strict=True))
-    kw["subscribed_topic_names"] = tuple(kw["subscribed_topic_names"])
-    kw["assigned_partitions"] = _tid(kw["assigned_partitions"])
-    return ShareMember(**kw)
-
-
 def _streams_doc(s: StreamsGroup) -> dict[str, Any]:
     return {
-        "group_epoch": s.group_epoch,
-        "assignment_epoch": s.assignment_epoch,
-        "metadata_hash": s.metadata_hash,
+        **_modern_doc(s, _STREAMS_MEMBER, _stasks_list),
         "validated_topology_epoch": s.validated_topology_epoch,
         "assignment_configs": [list(kv) for kv in s.assignment_configs],
-        "members": [_streams_member_list(m) for m in s.members],
-        "targets": [[m, _stasks_list(t)] for m, t in s.targets],
         "topology": None if s.topology is None else [
             s.topology.epoch, [_subtopology_list(x) for x in s.topology.subtopologies]],
     }
@@ -252,35 +230,12 @@ def _streams_doc(s: StreamsGroup) -> dict[str, Any]:
 def _streams(doc: dict[str, Any]) -> StreamsGroup:
     topology = doc["topology"]
     return StreamsGroup(
-        group_epoch=doc["group_epoch"],
-        assignment_epoch=doc["assignment_epoch"],
-        metadata_hash=doc["metadata_hash"],
+        **_modern_fields(doc, _STREAMS_MEMBER, _stasks),
         validated_topology_epoch=doc["validated_topology_epoch"],
         assignment_configs=tuple((k, v) for k, v in doc["assignment_configs"]),
-        members=tuple(_streams_member(m) for m in doc["members"]),
-        targets=tuple((m, _stasks(t)) for m, t in doc["targets"]),
         topology=None if topology is None else StreamsTopology(
             topology[0], tuple(_subtopology(x) for x in topology[1])),
     )
-
-
-def _streams_member_list(m: StreamsMember) -> list[Any]:
-    values = [getattr(m, n) for n in _STREAMS_MEMBER]
-    at = _STREAMS_MEMBER.index
-    values[at("user_endpoint")] = None if m.user_endpoint is None else list(m.user_endpoint)
-    values[at("client_tags")] = [list(kv) for kv in m.client_tags]
-    values[at("assigned")] = _stasks_list(m.assigned)
-    values[at("pending_revocation")] = _stasks_list(m.pending_revocation)
-    return values
-
-
-def _streams_member(values: list[Any]) -> StreamsMember:
-    kw = dict(zip(_STREAMS_MEMBER, values, strict=True))
-    kw["user_endpoint"] = None if kw["user_endpoint"] is None else tuple(kw["user_endpoint"])
-    kw["client_tags"] = tuple((k, v) for k, v in kw["client_tags"])
-    kw["assigned"] = _stasks(kw["assigned"])
-    kw["pending_revocation"] = _stasks(kw["pending_revocation"])
-    return StreamsMember(**kw)
 
 
 def _tasks_list(tasks: Tasks) -> list[Any]:
@@ -344,11 +299,32 @@ def _offsets(rows: list[Any]) -> dict[tuple[str, int], Offset]:
     return {(r[0], r[1]): Offset(**dict(zip(_OFFSET, r[2:], strict=True))) for r in rows}
 
 
+_PROTOCOLS: tuple[Convert, Convert] = (
+    lambda ps: [[p.name, list(p.topics)] for p in ps],
+    lambda v: tuple(Protocol(n, tuple(t)) for n, t in v))
+_NAMES: tuple[Convert, Convert] = (list, tuple)
+_TOPIC_IDS: tuple[Convert, Convert] = (lambda ps: _tid_list(ps), lambda v: _tid(v))
+_STREAMS_TASKS: tuple[Convert, Convert] = (lambda t: _stasks_list(t), lambda v: _stasks(v))
+_MEMBER = _Fields(Member, {
+    "protocols": _PROTOCOLS,
+    "assignment": (lambda a: [list(tp) for tp in a], lambda v: tuple((t, p) for t, p in v))})
+_CONSUMER_MEMBER = _Fields(ConsumerMember, {
+    "subscribed_topic_names": _NAMES,
+    "classic_protocols": (_optional(_PROTOCOLS[0]), _optional(_PROTOCOLS[1])),
+    "assigned_partitions": _TOPIC_IDS, "partitions_pending_revocation": _TOPIC_IDS})
+_SHARE_MEMBER = _Fields(ShareMember, {
+    "subscribed_topic_names": _NAMES, "assigned_partitions": _TOPIC_IDS})
+_STREAMS_MEMBER = _Fields(StreamsMember, {
+    "user_endpoint": (_optional(list), _optional(tuple)),
+    "client_tags": (lambda kvs: [list(kv) for kv in kvs], lambda v: tuple((k, x) for k, x in v)),
+    "assigned": _STREAMS_TASKS, "pending_revocation": _STREAMS_TASKS})
+
+
 def _group(doc: dict[str, Any]) -> Group:
     kw = {name: doc[name] for name in _GROUP_SCALARS}
     return Group(
         **kw,
-        members=tuple(_member(m) for m in doc["members"]),
+        members=tuple(_MEMBER.from_list(m) for m in doc["members"]),
         pending_members=tuple(PendingMember(*p) for p in doc["pending_members"]),
         pending_sync=frozenset(doc["pending_sync"]),
         rebalance=None if doc["rebalance"] is None else Rebalance(*doc["rebalance"]),

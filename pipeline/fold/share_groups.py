@@ -25,6 +25,7 @@ or deletes one (`ShareGroup.shouldExpire` is false).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from pipeline.fold import modern
 from pipeline.fold.context import Step
@@ -46,15 +47,6 @@ KIND: modern.Kind[ShareGroup, ShareMember] = modern.Kind(
 UNASSIGNED = {"assigned_partitions": ()}
 
 
-# ----------------------------------------------------------------- type 11: group epoch
-
-def on_group_epoch(g: Group, e: Event, step: Step) -> Group:
-    assert e.group_epoch is not None
-    found, s = modern.created(g, e, step, KIND)
-    s = replace(s, group_epoch=e.group_epoch, metadata_hash=e.metadata_hash)
-    return modern.settle(found, KIND, s, e, step)
-
-
 # ----------------------------------------------------------------- type 10: member metadata
 
 def on_member_metadata(g: Group, e: Event, step: Step) -> Group:
@@ -69,41 +61,24 @@ def on_member_metadata(g: Group, e: Event, step: Step) -> Group:
 
 # ----------------------------------------------------------------- type 14: current assignment
 
-def on_current_assignment(g: Group, e: Event, step: Step) -> Group:
-    assert e.member_id is not None and e.member_epoch is not None and e.member_state is not None
-    found, s = modern.created(g, e, step, KIND)
-    member = replace(
-        modern.member_or_new(KIND, s, e.member_id, step.now), member_epoch=e.member_epoch,
-        previous_member_epoch=(e.previous_member_epoch if e.previous_member_epoch is not None
-                               else -1),
-        member_state=e.member_state, assigned_partitions=e.assigned_partitions or (),
-        last_record=step.now)
-    return modern.settle(found, KIND, modern.with_member(s, member), e, step)
+def assignment(e: Event) -> dict[str, object]:
+    """A member's current partitions, as its CURRENT_MEMBER_ASSIGNMENT record holds them."""
+    return {"assigned_partitions": e.assigned_partitions or ()}
 
 
 # ----------------------------------------------------------------- type 15: share state partitions
 
-def on_state_partitions(g: Group, e: Event, step: Step) -> Group:
-    found, s = modern.created(g, e, step, KIND)
-    partitions = ShareStatePartitions(e.initializing_topics or (), e.initialized_topics or (),
-                                      e.deleting_topics or ())
-    return modern.settle(found, KIND, replace(s, state_partitions=partitions), e, step)
-
-
-def on_state_partitions_tombstone(g: Group, e: Event, step: Step) -> Group:
-    known = modern.existing(g, e, step, KIND)
-    if known is None:
-        return g
-    found, s = known
-    return modern.settle(found, KIND, replace(s, state_partitions=None), e, step)
+def state_partitions(e: Event) -> ShareStatePartitions:
+    return ShareStatePartitions(e.initializing_topics or (), e.initialized_topics or (),
+                                e.deleting_topics or ())
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, modern.assigned_partitions, UNASSIGNED, quote_epoch=True,
-                       targets_first=True),
+    **modern.handlers(KIND, modern.assigned_partitions, assignment, UNASSIGNED,
+                       quote_epoch=True, targets_first=True),
     "SHARE_GROUP_MEMBER_METADATA": on_member_metadata,
-    "SHARE_GROUP_METADATA": on_group_epoch,
-    "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": on_current_assignment,
-    "SHARE_GROUP_STATE_PARTITION_METADATA": on_state_partitions,
-    "SHARE_GROUP_STATE_PARTITION_METADATA_TOMBSTONE": on_state_partitions_tombstone,
+    "SHARE_GROUP_STATE_PARTITION_METADATA": partial(
+        modern.on_group_record, kind=KIND, field="state_partitions", value=state_partitions),
+    "SHARE_GROUP_STATE_PARTITION_METADATA_TOMBSTONE": partial(
+        modern.on_group_record_tombstone, kind=KIND, field="state_partitions", cleared=None),
 }

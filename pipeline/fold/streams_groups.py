@@ -31,6 +31,7 @@ request is checked as `StreamsGroup.validateOffsetCommit` does (`validate_commit
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from pipeline.fold import errors, modern
 from pipeline.fold.context import Step
@@ -67,14 +68,11 @@ def _tasks(e: Event, pending: bool = False) -> StreamsTasks:
 
 # ----------------------------------------------------------------- type 17: group epoch
 
-def on_group_epoch(g: Group, e: Event, step: Step) -> Group:
-    assert e.group_epoch is not None
-    found, s = modern.created(g, e, step, KIND)
+def epoch_fields(e: Event) -> dict[str, object]:
+    """What a streams group's epoch record holds besides the epoch and metadata hash."""
     validated = e.validated_topology_epoch
-    s = replace(s, group_epoch=e.group_epoch, metadata_hash=e.metadata_hash,
-                validated_topology_epoch=-1 if validated is None else validated,
-                assignment_configs=e.assignment_configs or ())
-    return modern.settle(found, KIND, s, e, step)
+    return {"validated_topology_epoch": -1 if validated is None else validated,
+            "assignment_configs": e.assignment_configs or ()}
 
 
 # ----------------------------------------------------------------- type 19: member metadata
@@ -95,33 +93,16 @@ def on_member_metadata(g: Group, e: Event, step: Step) -> Group:
 
 # ----------------------------------------------------------------- type 22: current assignment
 
-def on_current_assignment(g: Group, e: Event, step: Step) -> Group:
-    assert e.member_id is not None and e.member_epoch is not None and e.member_state is not None
-    found, s = modern.created(g, e, step, KIND)
-    member = replace(
-        modern.member_or_new(KIND, s, e.member_id, step.now), member_epoch=e.member_epoch,
-        previous_member_epoch=(e.previous_member_epoch if e.previous_member_epoch is not None
-                               else -1),
-        member_state=e.member_state, assigned=_tasks(e), pending_revocation=_tasks(e, True),
-        last_record=step.now)
-    return modern.settle(found, KIND, modern.with_member(s, member), e, step)
+def assignment(e: Event) -> dict[str, object]:
+    """A member's current tasks and those it still has to give up."""
+    return {"assigned": _tasks(e), "pending_revocation": _tasks(e, True)}
 
 
 # ----------------------------------------------------------------- type 23: topology
 
-def on_topology(g: Group, e: Event, step: Step) -> Group:
+def topology(e: Event) -> StreamsTopology:
     assert e.topology_epoch is not None
-    found, s = modern.created(g, e, step, KIND)
-    topology = StreamsTopology(e.topology_epoch, e.subtopologies or ())
-    return modern.settle(found, KIND, replace(s, topology=topology), e, step)
-
-
-def on_topology_tombstone(g: Group, e: Event, step: Step) -> Group:
-    known = modern.existing(g, e, step, KIND)
-    if known is None:
-        return g
-    found, s = known
-    return modern.settle(found, KIND, replace(s, topology=None), e, step)
+    return StreamsTopology(e.topology_epoch, e.subtopologies or ())
 
 
 # ----------------------------------------------------------------- commit requests
@@ -146,10 +127,11 @@ def validate_commit(g: Group, e: Event, transactional: bool) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
-    **modern.handlers(KIND, _tasks, UNASSIGNED, quote_epoch=True, targets_first=False),
-    "STREAMS_GROUP_METADATA": on_group_epoch,
+    **modern.handlers(KIND, _tasks, assignment, UNASSIGNED, quote_epoch=True,
+                       targets_first=False, epoch_fields=epoch_fields),
     "STREAMS_GROUP_MEMBER_METADATA": on_member_metadata,
-    "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT": on_current_assignment,
-    "STREAMS_GROUP_TOPOLOGY": on_topology,
-    "STREAMS_GROUP_TOPOLOGY_TOMBSTONE": on_topology_tombstone,
+    "STREAMS_GROUP_TOPOLOGY": partial(modern.on_group_record, kind=KIND, field="topology",
+                                      value=topology),
+    "STREAMS_GROUP_TOPOLOGY_TOMBSTONE": partial(
+        modern.on_group_record_tombstone, kind=KIND, field="topology", cleared=None),
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import pytest
 
@@ -134,33 +133,6 @@ def test_member_leaves_through_its_tombstones_and_the_group_empties() -> None:
     # the current-assignment tombstone keeps the member, at epoch -1 with nothing assigned
     left = next(h for h in hist if h["members"] and h["members"][0]["member_epoch"] == -1)
     assert left["members"][0]["assigned_partitions"] == []
-
-
-@pytest.mark.parametrize(("bad", "reason"), [
-    (lambda log: log.tombstone("MEMBER_METADATA", "a-1"),
-     "MALFORMED: SHARE_GROUP_MEMBER_METADATA_TOMBSTONE for 'a-1' before its "
-     "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT tombstone (member epoch 1, not -1)"),
-    (lambda log: (log.tombstone("CURRENT_MEMBER_ASSIGNMENT", "a-1"),
-                  log.tombstone("MEMBER_METADATA", "a-1")),
-     "MALFORMED: SHARE_GROUP_MEMBER_METADATA_TOMBSTONE for 'a-1' before its "
-     "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER tombstone"),
-    (lambda log: log.tombstone("TARGET_ASSIGNMENT_METADATA"),
-     "MALFORMED: SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE while the target assignment "
-     "still has 1 members"),
-    (lambda log: log.tombstone("METADATA"),
-     "MALFORMED: SHARE_GROUP_METADATA_TOMBSTONE while the group still has 1 members"),
-])
-def test_tombstones_kafkas_loader_refuses_are_malformed_and_change_nothing(
-        bad: Callable[[ShareLog], object], reason: str) -> None:
-    log = ShareLog()
-    log.stable_with("a-1")
-    before = log.replay().group
-    bad(log)
-    r = log.replay()
-    assert reasons(r)[-1] == reason
-    assert r.group.share is not None
-    if len(reasons(r)) == 1 and "TARGET_ASSIGNMENT_MEMBER tombstone" not in reason:
-        assert r.group.share == before.share
 
 
 def test_group_tombstone_needs_the_target_gone_and_the_epoch_at_minus_one() -> None:

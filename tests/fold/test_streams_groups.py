@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -202,33 +201,6 @@ def test_member_leaves_through_its_tombstones_then_the_epoch_moves_on() -> None:
     ]
     assert r.group.member_ids == ("m-1",)
     assert (r.outputs.rebalances[-1]["members_left"], len(r.outputs.rebalances)) == (1, 3)
-
-
-@pytest.mark.parametrize(("bad", "reason"), [
-    (lambda log: log.tombstone("MEMBER_METADATA", "m-1"),
-     "MALFORMED: STREAMS_GROUP_MEMBER_METADATA_TOMBSTONE for 'm-1' before its "
-     "STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT tombstone (member epoch 1, not -1)"),
-    (lambda log: (log.tombstone("CURRENT_MEMBER_ASSIGNMENT", "m-1"),
-                  log.tombstone("MEMBER_METADATA", "m-1")),
-     "MALFORMED: STREAMS_GROUP_MEMBER_METADATA_TOMBSTONE for 'm-1' before its "
-     "STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER tombstone"),
-    (lambda log: log.tombstone("TARGET_ASSIGNMENT_METADATA"),
-     "MALFORMED: STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_TOMBSTONE while the target "
-     "assignment still has 1 members"),
-    (lambda log: log.tombstone("METADATA"),
-     "MALFORMED: STREAMS_GROUP_METADATA_TOMBSTONE while the group still has 1 members"),
-    (lambda log: log.leaves("m-1") or log.tombstone("METADATA"),
-     "MALFORMED: STREAMS_GROUP_METADATA_TOMBSTONE before the "
-     "STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA tombstone"),
-])
-def test_tombstones_kafkas_loader_refuses_are_malformed(
-        bad: Callable[[StreamsLog], object], reason: str) -> None:
-    log = StreamsLog()
-    log.stable_with("m-1")
-    bad(log)
-    r = log.replay()
-    assert reasons(r) == [reason]
-    assert r.group.exists and r.group.streams is not None
 
 
 def test_kafkas_deletion_order_removes_the_group_and_the_id_starts_anew() -> None:
