@@ -37,7 +37,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Mapping
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.fold.config import CoordinatorConfig
 from pipeline.fold.context import Outputs, offset_history_row
@@ -63,12 +63,31 @@ from pipeline.fold.validation import (
     placement_problem,
 )
 
-# The columns a quiet row holds, and its values in their order.
-QUIET_COLUMNS = ("log_partition", "log_offset", "event_time", "event_type", "member_id",
-                 "group_instance_id", "generation_id", "topic", "partition", "committed_offset",
-                 "leader_epoch", "commit_metadata", "commit_timestamp", "expire_timestamp",
-                 "producer_id", "txn_result")
-QuietRow = tuple[int, int, int, str, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+
+class QuietRow(NamedTuple):
+    """The values of a row that may be quiet: the log's columns of those names. The ones
+    typed `Any` are set for the kinds that read them (`_quiet` keeps only rows whose kind's
+    check passed: a commit's topic, partition and offset, a marker's producer and result)."""
+
+    log_partition: int
+    log_offset: int
+    event_time: int
+    event_type: str
+    member_id: str | None
+    group_instance_id: str | None
+    generation_id: Any
+    topic: Any
+    partition: Any
+    committed_offset: Any
+    leader_epoch: int | None
+    commit_metadata: str | None
+    commit_timestamp: int | None
+    expire_timestamp: int | None
+    producer_id: Any
+    txn_result: Any
+
+
+QUIET_COLUMNS = QuietRow._fields  # the columns a quiet row holds, in its order
 _TYPES = ("OFFSET_COMMIT", "HEARTBEAT", "TXN_MARKER")
 NOT_QUIET, TAKEN, STALE = range(3)  # what `QuietRun.take` made of a row
 # A quiet row has these null: a decoder's error, or a nested value `Event.from_row` might not
@@ -152,18 +171,19 @@ def _quiet(values: list[tuple[Any, ...]], rows: list[int], group_id: str, home: 
     as `fold._apply` (`placement_problem`) and `row_defect` (their kind's check) would not;
     None for every other row. In one loop: this runs for nearly every row of a log."""
     result: list[QuietRow | None] = [None] * len(values)
+    make = QuietRow._make
     for i in rows:
-        row = values[i]
-        (lp, lo, t, kind, member_id, _, generation, topic, partition, value, _, _, _, _,
-         producer, txn_result) = row
-        if placement_problem(group_id, lp, lo, t, home, partitions) is not None:
+        row = make(values[i])
+        if placement_problem(group_id, row.log_partition, row.log_offset, row.event_time, home,
+                             partitions) is not None:
             continue
+        kind = row.event_type
         if kind == "OFFSET_COMMIT":
-            problem = commit_problem(topic, partition, value)
+            problem = commit_problem(row.topic, row.partition, row.committed_offset)
         elif kind == "HEARTBEAT":
-            problem = member_request_problem(kind, member_id, generation)
+            problem = member_request_problem(kind, row.member_id, row.generation_id)
         else:
-            problem = marker_problem(producer, txn_result)
+            problem = marker_problem(row.producer_id, row.txn_result)
         if problem is None:
             result[i] = row
     return result
@@ -237,18 +257,19 @@ class QuietRun:
             row = rows[i]
             if row is None:
                 break
-            lp, lo, t, kind, _, _, generation, _, _, _, _, _, _, _, producer, _ = row
-            if kind != "OFFSET_COMMIT" or producer is not None:
+            if row.event_type != "OFFSET_COMMIT" or row.producer_id is not None:
                 break
+            generation = row.generation_id
             if generation is not seen:
-                seen, request = generation, is_request(kind, generation)
+                seen, request = generation, is_request(row.event_type, generation)
             if request:
                 break  # it turns the group's timers on: the general path's business
-            at = (lp, lo)
+            at = (row.log_partition, row.log_offset)
             if position is not None and at <= position:
                 break  # DUPLICATE or OUT_OF_ORDER: the general path says which
             position = at
             positions.append(at)
+            t = row.event_time
             clock = tick(clock, t)
             # Left to the caller unless its time runs back (then its row is not its own values).
             commit(row, clock, out, i if leave and clock == t else None)
@@ -259,42 +280,43 @@ class QuietRun:
     def take(self, row: QuietRow, out: Outputs) -> int:
         """Apply `row` if it is quiet here and now (TAKEN); if not, nothing changes, and
         STALE says a new run, with the bound worked out again, may take it."""
-        (lp, lo, t, kind, member_id, instance_id, generation, _, _, _, _, metadata, _, _,
-         producer, result) = row
-        if self.position is not None and (lp, lo) <= self.position:
+        at, kind, producer = (row.log_partition, row.log_offset), row.event_type, row.producer_id
+        if self.position is not None and at <= self.position:
             return NOT_QUIET  # DUPLICATE or OUT_OF_ORDER: the general path says which
         member: Member | None = None
         if kind == "TXN_MARKER":
             if not self.records_only:
                 return NOT_QUIET  # an abort may let offsets expire sooner: timers to work out
-        elif is_request(kind, generation):
+        elif is_request(kind, row.generation_id):
             if not self.requests or producer is not None:
                 return NOT_QUIET  # see `__init__`; or a transactional commit request
             if kind == "OFFSET_COMMIT":
-                checked = validated_commit(self.group, member_id, instance_id, generation,
-                                           False, self.by_id, self.by_instance)
-                if metadata_too_large(metadata, self.cfg):
+                checked = validated_commit(self.group, row.member_id, row.group_instance_id,
+                                           row.generation_id, False, self.by_id,
+                                           self.by_instance)
+                if metadata_too_large(row.commit_metadata, self.cfg):
                     return NOT_QUIET  # OFFSET_METADATA_TOO_LARGE, if nothing came before it
             else:
-                checked = validated_generation(self.group, member_id, instance_id, generation,
-                                               self.by_id, self.by_instance)
+                checked = validated_generation(self.group, row.member_id, row.group_instance_id,
+                                               row.generation_id, self.by_id, self.by_instance)
             if isinstance(checked, str):
                 return NOT_QUIET  # Kafka refuses it: the general path writes the refusal
             member = checked
         if not self.timed:
             self._bound()
+        t = row.event_time
         if self.due is not None and t > self.due:
             return NOT_QUIET if not self.positions else STALE  # see `_bound`
         now = self.clock = tick(self.clock, t)
-        position = self.position = (lp, lo)
-        self.positions.append(position)
+        self.position = at
+        self.positions.append(at)
         self.last_time = t
         if member is not None:
             self.beats[member.member_id] = now  # a commit request counts as a heartbeat
         if kind == "OFFSET_COMMIT":
             self._commit(row, now, out)
         elif kind == "TXN_MARKER":
-            self._marker(producer, result, now, out)
+            self._marker(producer, row.txn_result, now, out)
         return TAKEN
 
     def _bound(self) -> None:
@@ -309,11 +331,11 @@ class QuietRun:
         (`from_request`) becomes its partition's offset, or waits for its producer's marker;
         its offset_history row is written, or, given `left` (its index), left to the caller
         (`out.left`)."""
-        (lp, lo, _, _, member_id, _, generation, topic, partition, value, epoch, metadata, stamp,
-         expire, producer, _) = row
-        values = from_request(value, epoch, metadata, stamp, expire, member_id, generation, lp,
-                              lo, now)
-        tp = (topic, partition)
+        lp, lo, producer = row.log_partition, row.log_offset, row.producer_id
+        values = from_request(row.committed_offset, row.leader_epoch, row.commit_metadata,
+                              row.commit_timestamp, row.expire_timestamp, row.member_id,
+                              row.generation_id, lp, lo, now)
+        tp = (row.topic, row.partition)
         if producer is not None:  # pending until its producer's marker
             if self.txns is None:
                 self.txns = {pid: dict(p) for pid, p in self.group.pending_txns.items()}
