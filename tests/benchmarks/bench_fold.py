@@ -9,7 +9,7 @@ median of `--repeat` runs: the touch floor (each group's columns to Python lists
 loop reading every value of every row, nothing else), and the fold from Arrow (the same
 conversion, then `fold` over `EventColumns`). Prints both, their ratio and events/s, and the
 state size per group (`dumps`) against the bytes of the group's own GROUP_METADATA record
-(`pipeline.decode` encoders), alone and with its OFFSET_COMMIT records. Issue 13's targets:
+(`pipeline.decode` encoders), alone and with its OFFSET_COMMIT records. The targets:
 ratio <= 3 (offsets-topic) / <= 6 (journal); >= 250 k / 80 k events/s; state <= 2x the record.
 """
 
@@ -39,7 +39,7 @@ from pipeline.generator import LogSpec, generate
 
 TIMES = ("event_time", "commit_timestamp", "expire_timestamp", "current_state_timestamp")
 Batches = list[tuple[str, pa.Table]]
-TARGETS = {"offsets-topic": (3, 250_000), "journal": (6, 80_000)}  # issue 13: ratio, events/s
+TARGETS = {"offsets-topic": (3, 250_000), "journal": (6, 80_000)}  # ratio, events/s
 
 
 def arrow_batches(spec: LogSpec) -> tuple[int, Batches]:

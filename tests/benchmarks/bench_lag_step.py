@@ -1,5 +1,5 @@
 """Benchmark (not a test): one stream lag step, over the whole history and over the engine's
-state, as the history grows (issue 35: a micro-batch's cost must not grow with the stream's
+state, as the history grows (a micro-batch's cost must not grow with the stream's
 age).
 
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_lag_step.py --partitions 1000 \\

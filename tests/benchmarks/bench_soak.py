@@ -1,4 +1,4 @@
-"""Benchmark (not a test): a long-running stream, batch after batch, with lag (issue 35: a
+"""Benchmark (not a test): a long-running stream, batch after batch, with lag (a
 micro-batch on day 90 must cost what one on day 1 costs).
 
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_soak.py --batches 300 --chunk 500

@@ -7,12 +7,12 @@ trigger (the catch-up batch: events/s), and starts beside it a trivial stateful 
 the other copy: applyInPandasWithState counting rows per group, its output appended to one
 Delta table. Then, `--rounds` times, appends `--small` events to both logs and lets each
 stream take them; prints each replay micro-batch's duration and where it went (Spark's
-durationMs per phase), and the median latency of both streams with their ratio (issue 14's
+durationMs per phase), and the median latency of both streams with their ratio (the
 target: the replay <= 1.5x the trivial stream's), and each table's median write time: with
 `--writers 1` the tables are written one after another, so each figure is that table's own
 cost.
 
-`--end-offsets` runs the replay with lag (issue 35's item 4: a warm batch of ~500 events with
+`--end-offsets` runs the replay with lag (a warm batch of ~500 events with
 lag <= 2x the trivial stream's): the log is an offsets-topic log with end-offset samples, the
 watermark delay and the sample interval scaled down to its dense event time (as in
 bench_soak), and each round appends, before its events, the samples taken in their stretch of

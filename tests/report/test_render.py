@@ -146,7 +146,7 @@ def test_the_html_page_embeds_the_picture_and_lists_rebalances_and_refused_rows(
 
 
 def test_the_widest_window_the_flags_accept_draws(journal: Log, tmp_path: Path) -> None:
-    """`--from 0001-01-01T00:00 --to 9999-12-31T23:59` (issue 12): the job takes them as the
+    """`--from 0001-01-01T00:00 --to 9999-12-31T23:59`: the job takes them as the
     ends of the times the tables can hold, and the picture is drawn, not an OutOfBounds."""
     import sys
 

@@ -79,7 +79,7 @@ def test_a_stream_continues_from_a_backfill_without_reapplying_or_skipping_a_rec
     before = table_versions(spark, tmp_path / "warehouse")
     _replay(spark, log, tmp_path)
     assert table_versions(spark, tmp_path / "warehouse") == before
-    # The stream continues on a group_state as a release before issue 37 wrote it: the
+    # The stream continues on a group_state as an older release wrote it: the
     # columns share and streams groups added (null for this log's classic groups) missing.
     state = str(tmp_path / "warehouse" / "group_state")
     _as_before_issue_37(spark, state)

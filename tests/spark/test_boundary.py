@@ -1,4 +1,4 @@
-"""The Spark/Python boundary under extreme values (issue 12): rows whose every numeric column
+"""The Spark/Python boundary under extreme values: rows whose every numeric column
 is 0, -1, an int32/int64 bound or null go through the pure fold, the Arrow and the pandas
 converters both ways and a small stream. Nothing raises, every row is applied or rejected
 with a reason, and every value comes back exactly."""

@@ -1,4 +1,4 @@
-"""Poison pills (issue 12): hostile rows appended to a clean log. Neither backend dies, in any
+"""Poison pills: hostile rows appended to a clean log. Neither backend dies, in any
 micro-batching; each row is applied exactly or rejected with a reason, and a restart on the
 same checkpoint passes. A group whose fold raises is rejected as INTERNAL, alone. One log
 for all of it (a stream and a backfill are the suite's cost, not the rows)."""

@@ -2,7 +2,7 @@
 (two micro-batches) and the backfill write what the pure fold writes, row for row, and each
 scenario ends as Kafka ends it:
 - propagateAssignment (a follower parked in SyncGroup gets a fresh session) and
-  ClassicGroup.remove (the next leader in HashMap order), issue 11;
+  ClassicGroup.remove (the next leader in HashMap order);
 - a group Kafka's coordinator removes (Dead, nothing left) leaves the stream's state store,
   its final rows kept in the tables, and a later record for the same id starts a new group;
 - share- and streams-group records as Kafka's own classes wrote them
@@ -96,7 +96,7 @@ def test_the_scenarios_replay_alike_on_both_backends_and_end_as_kafka_ends_them(
     assert_same_tables(stream, expected)
     assert_same_tables(backfilled, expected)
 
-    # Issue 11, on each backend.
+    # The next leader in HashMap order, on each backend.
     for tables in (stream, backfilled):
         causes = [r["cause"] for r in tables["group_transitions"]
                   .where("group_id = 'g-slow-leader'").orderBy("event_time", "seq").collect()]

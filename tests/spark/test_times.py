@@ -1,5 +1,5 @@
 """Every time the flags accept reaches SQL as a literal Spark reads back as the same time
-(issue 12: year 1 was written `1-01-01`, INVALID_TYPED_LITERAL)."""
+(year 1 was once written `1-01-01`, INVALID_TYPED_LITERAL)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def test_kip848_members_are_named_by_the_name_seen_at_the_rows_time(
 @pytest.mark.spark
 def test_a_dumps_topic_map_goes_with_the_log_and_the_backfill_takes_it(
         spark: SparkSession, tmp_path: Path) -> None:
-    """Item 6 of issue 37: `--topic-map` without `--warehouse` is recorded with the log, and
+    """`--topic-map` without `--warehouse` is recorded with the log, and
     the backfill copies it into its warehouse's `topics` as recorded, once."""
     key, value = kafka_records.records()["share_metadata"][:2]
     dump = str(tmp_path / "dump")
