@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.fold import Event
@@ -182,3 +183,16 @@ def test_driver_commits_checkpoint_where_the_table_says(spark: SparkSession, tmp
     assert checkpoints == [1, 3]
     assert json.loads((log / "_last_checkpoint").read_text())["version"] == 3
     assert spark.read.format("delta").load(path).count() == 6
+
+
+def test_rows_holding_a_column_the_table_lacks_are_refused_not_cut(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The driver casts rows to the table's columns; rows with one the table lacks go to
+    Spark's writer, which refuses the append, instead of the column being dropped."""
+    path = str(tmp_path / "t")
+    create_table(spark, path, spark.range(1).schema, {})
+    rows = spark.createDataFrame([(1, "x")], "id bigint, extra string")
+    assert writes.on_driver(spark, path, 1)
+    with pytest.raises(AnalysisException, match="(?i)schema mismatch"):
+        writes.append(spark, rows, path)
+    assert spark.read.format("delta").load(path).count() == 0

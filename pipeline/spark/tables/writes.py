@@ -97,8 +97,7 @@ def append(spark: SparkSession, rows: Rows, path: str, *, count: int | None = No
     """`rows` added to the table at `path` (a catalog name too) by column name; `count`: how
     many, if known; `merge_schema`: the table takes the rows' new columns (Spark)."""
     data = None if merge_schema else _on_driver(spark, rows, path, count)
-    if data is not None:
-        _driver_write(spark, data, path, "append")
+    if data is not None and _driver_write(spark, data, path, "append"):
         return
     writer = _frame(spark, rows).write.format("delta").mode("append")
     if merge_schema:
@@ -115,8 +114,7 @@ def overwrite(spark: SparkSession, rows: Rows, path: str, *, new_schema: bool = 
     nothing if it carries `metadata`, its `userMetadata`); `new_schema`: the table takes the
     rows' schema (Spark)."""
     data = None if new_schema else _on_driver(spark, rows, path, None)
-    if data is not None:
-        _driver_write(spark, data, path, "overwrite", metadata)
+    if data is not None and _driver_write(spark, data, path, "overwrite", metadata):
         return
     writer = _frame(spark, rows).write.format("delta").mode("overwrite")
     if new_schema:
@@ -137,8 +135,7 @@ def merge(spark: SparkSession, rows: Rows, path: str, key: Sequence[str], *,
     as they are, keys compared null-safe. `within`: a condition on the table's rows (`t.`)
     that holds every match, which lets Delta skip files (Spark)."""
     data = None if within is not None else _on_driver(spark, rows, path, count)
-    if data is not None:
-        _driver_merge(spark, data, path, tuple(key), deleted, insert_only)
+    if data is not None and _driver_merge(spark, data, path, tuple(key), deleted, insert_only):
         return
     source = _frame(spark, rows)
     same = " <=> " if insert_only else " = "
@@ -198,16 +195,29 @@ def _table(path: str) -> tuple[DeltaTable, pa.Schema]:
     return table, pa.schema(table.schema().to_arrow())
 
 
+def _unknown(data: pa.Table, schema: pa.Schema, *allowed: str | None) -> bool:
+    """Whether the rows hold a column the table lacks (beyond `allowed`): Spark's writer, not
+    the driver, says what is wrong, instead of the column being dropped."""
+    return bool(set(data.column_names) - set(schema.names) - set(allowed))
+
+
 def _driver_write(spark: SparkSession, data: pa.Table, path: str, mode: str,
-                  metadata: str | None = None) -> None:
+                  metadata: str | None = None) -> bool:
+    """The commit made from the driver; False (nothing written) if the rows do not fit."""
     table, schema = _table(path)
+    if _unknown(data, schema):
+        return False
     write_deltalake(table, conformed(data, schema), mode="overwrite" if mode == "overwrite"
                     else "append", commit_properties=_commit(spark, metadata))
+    return True
 
 
 def _driver_merge(spark: SparkSession, data: pa.Table, path: str, key: tuple[str, ...],
-                  deleted: str | None, insert_only: bool) -> None:
+                  deleted: str | None, insert_only: bool) -> bool:
+    """The MERGE made from the driver; False (nothing written) if the rows do not fit."""
     table, schema = _table(path)
+    if _unknown(data, schema, deleted):
+        return False
     same = " IS NOT DISTINCT FROM " if insert_only else " = "
     on = " AND ".join(f"t.{_quoted(k)}{same}s.{_quoted(k)}" for k in key)
     values: Mapping[str, str] = {_quoted(f.name): f"s.{_quoted(f.name)}" for f in schema}
@@ -221,6 +231,7 @@ def _driver_merge(spark: SparkSession, data: pa.Table, path: str, key: tuple[str
         merger = merger.when_matched_update(updates=dict(values))
     merger = merger.when_not_matched_insert(updates=dict(values), predicate=insert_when)
     merger.execute()
+    return True
 
 
 def _quoted(name: str) -> str:
