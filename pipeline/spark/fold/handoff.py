@@ -10,6 +10,9 @@ stream's watermark from the backfill's latest event time.
 from __future__ import annotations
 
 import json
+import logging
+import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +24,34 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import SEED, event_schema
 from pipeline.spark.tables.creation import create_table
+from pipeline.spark.tables.options import AVAILABLE_NOW, latest_version, trigger_seconds
 from schemas.internal import BACKFILL_STATE
+
+log = logging.getLogger("replay")
+POLL_S = 5.0  # how often a stream waiting for a source's next version looks
+
+
+def after_backfill(spark: SparkSession, read: Mapping[str, int], trigger: str, what: str) -> bool:
+    """Whether a new stream over a backfilled warehouse can start: it reads each source of
+    `read` (source -> the version the backfill read) from the next version, which Delta
+    refuses until it exists. Under a processing-time trigger it waits for them; under
+    available-now it says there is nothing yet and returns False. `what`: the query's name
+    in that line."""
+    def pending() -> list[str]:
+        return [f"{source} (the backfill read version {version})"
+                for source, version in read.items() if latest_version(spark, source) <= version]
+
+    missing = pending()
+    if missing and trigger == AVAILABLE_NOW:
+        log.info("nothing %s to replay after the backfill yet: no new version of %s", what,
+                 ", ".join(missing))
+        return False
+    if missing:
+        log.info("waiting for a new version of %s", ", ".join(missing))
+        while pending():
+            time.sleep(min(POLL_S, trigger_seconds(trigger)))
+    return True
+
 
 SEED_SCHEMA = StructType([StructField("group_id", StringType()), StructField("_state", BinaryType())])
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,6 +35,7 @@ from pipeline.spark.events.packing import PREFER_INT_EXTENSION, packed_events
 from pipeline.spark.fold.folding import BUCKET, BUCKETS, GUARD, STATE_SCHEMA, bucket_fold
 from pipeline.spark.fold.handoff import (
     Manifest,
+    after_backfill,
     ensure_seed_table,
     read_manifest,
     seed_path,
@@ -60,14 +60,11 @@ from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import SEED, arrow_schema
 from pipeline.spark.tables.errors import at_startup
 from pipeline.spark.tables.options import (
-    AVAILABLE_NOW,
     await_all,
     check_trigger,
     interval_ms,
-    latest_version,
     spark_interval,
     stream_delta,
-    trigger_seconds,
     with_trigger,
 )
 from pipeline.spark.tables.paths import is_path
@@ -80,7 +77,6 @@ CHECKPOINT_TODO = ("Check that folder (a stream's checkpoint, of this replay's s
                    "start on a new --checkpoint and a new --warehouse.")
 HANDOFF_TODO = ("That table is written by jobs/backfill.py: run the backfill again, or use a new "
                 "--warehouse.")
-HANDOFF_POLL_S = 5.0
 HELD_TODO = ("their lag is written once the event log holds records past them and the delay "
              "(an ingest and a replay that keep running), or by a backfill with a shorter "
              "--watermark-delay")  # how often a stream waiting on its hand-off looks for a new version
@@ -253,15 +249,13 @@ def listeners(*maybe: StreamingQueryListener | None) -> list[StreamingQueryListe
     return [listener for listener in maybe if listener is not None]
 
 
-def handoff_pending(spark: SparkSession, opts: ReplayOptions, manifest: Manifest) -> list[str]:
-    """A new stream over a backfilled warehouse (`manifest`) reads each source from the
-    version after the backfill's, which Delta refuses until it exists: the sources (the event
-    log, the samples) with no such version yet."""
-    read = [(opts.events, manifest.version)]
+def backfill_read(opts: ReplayOptions, manifest: Manifest) -> dict[str, int]:
+    """The sources a stream over a backfilled warehouse reads (the event log, the samples),
+    each with the version the backfill read."""
+    read = {opts.events: manifest.version}
     if opts.lag is not None and manifest.samples_version is not None:
-        read.append((opts.lag.end_offsets, manifest.samples_version))
-    return [f"{source} (the backfill read version {version})" for source, version in read
-            if latest_version(spark, source) <= version]
+        read[opts.lag.end_offsets] = manifest.samples_version
+    return read
 
 
 def _with_share(replay: Replay, opts: ReplayOptions, app_id: str) -> Replay:
@@ -305,15 +299,8 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
         manifest = read_manifest(spark, opts.warehouse)
     if manifest is not None and paths.is_empty(spark, paths.join(opts.checkpoint, "offsets")):
         _check_handoff(manifest, opts)  # a hand-off no stream can take is refused first
-        pending = handoff_pending(spark, opts, manifest)
-        if pending and opts.trigger == AVAILABLE_NOW:
-            log.info("nothing to replay after the backfill yet: no new version of %s",
-                     ", ".join(pending))
+        if not after_backfill(spark, backfill_read(opts, manifest), opts.trigger, "of the log"):
             return _with_share(Replay(spark, None, ProgressLine(writer)), opts, app_id)
-        if pending:
-            log.info("waiting for a new version of %s", ", ".join(pending))
-            while handoff_pending(spark, opts, manifest):
-                time.sleep(min(HANDOFF_POLL_S, trigger_seconds(opts.trigger)))
         log.info("continuing from the backfill of %s at version %d (%d groups)",
                  manifest.events, manifest.version, manifest.groups)
     wire = folded_stream(read_events(spark, opts, manifest), opts)

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pipeline.errors import UsageError
+from pipeline.spark.fold.handoff import after_backfill
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
 from pipeline.spark.share.lag import (
@@ -52,10 +53,7 @@ from pipeline.spark.stream.maintain import SHARE_WORKING_TABLES, Upkeep
 from pipeline.spark.stream.sinks import BatchProgress, BatchWriter, batch_mark, record
 from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.options import (
-    AVAILABLE_NOW,
-    latest_version,
     stream_delta,
-    trigger_seconds,
     with_trigger,
 )
 from schemas.internal import SHARE_CURRENT, SHARE_LAG
@@ -64,7 +62,6 @@ log = logging.getLogger("replay")
 SHARE_QUERY = "share-state-replay"
 RECORDS = "records"
 SHARE_CHECKPOINT = "share-state"
-POLL_S = 5.0
 
 
 @dataclass
@@ -171,13 +168,9 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
         if handoff.log != source:
             raise UsageError(f"{warehouse} was backfilled from the share-state log "
                              f"{handoff.log}, not from {source}")
-        while latest_version(spark, source) <= handoff.version:
-            if trigger == AVAILABLE_NOW:
-                log.info("nothing of the share-state log to replay after the backfill yet: "
-                         "no new version of %s", source)
-                return None, writer
-            log.info("waiting for a new version of %s", source)
-            time.sleep(min(POLL_S, trigger_seconds(trigger)))
+        if not after_backfill(spark, {source: handoff.version}, trigger,
+                              "of the share-state log"):
+            return None, writer
         options["startingVersion"] = handoff.version + 1
     stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(writer)
               .option("checkpointLocation", own).queryName(SHARE_QUERY))
