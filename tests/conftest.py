@@ -1,6 +1,6 @@
 """Suite-wide collection rules.
 
-How the suite splits across pytest-xdist workers (`tests/run.sh` runs two): a file's tests
+How the suite splits across pytest-xdist workers (`tests/run.sh` runs three): a file's tests
 stay on one worker, so a module's fixture (a generated warehouse, a demo replay) is built
 once; every file under tests/kafka goes with the others, so one broker and one client
 workload serve them all; and files that share a session's fixture (`TOGETHER`) go together,

@@ -21,12 +21,12 @@ fi
 bash jobs/bootstrap.sh
 .venv/bin/ruff check pipeline schemas jobs tests
 .venv/bin/mypy
-# Two workers: a Spark test waits on its JVM and on Delta's commits more than it computes,
-# so two sessions side by side finish sooner on two cores (tests/conftest.py keeps a file's
-# tests, and all of tests/kafka, on one worker). The pure-Python tests of --fast gain too:
-# 93 s against 154 s for one process, on two cores.
+# Workers: a Spark test waits on its JVM and on Delta's commits more than it computes, and
+# the broker tests (all of tests/kafka on one worker: tests/conftest.py keeps a file's tests
+# together) wait on real-time workloads, so the full suite runs three workers on two cores
+# (docs/performance.md, "The suite"); the pure-Python tests of --fast two.
 if [ "$fast" = 1 ]; then
   JAVA_HOME="$root/.no-java-in-the-fast-loop" exec .venv/bin/python -m pytest -n 2 \
     --dist loadgroup --durations=10 -m "not spark and not kafka and not cluster" "$@"
 fi
-.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 "$@"
+.venv/bin/python -m pytest -n 3 --dist loadgroup --durations=25 "$@"
