@@ -198,7 +198,7 @@ def folded_stream(events: DataFrame, opts: ReplayOptions) -> DataFrame:
 class Replay:
     """A running replay: its query (and with --share-state the share-state log's) and the
     listeners that log its progress and publish its metrics (no query: an available-now
-    replay with nothing to read, `handoff_pending`)."""
+    replay with nothing to read yet after a backfill, `handoff.after_backfill`)."""
 
     spark: SparkSession
     query: StreamingQuery | None
