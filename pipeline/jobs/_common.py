@@ -313,12 +313,18 @@ def lag_config(path: str | None) -> LagConfig:
                      "a .properties file of lag.burrow.* settings (see conf/lag.properties)")
 
 
+def add_warehouse_arg(p: argparse.ArgumentParser) -> None:
+    """--warehouse: the folder of the output tables, which every job but the generator and
+    the ingest reads or writes."""
+    p.add_argument("--warehouse", required=True, help="where the output tables live")
+
+
 def add_fold_args(p: argparse.ArgumentParser, watermark: str) -> None:
     """The flags of the jobs that fold a log into a warehouse (replay, backfill): the log,
     the warehouse and its database, the watermark delay (`watermark`: its help), lag, the
     metastore, the coordinator settings and the profile."""
     p.add_argument("--events", required=True, help="event log: Delta path or table name")
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--database", default="consumer_groups", type=database_arg,
                    help="catalog database to register the tables in: schema, or catalog.schema "
                         "for a three-part name ('' for none)")

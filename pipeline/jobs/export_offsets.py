@@ -20,14 +20,21 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipeline.errors import UsageError
-from pipeline.jobs._common import JobParser, add_profile_arg, cli, event_time_arg, job_session
+from pipeline.jobs._common import (
+    JobParser,
+    add_profile_arg,
+    add_warehouse_arg,
+    cli,
+    event_time_arg,
+    job_session,
+)
 from pipeline.spark.events.validate import check_group, warehouse_tables
 from pipeline.spark.tables.catalog import as_of, register_views
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--group", required=True, help="the group id, taken literally")
     p.add_argument("--as-of", type=event_time_arg, required=True, metavar="TIMESTAMP",
                    help="the event time whose offsets to export (ISO; UTC unless an offset)")

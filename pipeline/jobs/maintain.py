@@ -23,6 +23,7 @@ from pipeline.jobs._common import (
     JobParser,
     add_profile_arg,
     add_upkeep_args,
+    add_warehouse_arg,
     cli,
     job_session,
 )
@@ -32,7 +33,7 @@ from pipeline.spark.tables import paths
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--table", action="append", choices=every_table(), metavar="TABLE",
                    help="maintain only this table (repeatable; default: every table)")
     add_upkeep_args(p)

@@ -33,6 +33,7 @@ from pipeline.errors import UsageError
 from pipeline.jobs._common import (
     JobParser,
     add_profile_arg,
+    add_warehouse_arg,
     cli,
     event_time_arg,
     job_session,
@@ -53,7 +54,7 @@ from pipeline.spark.tables.errors import first_line, user_sql
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--demo", action="store_true", help="run the example questions")
     p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",
                    help="the tables as of this event time (ISO; UTC); alone: state, members "

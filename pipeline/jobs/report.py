@@ -29,7 +29,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
-from pipeline.jobs._common import JobParser, add_profile_arg, cli, job_session
+from pipeline.jobs._common import JobParser, add_profile_arg, add_warehouse_arg, cli, job_session
 from pipeline.report import render
 from pipeline.spark.events.validate import warehouse_tables
 from pipeline.spark.tables import paths
@@ -73,7 +73,7 @@ def utc_time(text: str) -> datetime:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--group", required=True, help="the group id, taken literally")
     p.add_argument("--output", required=True, help="FILE.png, or FILE.html for a page")
     p.add_argument("--from", dest="start", type=utc_time,

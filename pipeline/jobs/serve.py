@@ -35,6 +35,7 @@ from pipeline.jobs._common import (
     add_metastore_arg,
     add_metrics_args,
     add_profile_arg,
+    add_warehouse_arg,
     cli,
     database_arg,
     default_metastore,
@@ -68,7 +69,7 @@ def port_arg(text: str) -> int:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = JobParser(__file__, __doc__)
-    p.add_argument("--warehouse", required=True, help="where the output tables live")
+    add_warehouse_arg(p)
     p.add_argument("--database", default="consumer_groups", type=database_arg,
                    help="catalog database the tables are served from: schema, or "
                         "catalog.schema")
