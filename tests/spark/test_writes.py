@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +21,7 @@ from pipeline.fold import Event
 from pipeline.fold.group_replay import DELETES_KEY, Tables, replay_group
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.fold.wire import wire_checks, wire_schema
+from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
 from pipeline.spark.stream.sinks import NEVER_WRITTEN, BatchWriter, batch_mark, last_batch
 from pipeline.spark.tables import writes
@@ -151,6 +154,45 @@ def test_a_table_written_one_way_is_read_and_extended_the_other(
     writes.merge(spark, new_only, path, key, insert_only=True)  # from the driver
     assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())[-2:] == \
         [(4, "d"), (5, "e")]
+
+
+def test_an_insert_only_merge_on_a_key_of_columns_within_a_time_range_is_the_same_both_ways(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The samples' write: keys of three columns (compared null-safe), a range of times that
+    holds every match; a row whose key the table has is left as it is, both ways."""
+    when = [datetime(2023, 11, 14, 22, 13, s, tzinfo=UTC) for s in (0, 30, 59)]
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
+                        ("sampled_at", pa.timestamp("us", tz="UTC")), ("v", pa.int64())])
+    first = pa.table([["a", "a", None], [0, 1, 1], when[:2] + [when[0]], [1, 2, 3]], schema=schema)
+    again = pa.table([["a", None, "a"], [1, 1, 2], [when[1], when[0], when[2]], [9, 9, 4]],
+                     schema=schema)
+    key = ("topic", "partition", "sampled_at")
+    tables = {}
+    for way in ("driver", "spark"):
+        path = str(tmp_path / way)
+        writes.overwrite(spark, spark.createDataFrame(first), path)
+        with temporary_conf(spark, {writes.SMALL_CONF: "true" if way == "driver" else "false"}):
+            writes.merge(spark, again, path, key, insert_only=True,
+                         within=writes.Within("sampled_at", when[0], when[2]))
+        assert _writers(tmp_path / way / "_delta_log") == ["delta-rs" if way == "driver" else "spark"]
+        tables[way] = sorted((tuple(r.values()) for r in writes.read(spark, path).to_pylist()),
+                             key=repr)
+    assert tables["driver"] == tables["spark"]
+    assert sorted(r[3] for r in tables["driver"]) == [1, 2, 3, 4]  # only ("a", 2, :59) was new
+
+
+def test_the_samples_are_merged_from_the_driver_once_each(spark: SparkSession, tmp_path: Path) -> None:
+    """The sampler's round: the first makes the table (Spark), the next are delta-rs MERGEs
+    that skip a sample written before."""
+    path = str(tmp_path / "samples")
+    row = {"topic": "t", "partition": 0, "log_end_offset": 5, "sampled_at": 1_700_000_000_000}
+    assert write_samples(spark, [row], path) == 1
+    later = {**row, "log_end_offset": 9, "sampled_at": 1_700_000_030_000}
+    assert write_samples(spark, [row, later, later], path) == 2  # distinct rows offered
+    assert _writers(tmp_path / "samples" / "_delta_log")[-1] == "delta-rs"
+    rows = spark.read.format("delta").load(path).orderBy("sampled_at").collect()
+    assert [(r["log_end_offset"], r["sampled_at"]) for r in rows] == [
+        (5, datetime(2023, 11, 14, 22, 13, 20)), (9, datetime(2023, 11, 14, 22, 13, 50))]
 
 
 def test_an_overwrite_carrying_metadata_is_committed_even_empty(

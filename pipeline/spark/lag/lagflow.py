@@ -75,17 +75,6 @@ class LagOptions:
             object.__setattr__(self, "end_offsets", paths.qualify(self.end_offsets))
 
 
-def distinct(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
-    """`rows` with the first row of each `key` only (a sample delivered twice is one)."""
-    seen: set[tuple[Any, ...]] = set()
-    firsts = []
-    for i, k in enumerate(zip(*(rows.column(c).to_pylist() for c in key), strict=True)):
-        if k not in seen:
-            seen.add(k)
-            firsts.append(i)
-    return rows if len(firsts) == rows.num_rows else rows.take(firsts)
-
-
 def pending_path(warehouse: str) -> str:
     return paths.join(warehouse, LAG_PENDING)
 
@@ -203,7 +192,7 @@ class StreamLag:
             rejected = checked.filter(malformed)
             good = writes.conformed(checked.filter(pc.invert(malformed)), pending.schema)
         pending = writes.conformed(pending, pending.schema)  # nullable, as `good`, to concat
-        candidates = distinct(pending if good is None else pa.concat_tables([pending, good]),
+        candidates = writes.distinct(pending if good is None else pa.concat_tables([pending, good]),
                               SAMPLE_KEY)
         passed = pc.less(epoch_ms(candidates.column("sampled_at")), watermark)
         ready, waiting = candidates.filter(passed), candidates.filter(pc.invert(passed))

@@ -16,10 +16,11 @@ from functools import cache
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import StructType
 
 from pipeline.errors import UsageError
 from pipeline.spark.events.validate import check_columns
@@ -39,38 +40,40 @@ def samples_schema() -> StructType:
     return struct_of(LOG_END_OFFSETS)
 
 
-def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> DataFrame:
+def samples_arrow(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
     """Samples given as dicts under LOG_END_OFFSETS' names, times in epoch milliseconds (the
-    pure side's form: the generator's, the sampler's), as a DataFrame of the contract's types."""
-    schema = samples_schema()
-    stamps = {f.name for f in schema.fields if isinstance(f.dataType, TimestampType)}
-    as_ms = StructType([StructField(f.name, LongType() if f.name in stamps else f.dataType)
-                        for f in schema.fields])
+    pure side's form: the generator's, the sampler's), as Arrow in the contract's types.
+    Through Arrow: a round of 200,000 partitions as Python rows costs seconds to convert."""
     listed = list(rows)
-    arrow = arrow_schema(as_ms)
-    # Through Arrow: a round of 200,000 partitions as Python rows costs seconds to convert.
-    data = pa.table([pa.array([r.get(f.name) for r in listed], f.type) for f in arrow],
-                    schema=arrow)
-    raw = spark.createDataFrame(data, as_ms)
-    return raw.select(*[(F.timestamp_millis(F.col(f.name)) if f.name in stamps
-                         else F.col(f.name)).alias(f.name) for f in schema.fields])
+    schema = arrow_schema(samples_schema())
+    columns = []
+    for f in schema:
+        values = [r.get(f.name) for r in listed]
+        columns.append(pc.multiply(pa.array(values, pa.int64()), 1000).cast(f.type)
+                       if pa.types.is_timestamp(f.type) else pa.array(values, f.type))
+    return pa.table(columns, schema=schema)
+
+
+def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> DataFrame:
+    """`samples_arrow` as a DataFrame."""
+    return spark.createDataFrame(samples_arrow(rows), samples_schema())
 
 
 def ensure_samples_table(spark: SparkSession, path: str) -> None:
     create_table(spark, path, samples_schema())
 
 
-def merge_samples(spark: SparkSession, target: str, rows: DataFrame) -> int:
-    """Insert the samples whose key `target` (a Delta path) lacks; how many were offered.
-    Samples arrive in time order: their time range prunes the files."""
-    return insert_missing(lambda: ensure_samples_table(spark, target), target, rows,
+def merge_samples(spark: SparkSession, target: str, rows: pa.Table) -> int:
+    """Insert the samples whose key `target` (a Delta path or table name) lacks; how many
+    were offered. Samples arrive in time order: their time range prunes the files."""
+    return insert_missing(spark, lambda: ensure_samples_table(spark, target), target, rows,
                           SAMPLE_KEY, "sampled_at")
 
 
 def write_samples(spark: SparkSession, rows: Iterable[Mapping[str, Any]], target: str) -> int:
     """`rows` (dicts, times in ms) merged into the samples table at `target`."""
     return merge_samples(spark, paths.qualify(target) if paths.is_path(target) else target,
-                         samples_frame(spark, rows))
+                         samples_arrow(rows))
 
 
 def check_samples(spark: SparkSession, source: str, flag: str = "--end-offsets") -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -168,16 +170,20 @@ def _same_key(key: Sequence[str]) -> Column:
     return F.expr(" AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key))
 
 
-def insert_missing(ensure: Callable[[], object], target: str, rows: DataFrame,
-                   key: Sequence[str], ranged: str) -> int:
+def insert_missing(spark: SparkSession, ensure: Callable[[], object], target: str,
+                   rows: pa.Table, key: Sequence[str], ranged: str) -> int:
     """Insert the `rows` whose `key` the Delta table at `target` (made by `ensure` when first
-    needed) lacks, in one MERGE; how many distinct rows were offered (`_offered`: `ranged`)."""
-    with _offered(rows, key, ranged) as (source, n, in_range):
-        if n:
-            ensure()
-            writes.merge(source.sparkSession, source, target, key, insert_only=True,
-                         within=in_range)
-        return n
+    needed) lacks, in one MERGE (`writes.merge`: from the driver where it writes the table);
+    how many distinct rows were offered. Their range of `ranged` (a column that grows with
+    the log: an offset, a time) lets the MERGE skip the table's files outside it."""
+    source = writes.distinct(rows, key)
+    if not source.num_rows:
+        return 0
+    ensure()
+    bounds = pc.min_max(source.column(ranged)).as_py()
+    writes.merge(spark, source, target, key, insert_only=True,
+                 within=writes.Within(ranged, bounds["min"], bounds["max"]))
+    return int(source.num_rows)
 
 
 def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame,

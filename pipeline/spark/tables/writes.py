@@ -15,7 +15,6 @@ The rule (`on_driver`): a write goes from the driver when
   not an object store, HDFS or a catalog name, which keep Spark's writer and its settings;
 - the table exists and the write keeps its schema (a new table or schema is Spark's);
 - no Delta idempotent pair (`TXN_APP_ID`) is set, which only Spark's writer checks;
-- the MERGE has no condition beyond the key (a Spark column only Spark can read);
 - it holds at most `SMALL_ROWS` rows: rows already on the driver (Arrow) always do; a
   DataFrame whose size is not known is collected up to that many plus one, and goes to
   Spark's parallel writer if there are more.
@@ -30,6 +29,8 @@ delta-rs writes the reader/writer versions and features Spark made them with.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -46,8 +47,44 @@ SMALL_ROWS = 50_000  # the most rows a commit from the driver collects
 SMALL_CONF = "spark.cgr.smallWrites"  # "false": every commit by Spark's writer
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 Rows: TypeAlias = DataFrame | pa.Table  # noqa: UP040 - Python 3.11 has no `type` statement
-__all__ = ["SMALL_CONF", "SMALL_ROWS", "Rows", "append", "driver_path", "merge", "on_driver",
-           "overwrite", "read"]
+__all__ = ["SMALL_CONF", "SMALL_ROWS", "Rows", "Within", "append", "distinct", "driver_path",
+           "merge", "on_driver", "overwrite", "read"]
+
+
+@dataclass(frozen=True)
+class Within:
+    """Where every match of a MERGE lies: the table's `column` (one that grows with the log,
+    an offset or a time) between `lo` and `hi`, the rows' own range. Either engine skips
+    the files outside it by their statistics."""
+
+    column: str
+    lo: int | datetime
+    hi: int | datetime
+
+    def spark(self) -> Column:
+        return F.col(f"t.`{self.column}`").between(F.lit(self.lo), F.lit(self.hi))
+
+    def sql(self) -> str:
+        """The condition in delta-rs's SQL (DataFusion): a time as an ISO literal with its
+        zone, which DataFusion casts to the column's timestamp."""
+        def literal(value: int | datetime) -> str:
+            if isinstance(value, datetime):
+                if value.tzinfo is None:
+                    raise ValueError(f"{self.column}: a time without its zone ({value})")
+                return f"'{value.isoformat()}'"
+            return str(int(value))
+        return f"(t.{_quoted(self.column)} BETWEEN {literal(self.lo)} AND {literal(self.hi)})"
+
+
+def distinct(rows: pa.Table, key: Sequence[str]) -> pa.Table:
+    """`rows` with the first row of each `key` only (a row delivered twice is one)."""
+    seen: set[tuple[Any, ...]] = set()
+    firsts = []
+    for i, k in enumerate(zip(*(rows.column(c).to_pylist() for c in key), strict=True)):
+        if k not in seen:
+            seen.add(k)
+            firsts.append(i)
+    return rows if len(firsts) == rows.num_rows else rows.take(firsts)
 
 
 def local_path(path: str) -> str | None:
@@ -128,20 +165,21 @@ def overwrite(spark: SparkSession, rows: Rows, path: str, *, new_schema: bool = 
 
 def merge(spark: SparkSession, rows: Rows, path: str, key: Sequence[str], *,
           deleted: str | None = None, count: int | None = None, insert_only: bool = False,
-          within: Column | None = None) -> None:
+          within: Within | None = None) -> None:
     """MERGE `rows` into the table at `path` on `key`, in one commit: a matched row updated,
     an unmatched one inserted. `deleted`: a boolean column of the rows, never null, where
     true deletes the match instead and is not inserted. `insert_only`: matched rows left
-    as they are, keys compared null-safe. `within`: a condition on the table's rows (`t.`)
-    that holds every match, which lets Delta skip files (Spark)."""
-    data = None if within is not None else _on_driver(spark, rows, path, count)
-    if data is not None and _driver_merge(spark, data, path, tuple(key), deleted, insert_only):
+    as they are, keys compared null-safe. `within`: the range of the table's rows that
+    holds every match, which lets either engine skip files."""
+    data = _on_driver(spark, rows, path, count)
+    if data is not None and _driver_merge(spark, data, path, tuple(key), deleted, insert_only,
+                                          within):
         return
     source = _frame(spark, rows)
     same = " <=> " if insert_only else " = "
     on: Column | str = " AND ".join(f"t.`{k}`{same}s.`{k}`" for k in key)
     if within is not None:
-        on = within & F.expr(str(on))
+        on = within.spark() & F.expr(str(on))
     merger = SparkTable.forPath(spark, path).alias("t").merge(source.alias("s"), on)
     if insert_only:
         merger.whenNotMatchedInsertAll().execute()
@@ -213,13 +251,16 @@ def _driver_write(spark: SparkSession, data: pa.Table, path: str, mode: str,
 
 
 def _driver_merge(spark: SparkSession, data: pa.Table, path: str, key: tuple[str, ...],
-                  deleted: str | None, insert_only: bool) -> bool:
+                  deleted: str | None, insert_only: bool, within: Within | None) -> bool:
     """The MERGE made from the driver; False (nothing written) if the rows do not fit."""
     table, schema = _table(path)
     if _unknown(data, schema, deleted):
         return False
     same = " IS NOT DISTINCT FROM " if insert_only else " = "
-    on = " AND ".join(f"t.{_quoted(k)}{same}s.{_quoted(k)}" for k in key)
+    # Each comparison in parentheses: DataFusion's parser binds `IS NOT DISTINCT FROM` more
+    # loosely than AND.
+    on = " AND ".join([*([within.sql()] if within is not None else []),
+                       *(f"(t.{_quoted(k)}{same}s.{_quoted(k)})" for k in key)])
     values: Mapping[str, str] = {_quoted(f.name): f"s.{_quoted(f.name)}" for f in schema}
     merger: Any = table.merge(conformed(data, schema, keep_extra=True), on, source_alias="s",
                               target_alias="t", commit_properties=_commit(spark))
