@@ -180,9 +180,9 @@ def insert_missing(spark: SparkSession, ensure: Callable[[], object], target: st
     if not source.num_rows:
         return 0
     ensure()
-    bounds = pc.min_max(source.column(ranged)).as_py()
+    lo, hi = pc.min_max(source.column(ranged)).as_py().values()
     writes.merge(spark, source, target, key, insert_only=True,
-                 within=writes.Within(ranged, bounds["min"], bounds["max"]))
+                 within=None if lo is None else writes.Within(ranged, lo, hi))
     return int(source.num_rows)
 
 
