@@ -17,6 +17,7 @@ from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import write_samples
 from pipeline.spark.runtime.session import temporary_conf
 from pipeline.spark.tables.topics import record_topics
+from pipeline.spark.tables.writes import SMALL_CONF
 from tests.decode import kafka_records
 from tests.share.log import T0, TOPICS, Raw, share_log
 
@@ -33,9 +34,10 @@ SAMPLES = [{"topic": name, "partition": p, "log_end_offset": 150 + 2 * k + p,
 RAW_SCHEMA = "key binary, value binary, partition int, offset bigint, timestamp bigint"
 # The ingest's shuffles as a cluster's are: several partitions, not coalesced into one, so
 # each commit of the log has several files (one a log partition: two) and a stream of three
-# files a batch splits commits.
+# files a batch splits commits. Spark's writer, as for a batch too large for the driver's
+# (`writes.on_driver`), which would write the commit as one file.
 SPREAD = {"spark.sql.adaptive.coalescePartitions.enabled": "false",
-          "spark.sql.shuffle.partitions": "8"}
+          "spark.sql.shuffle.partitions": "8", SMALL_CONF: "false"}
 
 
 def _dump(spark: SparkSession, rows: list[Raw], path: Path) -> str:

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from delta.tables import DeltaTable as SparkTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pipeline.fold import Event
 from pipeline.fold.group_replay import DELETES_KEY, Tables, replay_group
@@ -26,7 +29,7 @@ from pipeline.spark.runtime.session import TXN_APP_ID, temporary_conf
 from pipeline.spark.stream.sinks import NEVER_WRITTEN, BatchWriter, batch_mark, last_batch
 from pipeline.spark.tables import writes
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.warehouse import ensure_tables
+from pipeline.spark.tables.warehouse import append_missing, ensure_tables
 from schemas import OUTPUT_TABLES
 from tests.grouping import by_group
 from tests.spark.backends import CONFIG, assert_same_tables, read_tables, wire_table
@@ -193,6 +196,41 @@ def test_the_samples_are_merged_from_the_driver_once_each(spark: SparkSession, t
     rows = spark.read.format("delta").load(path).orderBy("sampled_at").collect()
     assert [(r["log_end_offset"], r["sampled_at"]) for r in rows] == [
         (5, datetime(2023, 11, 14, 22, 13, 20)), (9, datetime(2023, 11, 14, 22, 13, 50))]
+
+
+def test_the_logs_append_of_what_it_lacks_is_the_same_both_ways_one_file_a_partition(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The ingest's append (`append_missing`): rows whose key the log has are skipped, each
+    log partition's rows of a commit are in one file, in offset order; from the driver
+    (one file for the commit) as by Spark (one file a partition)."""
+    rows = [(p, o, f"{p}-{o}") for p in (0, 1, 2) for o in range(10, 0, -1)]
+    first = spark.createDataFrame([r for r in rows if r[1] <= 4], "p int, o bigint, v string")
+    second = spark.createDataFrame(rows[::-1] + rows[:3], "p int, o bigint, v string")
+    logs = {}
+    for way in ("driver", "spark"):
+        path = str(tmp_path / way)
+
+        def table(path: str = path) -> SparkTable:
+            create_table(spark, path, StructType.fromDDL("p int, o bigint, v string"))
+            return SparkTable.forPath(spark, path)
+        with temporary_conf(spark, {writes.SMALL_CONF: "true" if way == "driver" else "false"}):
+            assert append_missing(table, path, first, ("p", "o"), "o", cluster="p") == 12
+            assert append_missing(table, path, second, ("p", "o"), "o", cluster="p") == 30
+        assert _writers(tmp_path / way / "_delta_log") == [
+            "delta-rs" if way == "driver" else "spark"] * 2
+        files = spark.read.format("delta").load(path).select(
+            "p", "o", F.input_file_name().alias("f")).collect()
+        assert len(files) == 30  # nothing twice
+        logs[way] = sorted((r["p"], r["o"]) for r in files)
+        for f in {r["f"] for r in files}:  # each file: a partition's offsets in order
+            one = [(r["p"], r["o"]) for r in spark.read.parquet(f).collect()]
+            assert one == sorted(one), (way, one)
+        by_partition: dict[int, set[str]] = defaultdict(set)
+        for r in files:
+            if r["o"] > 4:  # the second commit's rows
+                by_partition[r["p"]].add(r["f"])
+        assert all(len(fs) == 1 for fs in by_partition.values()), (way, by_partition)
+    assert logs["driver"] == logs["spark"]
 
 
 def test_an_overwrite_carrying_metadata_is_committed_even_empty(

@@ -12,7 +12,9 @@ from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pds
 from delta.tables import DeltaTable
+from deltalake import DeltaTable as DeltaLake
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -202,9 +204,52 @@ def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame
     an append does not: one writer a log at a time."""
     with _offered(rows, key, ranged) as (source, n, in_range):
         if n:
-            have = table().toDF().alias("t").where(in_range).select(*key)
+            delta = table()
+            spark = source.sparkSession
+            small = _on_driver(spark, target, source, n, key)
+            if small is not None:
+                new_rows = _lacking(small, target, key, ranged, cluster)
+                if new_rows.num_rows:
+                    writes.append(spark, new_rows.sort_by([(k, "ascending") for k in key]),
+                                  target, merge_schema=True)
+                return n
+            have = delta.toDF().alias("t").where(in_range).select(*key)
             new = source.alias("s").join(have.alias("t"), _same_key(key), "left_anti")
-            writes.append(new.sparkSession, new.repartition(cluster).sortWithinPartitions(*key),
+            writes.append(spark, new.repartition(cluster).sortWithinPartitions(*key),
                           target, merge_schema=True)
         return n
+
+
+def _on_driver(spark: SparkSession, target: str, source: DataFrame, n: int,
+               key: Sequence[str]) -> pa.Table | None:
+    """The rows as Arrow where the driver appends them (`writes.on_driver`) and their key is
+    never null (Spark's anti-join compares keys null-safe); else None."""
+    if not writes.on_driver(spark, target, n):
+        return None
+    data = source.toArrow()
+    return None if any(data.column(k).null_count for k in key) else data
+
+
+def _lacking(data: pa.Table, target: str, key: Sequence[str], ranged: str,
+             cluster: str) -> pa.Table:
+    """The rows of `data` whose key the table at `target` lacks, read by delta-rs over each
+    `cluster` value's own range of `ranged` (a log partition's offsets), so the files
+    outside are skipped by their statistics. All the rows go in one file, sorted by key:
+    each cluster value's rows of the commit are in one file, in order, as Spark writes them."""
+    local = writes.local_path(target)
+    assert local is not None, target
+    ranges = data.group_by(cluster).aggregate([(ranged, "min"), (ranged, "max")])
+    within = None
+    for value, lo, hi in zip(*(ranges.column(c).to_pylist()
+                               for c in (cluster, f"{ranged}_min", f"{ranged}_max")), strict=True):
+        one = ((pds.field(cluster) == value) if value is not None
+               else pds.field(cluster).is_null()) & (pds.field(ranged) >= lo) & \
+            (pds.field(ranged) <= hi)
+        within = one if within is None else within | one
+    have = DeltaLake(local).to_pyarrow_dataset().to_table(columns=list(key), filter=within)
+    seen = set(zip(*(have.column(k).to_pylist() for k in key), strict=True))
+    if not seen:
+        return data
+    keep = [k not in seen for k in zip(*(data.column(c).to_pylist() for c in key), strict=True)]
+    return data.filter(pa.array(keep, pa.bool_()))
 

@@ -132,8 +132,10 @@ def _frame(spark: SparkSession, rows: Rows) -> DataFrame:
 def append(spark: SparkSession, rows: Rows, path: str, *, count: int | None = None,
            merge_schema: bool = False) -> None:
     """`rows` added to the table at `path` (a catalog name too) by column name; `count`: how
-    many, if known; `merge_schema`: the table takes the rows' new columns (Spark)."""
-    data = None if merge_schema else _on_driver(spark, rows, path, count)
+    many, if known; `merge_schema`: the table takes the rows' new columns (Spark's writer
+    does that: a DataFrame goes to it, Arrow rows without a new column from the driver)."""
+    data = None if merge_schema and not isinstance(rows, pa.Table) \
+        else _on_driver(spark, rows, path, count)
     if data is not None and _driver_write(spark, data, path, "append"):
         return
     writer = _frame(spark, rows).write.format("delta").mode("append")
