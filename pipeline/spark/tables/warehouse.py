@@ -206,7 +206,7 @@ def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame
         if n:
             delta = table()
             spark = source.sparkSession
-            small = _on_driver(spark, target, source, n, key)
+            small = _driver_rows(spark, target, source, n, (*key, cluster))
             if small is not None:
                 new_rows = _lacking(small, target, key, ranged, cluster)
                 if new_rows.num_rows:
@@ -220,14 +220,15 @@ def append_missing(table: Callable[[], DeltaTable], target: str, rows: DataFrame
         return n
 
 
-def _on_driver(spark: SparkSession, target: str, source: DataFrame, n: int,
-               key: Sequence[str]) -> pa.Table | None:
-    """The rows as Arrow where the driver appends them (`writes.on_driver`) and their key is
-    never null (Spark's anti-join compares keys null-safe); else None."""
+def _driver_rows(spark: SparkSession, target: str, source: DataFrame, n: int,
+                 columns: Sequence[str]) -> pa.Table | None:
+    """The rows as Arrow where the driver appends them (`writes.on_driver`) and none of
+    `columns` (the key and the cluster column) is null (Spark's anti-join compares keys
+    null-safe); else None."""
     if not writes.on_driver(spark, target, n):
         return None
     data = source.toArrow()
-    return None if any(data.column(k).null_count for k in key) else data
+    return None if any(data.column(c).null_count for c in columns) else data
 
 
 def _lacking(data: pa.Table, target: str, key: Sequence[str], ranged: str,
@@ -242,8 +243,8 @@ def _lacking(data: pa.Table, target: str, key: Sequence[str], ranged: str,
     within = None
     for value, lo, hi in zip(*(ranges.column(c).to_pylist()
                                for c in (cluster, f"{ranged}_min", f"{ranged}_max")), strict=True):
-        one = ((pds.field(cluster) == value) if value is not None
-               else pds.field(cluster).is_null()) & (pds.field(ranged) >= lo) & \
+        # never null here (`_driver_rows`)
+        one = (pds.field(cluster) == value) & (pds.field(ranged) >= lo) & \
             (pds.field(ranged) <= hi)
         within = one if within is None else within | one
     have = DeltaLake(local).to_pyarrow_dataset().to_table(columns=list(key), filter=within)
