@@ -16,7 +16,7 @@ from schemas.events import (
 )
 from schemas.lag import LAG_TABLES
 from schemas.share_state import SHARE_TABLES
-from schemas.tables import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS
+from schemas.tables import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, TABLE_KEYS, TIME_COLUMNS
 
 # Every table a replay writes under its warehouse, by the contract: the output tables, then
 # (with end offsets) the lag tables, then (with a share-state log) the share-state tables.
@@ -33,5 +33,6 @@ __all__ = [
     "OUTPUT_TABLES",
     "SHARE_STREAMS_EVENT_TYPES",
     "TABLE_KEYS",
+    "TIME_COLUMNS",
     "WAREHOUSE_TABLES",
 ]

@@ -209,6 +209,40 @@ REBALANCES: tuple[Column, ...] = (
            doc="streams groups: active tasks assigned after it; null for other groups"),
 )
 
+REBALANCE_COST: tuple[Column, ...] = (
+    Column("group_id", "string", False),
+    Column("generation_id", "int"),
+    Column("completed_at", "timestamp", False, "as in rebalances: the two tables join on "
+           "(group_id, log_partition, log_offset, completed_at)"),
+    Column("log_partition", "int"),
+    Column("log_offset", "bigint"),
+    Column("group_type", "string", False, "classic, consumer or streams"),
+    Column("rebalance_protocol", "string", False,
+           "EAGER (a classic group under range, roundrobin, sticky or any assignor not known "
+           "to be cooperative: every member revokes everything when the rebalance starts), "
+           "COOPERATIVE (a classic group under cooperative-sticky or Kafka Streams' classic "
+           "assignor: only the partitions that move are revoked, in a first round, and "
+           "handed out in a second) or INCREMENTAL (KIP-848 consumer and streams groups: "
+           "each member reconciles on its own, no group-wide barrier)"),
+    Column("cause", "string", False, "as in rebalances: what started it"),
+    Column("duration_ms", "bigint", doc="start to completion; null where the log does not "
+           "show the start (a records-only log's classic rebalance)"),
+    Column("partitions_total", "int", doc="partitions (a streams group: active tasks) owned "
+           "before or after it"),
+    Column("partitions_revoked", "int", False,
+           "partitions (tasks) taken from a member: EAGER every partition owned before; "
+           "otherwise those whose owner changed or that lost their owner"),
+    Column("partitions_moved", "int", False, "partitions (tasks) whose owner changed"),
+    Column("partitions_unowned", "int", False,
+           "partitions (tasks) without an owner while it ran: EAGER every partition owned "
+           "before or after; otherwise those that had no owner before it and have one after "
+           "(a cooperative second round hands out what the first revoked)"),
+    Column("unowned_partition_ms", "bigint",
+           doc="partitions_unowned x duration_ms: the partition-milliseconds nobody consumed "
+               "because of it (null when the duration is unknown)"),
+    Column("outcome", "string", False, "as in rebalances"),
+)
+
 GROUP_HISTORY: tuple[Column, ...] = (
     Column("group_id", "string", False),
     Column("event_time", "timestamp", False, "when the group took this shape"),
@@ -278,6 +312,7 @@ OUTPUT_TABLES: dict[str, tuple[Column, ...]] = {
     "offset_history": OFFSET_HISTORY,
     "group_transitions": GROUP_TRANSITIONS,
     "rebalances": REBALANCES,
+    "rebalance_cost": REBALANCE_COST,
     "rejected_events": REJECTED_EVENTS,
     "error_responses": ERROR_RESPONSES,
     "group_history": GROUP_HISTORY,
@@ -292,3 +327,6 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
 }
 # The tables without a key are history: appended to, never updated.
 APPEND_TABLES: tuple[str, ...] = tuple(t for t in OUTPUT_TABLES if t not in TABLE_KEYS)
+# The time that places a history table's row (as of T, a retention's cut): event_time but
+# for the tables named here.
+TIME_COLUMNS: dict[str, str] = {"rebalances": "completed_at", "rebalance_cost": "completed_at"}

@@ -79,6 +79,7 @@ class Left:
 class Outputs:
     transitions: list[Row] = field(default_factory=list)
     rebalances: list[Row] = field(default_factory=list)
+    rebalance_cost: list[Row] = field(default_factory=list)
     offset_history: list[Row] = field(default_factory=list)
     rejected: list[Row] = field(default_factory=list)
     answered: list[Row] = field(default_factory=list)  # applied, yet answered with an error
@@ -91,6 +92,7 @@ class Outputs:
     def extend(self, other: Outputs) -> None:
         self.transitions += other.transitions
         self.rebalances += other.rebalances
+        self.rebalance_cost += other.rebalance_cost
         self.offset_history += other.offset_history
         self.rejected += other.rejected
         self.answered += other.answered

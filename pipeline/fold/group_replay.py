@@ -90,6 +90,7 @@ def result_tables(g: Group, out: Outputs, cfg: CoordinatorConfig,
     tables: Tables = {
         "group_transitions": out.transitions,
         "rebalances": out.rebalances,
+        "rebalance_cost": out.rebalance_cost,
         "offset_history": out.offset_history,
         "rejected_events": out.rejected,
         "error_responses": out.answered,

@@ -25,6 +25,11 @@ from pipeline.fold.states import (
 )
 
 COMPLETED, EMPTIED, ABANDONED = "COMPLETED", "EMPTIED", "ABANDONED"
+EAGER, COOPERATIVE, INCREMENTAL = "EAGER", "COOPERATIVE", "INCREMENTAL"
+# Classic assignors whose clients revoke only what moves (`RebalanceProtocol.COOPERATIVE` in
+# Kafka's clients: CooperativeStickyAssignor, and Kafka Streams' StreamsPartitionAssignor,
+# protocol "stream", since 2.4); every other assignor is eager.
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "stream"})
 
 
 def transition(g: Group, step: Step, target: str, cause: str,
@@ -209,8 +214,47 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "active_tasks_moved": moved if tasks else None,
         "active_tasks_total": len(after) if tasks else None,
     })
+    step.out.rebalance_cost.append(cost_row(g, step, before, after, outcome, started,
+                                            Cause.SNAPSHOT if r is None else r.cause))
     g = g.evolve(rebalance=None, rebalance_count=g.rebalance_count + 1)
     if outcome != ABANDONED:
         g = g.evolve(stable_owners=tuple(sorted(after.items())),
                     stable_members=tuple(sorted(after_members)))
     return g
+
+
+def rebalance_protocol(g: Group) -> str:
+    """EAGER, COOPERATIVE or INCREMENTAL: how the group's members give partitions up."""
+    if g.modern is not None:
+        return INCREMENTAL
+    return COOPERATIVE if g.protocol in COOPERATIVE_ASSIGNORS else EAGER
+
+
+def cost_row(g: Group, step: Step, before: dict[Any, str], after: dict[Any, str],
+             outcome: str, started: int | None, cause: str) -> dict[str, Any]:
+    """The rebalance_cost row of a rebalance that moved ownership from `before` to `after`.
+
+    Eager: every member revokes all it owns when the rebalance starts and gets its new share
+    at the sync, so every partition is unowned for the whole rebalance. Otherwise a member
+    keeps what it keeps, a partition that moves is revoked at the completion of the round that
+    takes it away and handed out by the next, so the partitions unowned while a rebalance runs
+    are those it hands out that nobody owned before it.
+    """
+    protocol = rebalance_protocol(g)
+    moved = {tp for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp)}
+    if protocol == EAGER:
+        revoked, unowned = len(before), len(before.keys() | after.keys())
+    else:
+        revoked = sum(1 for tp in moved if tp in before)
+        unowned = sum(1 for tp in after if tp not in before)
+    duration = None if started is None else step.now - started
+    return {
+        "group_id": g.group_id, "generation_id": g.generation_id, "completed_at": step.now,
+        "log_partition": step.log_partition, "log_offset": step.log_offset,
+        "group_type": g.group_type, "rebalance_protocol": protocol, "cause": cause,
+        "duration_ms": duration, "partitions_total": len(before.keys() | after.keys()),
+        "partitions_revoked": revoked, "partitions_moved": len(moved),
+        "partitions_unowned": unowned,
+        "unowned_partition_ms": None if duration is None else unowned * duration,
+        "outcome": outcome,
+    }

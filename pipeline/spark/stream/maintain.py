@@ -31,7 +31,7 @@ from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.warehouse import APPEND_ONLY, open_for_rewrite
-from schemas import APPEND_TABLES, WAREHOUSE_TABLES
+from schemas import APPEND_TABLES, TIME_COLUMNS, WAREHOUSE_TABLES
 from schemas.internal import LAG_PENDING, LAG_STATE, SHARE_CURRENT, SHARE_LAG
 from schemas.lag import LAG_TABLES
 
@@ -44,8 +44,7 @@ MIN_VACUUM_HOURS = 168  # Delta's delta.deletedFileRetentionDuration default, it
 FILE_RETENTION = "delta.deletedFileRetentionDuration"
 # The event time of each table whose rows a retention may delete: the history and the lag.
 RETAINED: dict[str, str] = {
-    **{t: "event_time" for t in APPEND_TABLES if t != "rebalances"},
-    "rebalances": "coalesce(completed_at, started_at)",
+    **{t: TIME_COLUMNS.get(t, "event_time") for t in APPEND_TABLES},
     **{t: "sampled_at" for t in LAG_TABLES},
 }
 

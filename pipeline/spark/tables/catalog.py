@@ -35,7 +35,14 @@ from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.times import utc_datetime
-from schemas import APPEND_TABLES, METADATA_TABLES, OUTPUT_TABLES, WAREHOUSE_TABLES, Column
+from schemas import (
+    APPEND_TABLES,
+    METADATA_TABLES,
+    OUTPUT_TABLES,
+    TIME_COLUMNS,
+    WAREHOUSE_TABLES,
+    Column,
+)
 from schemas.lag import ERR, LAG_TABLES, OK, STATUS_CODES, WARN, LagCause
 from schemas.share_state import SHARE_TABLES
 from schemas.tables import COMMITTED_OFFSETS, GROUP_HISTORY, GROUP_STATE, STATE_MEMBER_FIELDS
@@ -92,7 +99,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
 
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)
-HISTORY_TIME = {table: "completed_at" if table == "rebalances" else "event_time"
+HISTORY_TIME = {table: TIME_COLUMNS.get(table, "event_time")
                 for table in (*APPEND_TABLES, *SHARE_TABLES)} | {"partition_lag": "sampled_at",
                                                "group_lag": "sampled_at",
                                                "rejected_samples": "sampled_at"}
