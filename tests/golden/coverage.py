@@ -36,6 +36,8 @@ def summary(events: list[Event], tables: Rows) -> dict[str, Any]:
         "offset_changes": _counts(r["change"] for r in tables["offset_history"]),
         "rebalance_protocols": _counts(r.get("protocol") for r in tables["rebalances"]),
         "rebalance_outcomes": _counts(r["outcome"] for r in tables["rebalances"]),
+        "rebalance_cost_protocols": _counts(r["rebalance_protocol"]
+                                            for r in tables["rebalance_cost"]),
         "features": sorted(features(events, tables)),
     }
 
@@ -68,6 +70,9 @@ def features(events: list[Event], tables: Rows) -> set[str]:
                                     for r in tables["rebalances"]),
         "eager assignor": any(r.get("protocol") in ("range", "roundrobin", "sticky")
                               for r in tables["rebalances"]),
+        "unowned partition time": {"EAGER", "COOPERATIVE"} <= {
+            r["rebalance_protocol"] for r in tables["rebalance_cost"]
+            if r.get("unowned_partition_ms")},
         "transaction committed": any(e.txn_result == "COMMIT" for e in events),
         "transaction aborted": "TXN_ABORTED" in changes,
         "offset expiry": "EXPIRED" in changes,
@@ -89,7 +94,8 @@ def features(events: list[Event], tables: Rows) -> set[str]:
 REQUIRED = frozenset({
     "journal log", "offsets-topic log", "malformed rows", "unsupported records",
     "refused requests", "duplicate rows", "out-of-order rows", "late rows", "static members",
-    "cooperative assignor", "eager assignor", "transaction committed", "transaction aborted",
+    "cooperative assignor", "eager assignor", "unowned partition time", "transaction committed",
+    "transaction aborted",
     "offset expiry", "offset tombstone", "session timeout", "snapshot mismatch", "group dead",
     "KIP-848 records", "share records", "streams records",
 })

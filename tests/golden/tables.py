@@ -187,6 +187,8 @@ SORT_KEYS = {
                        "partition", "change"),
     "group_transitions": ("group_id", "event_time", "log_partition", "log_offset", "seq"),
     "rebalances": ("group_id", "completed_at", "generation_id", "log_partition", "log_offset"),
+    "rebalance_cost": ("group_id", "completed_at", "generation_id", "log_partition",
+                       "log_offset"),
     "rejected_events": ("group_id", "log_partition", "log_offset", "event_time", "reason"),
     "error_responses": ("group_id", "log_partition", "log_offset", "event_time", "response"),
     "group_history": ("group_id", "event_time", "log_partition", "log_offset", "seq"),
