@@ -105,6 +105,13 @@ class GroupSim:
             if t < c.crashed_until:
                 return c.crashed_until
             self._restart(c)
+        self.turn(c, t)
+        return t + self.rng.randint(800, 3000)
+
+    def turn(self, c: Client, t: int) -> None:
+        """What a consumer sends at `t`, by what the coordinator last told it: a join when it
+        is no member, a rejoin when a rebalance waits on it, a sync when its generation waits
+        for one, else its steady work."""
         m = self.group.member(c.member_id)
         g = self.group
         if m is None:
@@ -115,7 +122,6 @@ class GroupSim:
             self._sync(c, t)
         elif g.state == STABLE:
             self._steady(c, t)
-        return t + self.rng.randint(800, 3000)
 
     def _standalone_commit(self, c: Client, t: int) -> int:
         for tp in c.owned:

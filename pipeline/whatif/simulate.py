@@ -1,0 +1,137 @@
+"""A script's clients played against the fold again, as Kafka's consumers would play them.
+
+The generator's simulated consumers (`pipeline.generator.clients.GroupSim`) already speak the
+classic protocol to the fold: two-phase joins, the leader's assignment by the group's
+assignor (Kafka's own, `pipeline.generator.assignors`), syncs, heartbeats, cooperative second
+rounds, static members. Here they act on a script instead of dice: each client starts, stops
+cleanly, dies or changes its subscription when its recorded life did, and otherwise does what
+a healthy KafkaConsumer does: a heartbeat every `heartbeat.interval.ms` (Kafka's default,
+3 s), an answer to the coordinator within `RESPONSE_MS` while a rebalance runs.
+
+What changes between runs is only the configuration (`Change`): the assignor, static
+membership, the members' session and rebalance timeouts, the broker's initial delay. A static
+consumer does not send LeaveGroup when it stops (KIP-345: it stays a member until its session
+expires, so a restart within the session costs no rebalance); a dynamic one does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, replace
+
+from pipeline.fold import CoordinatorConfig
+from pipeline.fold.context import Outputs
+from pipeline.fold.states import STABLE
+from pipeline.generator.clients import Client, GroupSim
+from pipeline.generator.producers import build_producers, consumer_pace
+from pipeline.whatif.script import CRASH, LEAVE, Life, Script
+
+HEARTBEAT_MS = 3_000  # heartbeat.interval.ms, Kafka's default
+RESPONSE_MS = 100  # a client's turn-around while a rebalance waits on it
+# Members present when the window opens start this long before it, so that the group has
+# formed (its initial delay run out, its first assignment synced) when counting starts.
+WARM_UP_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Change:
+    """The configuration a what-if runs under; None keeps what was recorded."""
+
+    assignor: str | None = None
+    static_membership: bool | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    initial_rebalance_delay_ms: int | None = None
+
+    def describe(self) -> str:
+        said = [f"{k}={v}" for k, v in vars(self).items() if v is not None]
+        return ", ".join(said) or "as recorded"
+
+
+class _ScriptedSim(GroupSim):
+    """GroupSim whose clients do only what the script says, and that keeps every output row."""
+
+    outputs: Outputs
+
+    def _keep(self, out: Outputs, after_request: bool) -> None:
+        super()._keep(out, after_request)
+        self.outputs.extend(out)
+
+    def act(self, c: Client, t: int) -> int:
+        self.advance_to(t)
+        self.turn(c, t)
+        m = self.group.member(c.member_id)
+        waiting = m is None or self.group.state != STABLE
+        return t + (RESPONSE_MS if waiting else HEARTBEAT_MS)
+
+    def _steady(self, c: Client, t: int) -> None:
+        """A healthy consumer's turn in a Stable group: take a new assignment, or heartbeat."""
+        m = self.group.member(c.member_id)
+        assert m is not None
+        if set(m.assignment) != set(c.owned):
+            self._adopt(c, t)
+        else:
+            self.send("HEARTBEAT", t, member_id=c.member_id, group_instance_id=c.instance,
+                      generation_id=self.group.generation_id)
+
+
+def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outputs:
+    """Every row the fold writes while the script's clients live their lives under `change`
+    (the assignor, when not changed, the one the group ran under)."""
+    if change.initial_rebalance_delay_ms is not None:
+        config = replace(config, initial_rebalance_delay_ms=change.initial_rebalance_delay_ms)
+    assignor = change.assignor or script.assignor or "range"
+    clients = {name: Client(name, None, (assignor,), (), 0, 0) for name in script.clients}
+    sim = _ScriptedSim(script.group_id, list(clients.values()), dict(script.partitions),
+                       random.Random(0), config,
+                       producers=build_producers(0, script.partitions, script.start, 1),
+                       pace=consumer_pace(0, 0, 1))
+    sim.outputs = Outputs()
+    sim.last_time = script.start - WARM_UP_MS
+    queue: list[tuple[int, int, str, str, object]] = []
+    order = 0
+
+    def at(t: int, what: str, client: str, payload: object = None) -> None:
+        nonlocal order
+        heapq.heappush(queue, (t, order, what, client, payload))
+        order += 1
+
+    for life in script.lives:
+        began = life.started_at - WARM_UP_MS if life.before_window else life.started_at
+        at(began, "start", life.client, life)
+        for t, topics in life.resubscribed:
+            at(t, "subscribe", life.client, topics)
+        if life.ended_at is not None:
+            at(life.ended_at, life.ending or LEAVE, life.client, life)
+    on: dict[str, Life] = {}
+    while queue:
+        t, _, what, name, payload = heapq.heappop(queue)
+        if t > script.end:
+            break
+        c = clients[name]
+        if what == "start":
+            assert isinstance(payload, Life)
+            static = payload.static if change.static_membership is None else change.static_membership
+            c.instance = name if static else None
+            c.topics = payload.topics
+            c.session_ms = change.session_timeout_ms or payload.session_timeout_ms
+            c.rebalance_ms = change.rebalance_timeout_ms or payload.rebalance_timeout_ms
+            c.member_id, c.owned = None, ()
+            on[name] = payload
+            at(t, "act", name, payload)
+        elif what == "act" and on.get(name) is payload:
+            at(sim.act(c, t), "act", name, payload)
+        elif what == "subscribe" and name in on:
+            assert isinstance(payload, tuple)
+            c.topics = payload
+            if sim.group.member(c.member_id) is not None:
+                sim._rejoin(c, t)
+        elif what in (LEAVE, CRASH) and on.get(name) is payload:
+            del on[name]
+            sim.advance_to(t)
+            if what == LEAVE and c.instance is None and sim.group.member(c.member_id):
+                sim.send("LEAVE", t, member_id=c.member_id)
+            c.owned = ()
+    sim.advance_to(script.end)
+    return sim.outputs
