@@ -1,12 +1,12 @@
-"""The demo's three jobs in one Spark session: generate a log and its end offsets, replay it
-as a stream with lag, ask the demo's questions.
+"""The demo's jobs in one Spark session: generate a log and its end offsets, replay it as a
+stream with lag, ask the demo's questions, and one what-if.
 
     .venv/bin/python -m pipeline.jobs.demo --output out/demo
 
 `jobs/demo.sh` (the README's first command) installs, clears the output folder and runs this.
 Each step is the job itself, called with the command line in `steps` (the README's steps 1
 to 3 print the same command lines, for one process each): one JVM and its warm-up instead of
-three.
+four.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pipeline.spark.runtime.session import session_conf
 
 GROUPS = 40
 EVENTS = 30_000
+WHATIF_GROUP = "group-00028-billing"  # a range group of the demo's log, 18 rebalances
 # The demo's JVM lives a minute or two: a short-lived JVM's options (pipeline/java.py; a
 # stream or backfill run by its own job keeps the profile's). A profile that sets the
 # driver's JVM options keeps its own.
@@ -44,6 +45,9 @@ def steps(out: str, groups: int = GROUPS, events: int = EVENTS) -> dict[str, lis
                    "--warehouse", f"{out}/warehouse", "--checkpoint", f"{out}/checkpoint",
                    "--trigger", "available-now", "--watermark-delay", "1 minute"],
         "query": ["--warehouse", f"{out}/warehouse", "--demo"],
+        # One what-if (docs/whatif.md): the demo's busiest eager group under cooperative-sticky.
+        "whatif": ["--warehouse", f"{out}/warehouse", "--group", WHATIF_GROUP,
+                   "--assignor", "cooperative-sticky"],
     }
 
 

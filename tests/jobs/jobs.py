@@ -9,7 +9,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("generate", "replay", "backfill", "ingest", "query", "report", "export_offsets",
-        "serve", "maintain")
+        "serve", "maintain", "whatif")
 
 
 def job_file(name: str) -> Path:

@@ -113,6 +113,15 @@ def test_a_stream_maintains_its_tables_every_100_batches_unless_told_otherwise()
      "report.py: error: --to (2026-01-01 00:00:00+00:00) must be after --from"),
     ("ingest", ["--raw", "r", "--events", "e", "--kafka-option", "novalue"],
      "ingest.py: error: --kafka-option must look like key=value, got 'novalue' (see --help)"),
+    # A what-if Kafka would refuse is refused before a session starts: nothing is read.
+    ("whatif", ["--warehouse", "w", "--group", "g", "--assignor", "bogus"],
+     "whatif.py: error: unknown assignor 'bogus': the classic protocol's are "),
+    ("whatif", ["--warehouse", "w", "--group", "g", "--session-timeout", "1000"],
+     "whatif.py: error: session timeout 1000 ms is outside the broker's bounds [6000, 1800000]"),
+    ("whatif", ["--warehouse", "w", "--group", "g", "--protocol", "consumer"],
+     "whatif.py: error: --protocol consumer: the fold replays KIP-848 groups"),
+    ("whatif", ["--warehouse", "w"],
+     "whatif.py: error: one of the arguments --group --where is required"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag_and_what_was_expected(
         name: str, argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,12 +47,13 @@ EXAMPLE_SOURCES: tuple[tuple[str, str | None], ...] = (
     ("README.md", "## A five-minute tour"),
     ("docs/sql.md", None),
     ("docs/lag.md", None),
+    ("docs/whatif.md", None),
 )
 # Kafka 4's share and streams groups: the demo's log has none, so these examples run on the
 # golden case share-streams-by-hand's tables (tests/spark/test_golden_tables.py).
 KAFKA4_SOURCE = ("docs/sql.md", "## Share and streams groups")
 KAFKA4_OUT = "out/kafka4"
-JOBS = ("query.py", "export_offsets.py", "report.py")  # run by this test
+JOBS = ("query.py", "export_offsets.py", "report.py", "whatif.py")  # run by this test
 DEMO_JOBS = ("generate.py", "replay.py")  # must be the demo's; the fixture runs them
 DEMO_OUT = "out/demo"
 
@@ -144,7 +145,8 @@ def runs_here(job: str, argv: list[str]) -> bool:
 # What the demo may print: a job's log line (time, logger, message), a table of answers,
 # a title, a blank line, and the demo's last line.
 OURS = re.compile(
-    r"\d\d:\d\d:\d\d (generate|replay|query|backfill|progress|catalog) .*"  # our loggers
+    r"\d\d:\d\d:\d\d (generate|replay|query|backfill|progress|catalog|whatif) .*"  # loggers
+    r"|\S+: [a-z_]+=\S+.*|  (recorded|simulated|what-if) +\d+ rebalances .*"  # a what-if
     r"|[|+].*"  # DataFrame.show's grid
     r"|== .*"  # a question's title
     r"|demo finished in \d+ s; tables under .*"
@@ -185,6 +187,7 @@ def test_the_demo_prints_only_the_projects_lines(demo_run: DemoRun) -> None:
     foreign = [line for line in output.splitlines() if not OURS.fullmatch(line)]
     assert not foreign, "\n".join(foreign[:20])
     assert "== groups furthest behind now, with the cause" in demo_run.stdout
+    assert re.search(r"^  what-if +\d+ rebalances", demo_run.stdout, re.M)  # the demo's what-if
     assert "jobs/serve.py --warehouse" in demo_run.stdout.splitlines()[-1]  # the metrics
 
 
@@ -272,6 +275,13 @@ def answered(job: str, argv: list[str], stdout: str) -> None:
         assert tables and all(tables.values()), f"empty answers: {tables}\n{stdout}"
         if "--demo" in argv:
             assert set(tables) == set(DEMO_QUERIES) | set(LAG_DEMO_QUERIES), tables
+    elif job == "whatif.py":
+        runs = re.findall(r"^  (recorded|simulated|what-if) +(\d+) rebalances", stdout, re.M)
+        assert [r for r, _ in runs][:3] == ["recorded", "simulated", "what-if"], stdout
+        assert int(runs[0][1]) > 0, stdout
+        if "--output" in argv:
+            output = Path(argv[argv.index("--output") + 1])
+            assert {p.name for p in output.iterdir()} >= {"whatif_summary", "whatif_rebalances"}
     else:
         output = Path(argv[argv.index("--output") + 1])
         assert output.is_file() and output.stat().st_size > 0, output
