@@ -115,8 +115,8 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outpu
             static = payload.static if change.static_membership is None else change.static_membership
             c.instance = name if static else None
             c.topics = payload.topics
-            c.session_ms = change.session_timeout_ms or payload.session_timeout_ms
-            c.rebalance_ms = change.rebalance_timeout_ms or payload.rebalance_timeout_ms
+            c.session_ms = _or(change.session_timeout_ms, payload.session_timeout_ms)
+            c.rebalance_ms = _or(change.rebalance_timeout_ms, payload.rebalance_timeout_ms)
             c.member_id, c.owned = None, ()
             on[name] = payload
             at(t, "act", name, payload)
@@ -135,3 +135,7 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outpu
             c.owned = ()
     sim.advance_to(script.end)
     return sim.outputs
+
+
+def _or(changed: int | None, recorded: int) -> int:
+    return recorded if changed is None else changed
