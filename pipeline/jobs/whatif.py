@@ -10,7 +10,8 @@ condition on group_state picks. Plays the group's consumers again through the fo
 (`pipeline.whatif`): as recorded, and under the change. Prints, per group, one line a run
 (rebalances, members expelled, partitions revoked and moved, partition-seconds unowned, the
 longest stop) and a line for what the log could not tell. With --output, appends the runs to
-the Delta tables whatif_summary and whatif_rebalances there (schemas/whatif.py). A change
+the Delta tables whatif_summary and whatif_rebalances there (schemas/whatif.py); with --report,
+writes a page of the group as recorded and as played under the change. A change
 Kafka would refuse, a group that never existed or a window without a rebalance is one line
 and writes nothing.
 """
@@ -36,8 +37,11 @@ from pipeline.jobs._common import (
     cli,
     coordinator_config,
     job_session,
+    positive_int,
     whole_number,
 )
+from pipeline.jobs.report import load_group
+from pipeline.report.whatif import whatif_page
 from pipeline.spark.events.validate import warehouse_tables
 from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import arrow_schema, struct_of
@@ -45,7 +49,8 @@ from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
 from pipeline.times import event_time_ms
 from pipeline.whatif import Change, WhatIf, WhatIfError, check, what_if
-from pipeline.whatif.compare import PROTOCOLS
+from pipeline.whatif.compare import PROTOCOLS, WHAT_IF
+from pipeline.whatif.simulate import HEARTBEAT_MS
 from schemas.whatif import WHATIF_TABLES
 
 log = logging.getLogger("whatif")
@@ -92,12 +97,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the rebalance timeout (max.poll.interval.ms) of every consumer")
     p.add_argument("--initial-rebalance-delay", type=whole_number, metavar="MS",
                    help="the broker's group.initial.rebalance.delay.ms")
+    p.add_argument("--heartbeat-interval", type=positive_int, metavar="MS", default=HEARTBEAT_MS,
+                   help="the consumers' heartbeat.interval.ms, which no log records: how soon "
+                        "they notice a rebalance")
     p.add_argument("--coordinator-conf", help="the broker's group settings (.properties)")
     p.add_argument("--output", help="a folder to append the runs to, as Delta tables")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="with --group: a page with the group as recorded above, as the what-if "
+                        "played it below, on one time axis, and the runs' summary")
     add_profile_arg(p)
     args = p.parse_args(argv)
     if args.start is not None and args.end is not None and args.end <= args.start:
         p.error("--to must be after --from")
+    if args.report is not None and args.group is None:
+        p.error("--report draws one group: give --group")
     return args
 
 
@@ -115,7 +128,8 @@ class Asked:
 
 
 def ask(spark: SparkSession, warehouse: str, groups: list[str], change: Change,
-        config: CoordinatorConfig, start: int | None = None, end: int | None = None) -> Asked:
+        config: CoordinatorConfig, start: int | None = None, end: int | None = None,
+        heartbeat_ms: int = HEARTBEAT_MS) -> Asked:
     """The what-if of `change` for each of `groups` from the tables under `warehouse`."""
     root = paths.qualify(warehouse)
     known = _log_kinds(spark, root, groups)
@@ -136,7 +150,8 @@ def ask(spark: SparkSession, warehouse: str, groups: list[str], change: Change,
                 raise WhatIfError(f"group {group!r} is not in {warehouse} (group ids are "
                                   "matched exactly)")
             answers.append(what_if(group, history.get(group, []), recorded.get(group, []),
-                                   change, config, known[group] == "journal", start, end))
+                                   change, config, known[group] == "journal", start, end,
+                                   heartbeat_ms))
         except WhatIfError as e:
             refused[group] = str(e)
     return Asked(answers, refused)
@@ -213,7 +228,8 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     with job_session("whatif", args.profile, spark, args=args) as session:
         warehouse_tables(session, args.warehouse)
         groups = [args.group] if args.group is not None else _picked(session, args)
-        asked = ask(session, args.warehouse, groups, change, config, args.start, args.end)
+        asked = ask(session, args.warehouse, groups, change, config, args.start, args.end,
+                    args.heartbeat_interval)
         for line in lines(asked):
             print(line)
         if not asked.answers:
@@ -222,6 +238,12 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
             write(session, args.output, asked, int(time.time() * 1000))
             log.info("appended %d what-ifs to %s (whatif_summary, whatif_rebalances)",
                      len(asked.answers), args.output)
+        if args.report:
+            (w,) = asked.answers
+            recorded = load_group(session, args.warehouse, w.group_id)
+            page = whatif_page(w.group_id, w.change.describe(), recorded, w.played[WHAT_IF],
+                               w.summary, w.start, w.end, path=args.report)
+            log.info("wrote %s", page)
 
 
 def _picked(spark: SparkSession, args: argparse.Namespace) -> list[str]:

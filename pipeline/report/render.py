@@ -205,7 +205,7 @@ def _partitions(tps: list | tuple) -> str:  # type: ignore[type-arg]
     return "; ".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
 
 
-def _table(df: pd.DataFrame) -> str:
+def table_html(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p>none</p>"
     shown = df.astype(object).map(cell)
@@ -239,7 +239,7 @@ def lag_section(shown: dict[str, pd.DataFrame]) -> str:
     newest = samples.iloc[::-1].head(LAG_ROWS)[list(LAG_COLUMNS)]
     count = (f"the newest {len(newest)} of {len(samples)}" if len(samples) > len(newest)
              else f"{len(samples)}")
-    return f"<h2>Lag samples ({count}, newest first)</h2>\n{_table(newest)}\n"
+    return f"<h2>Lag samples ({count}, newest first)</h2>\n{table_html(newest)}\n"
 
 
 def _page(group_id: str, png: bytes, t: dict[str, pd.DataFrame],
@@ -259,12 +259,12 @@ text-align:left}} img{{max-width:100%}}</style></head><body>
 <p>{w.start:{fmt}} → {w.end:{fmt}} UTC; nulls are shown as {NULL}</p>
 <img alt="history of consumer group {gid}" src="data:image/png;base64,{data}">
 <h2>Members now ({len(members)})</h2>
-{_table(members)}
+{table_html(members)}
 <h2>Committed offsets now ({len(offsets)})</h2>
-{_table(offsets)}
+{table_html(offsets)}
 <h2>Rebalances ({len(rebalances)})</h2>
-{_table(rebalances)}
+{table_html(rebalances)}
 <h2>Refused rows ({len(refused)})</h2>
-{_table(refused)}
+{table_html(refused)}
 {lag_section(shown)}</body></html>
 """

@@ -18,8 +18,8 @@ from typing import Any
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.context import Outputs
 from pipeline.generator.assignors import ASSIGNORS
-from pipeline.whatif.script import SILENT, Script, WhatIfError, script_of
-from pipeline.whatif.simulate import Change, simulate
+from pipeline.whatif.script import SILENT, WhatIfError, script_of
+from pipeline.whatif.simulate import HEARTBEAT_MS, Change, simulate
 
 RECORDED, SIMULATED, WHAT_IF = "recorded", "simulated", "what-if"
 RUNS = (RECORDED, SIMULATED, WHAT_IF)
@@ -38,6 +38,12 @@ class WhatIf:
     notes: list[str]  # what the log could not tell, one line each
     start: int  # the window, epoch ms
     end: int
+    # Per run, each client's partitions at the window's end (the recorded run: the last
+    # shape the history shows), by client name (`pipeline.whatif.script`).
+    owners: dict[str, dict[str, tuple[tuple[str, int], ...]]]
+    # The simulated runs' own rows of the output tables (group_history, group_transitions,
+    # rebalances; times in epoch ms): what a picture of each run draws.
+    played: dict[str, dict[str, list[Row]]]
 
 
 def check(change: Change, config: CoordinatorConfig, protocol: str = "classic") -> None:
@@ -69,9 +75,11 @@ def check(change: Change, config: CoordinatorConfig, protocol: str = "classic") 
 
 def what_if(group_id: str, history: Iterable[Mapping[str, Any]],
             recorded: Iterable[Mapping[str, Any]], change: Change, config: CoordinatorConfig,
-            heartbeats: bool, start: int | None = None, end: int | None = None) -> WhatIf:
+            heartbeats: bool, start: int | None = None, end: int | None = None,
+            heartbeat_ms: int = HEARTBEAT_MS) -> WhatIf:
     """`group_id`'s what-if from its group_history and rebalance_cost rows (times in epoch ms):
-    `heartbeats`, the group's log is a journal (its departures have causes and timing)."""
+    `heartbeats`, the group's log is a journal (its departures have causes and timing);
+    `heartbeat_ms`, the consumers' heartbeat.interval.ms (no log records it)."""
     check(change, config)
     script = script_of(group_id, history, heartbeats, start, end)
     notes = []
@@ -87,30 +95,31 @@ def what_if(group_id: str, history: Iterable[Mapping[str, Any]],
                           "does not have: only Kafka's own consumer assignors are played")
     if not script.lives:
         raise WhatIfError(f"group {group_id!r} had no member in the window")
-    recorded_rows = _within(recorded, script)
-    runs = {
-        RECORDED: (recorded_rows, script.expelled),
-        SIMULATED: _run(script, Change(), config),
-        WHAT_IF: _run(script, change, config),
-    }
+    played = {SIMULATED: simulate(script, Change(), config, heartbeat_ms),
+              WHAT_IF: simulate(script, change, config, heartbeat_ms)}
+    runs = {RECORDED: (_within(recorded, script.start, script.end), script.expelled),
+            **{run: _costs(p.outputs, script.start, p.until) for run, p in played.items()}}
     if not any(rows for rows, _ in runs.values()):
         raise WhatIfError(f"group {group_id!r} had no rebalance in the window, recorded or "
                           "under the change: nothing to compare")
     summary = [summarize(group_id, run, rows, expelled) for run, (rows, expelled) in runs.items()]
     rebalances = [{"run": run, **row} for run, (rows, _) in runs.items() for row in rows]
-    return WhatIf(group_id, change, summary, rebalances, notes, script.start, script.end)
+    owners = {RECORDED: script.owners, **{run: p.owners for run, p in played.items()}}
+    tables = {run: {"group_history": p.outputs.history, "group_transitions": p.outputs.transitions,
+                    "rebalances": p.outputs.rebalances} for run, p in played.items()}
+    return WhatIf(group_id, change, summary, rebalances, notes, script.start, script.end,
+                  owners, tables)
 
 
-def _run(script: Script, change: Change, config: CoordinatorConfig) -> tuple[list[Row], int]:
-    out: Outputs = simulate(script, change, config)
-    rows = _within(out.rebalance_cost, script)
-    expelled = sum(1 for h in out.history if script.start <= h["event_time"] <= script.end
+def _costs(out: Outputs, start: int, end: int) -> tuple[list[Row], int]:
+    rows = _within(out.rebalance_cost, start, end)
+    expelled = sum(1 for h in out.history if start <= h["event_time"] <= end
                    for d in h["departures"] if d["cause"] in SILENT)
     return rows, expelled
 
 
-def _within(rows: Iterable[Mapping[str, Any]], script: Script) -> list[Row]:
-    return sorted((dict(r) for r in rows if script.start <= r["completed_at"] <= script.end),
+def _within(rows: Iterable[Mapping[str, Any]], start: int, end: int) -> list[Row]:
+    return sorted((dict(r) for r in rows if start <= r["completed_at"] <= end),
                   key=lambda r: r["completed_at"])
 
 

@@ -63,6 +63,8 @@ class Script:
     end: int
     heartbeats: bool  # a journal: departures have their causes, expiries their timing
     expelled: int  # members the coordinator removed by a timer, in the window
+    # Each client's partitions in the last shape the history shows in the window.
+    owners: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
 
     @property
     def clients(self) -> list[str]:
@@ -86,6 +88,7 @@ def script_of(group_id: str, history: Iterable[Mapping[str, Any]], heartbeats: b
     partitions: dict[str, int] = {}
     assignor: str | None = None
     expelled = 0
+    last: dict[str, tuple[tuple[str, int], ...]] = {}
     for row in rows:
         t = row["event_time"]
         if t > hi:
@@ -93,6 +96,8 @@ def script_of(group_id: str, history: Iterable[Mapping[str, Any]], heartbeats: b
         if row.get("protocol"):
             assignor = row["protocol"]
         members = {m["member_id"]: m for m in row["members"] or ()}
+        last = {m: tuple(sorted((tp["topic"], tp["partition"]) for tp in x.get("assignment") or ()))
+                for m, x in members.items()}
         for m in members.values():
             for tp in m.get("assignment") or ():
                 partitions[tp["topic"]] = max(partitions.get(tp["topic"], 0), tp["partition"] + 1)
@@ -122,7 +127,9 @@ def script_of(group_id: str, history: Iterable[Mapping[str, Any]], heartbeats: b
     # A member whose life ended before the window is of no concern.
     kept = [life for life in lives if life.ended_at is None or life.ended_at >= lo]
     _name_clients(kept)
-    return Script(group_id, kept, partitions, assignor, lo, hi, heartbeats, expelled)
+    client = {life.member_id: life.client for life in kept if life.ended_at is None}
+    owners = {client[m]: tps for m, tps in last.items() if m in client}
+    return Script(group_id, kept, partitions, assignor, lo, hi, heartbeats, expelled, owners)
 
 
 def _end(life: Life, t: int, cause: str | None, heartbeats: bool) -> None:

@@ -5,8 +5,11 @@ classic protocol to the fold: two-phase joins, the leader's assignment by the gr
 assignor (Kafka's own, `pipeline.generator.assignors`), syncs, heartbeats, cooperative second
 rounds, static members. Here they act on a script instead of dice: each client starts, stops
 cleanly, dies or changes its subscription when its recorded life did, and otherwise does what
-a healthy KafkaConsumer does: a heartbeat every `heartbeat.interval.ms` (Kafka's default,
-3 s), an answer to the coordinator within `RESPONSE_MS` while a rebalance runs.
+a healthy KafkaConsumer does: a heartbeat every `heartbeat.interval.ms` (no log records it:
+Kafka's default of 3 s unless the caller knows better), an answer to the coordinator within
+`RESPONSE_MS` while a rebalance runs. A rebalance under way when the window ends is played to
+its end (no scripted action is: the window's end stops the consumers' lives, not the
+coordinator), within the longest rebalance timeout.
 
 What changes between runs is only the configuration (`Change`): the assignor, static
 membership, the members' session and rebalance timeouts, the broker's initial delay. A static
@@ -22,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.context import Outputs
-from pipeline.fold.states import STABLE
+from pipeline.fold.states import EMPTY, STABLE
 from pipeline.generator.clients import Client, GroupSim
 from pipeline.generator.producers import build_producers, consumer_pace
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script
@@ -53,6 +56,7 @@ class _ScriptedSim(GroupSim):
     """GroupSim whose clients do only what the script says, and that keeps every output row."""
 
     outputs: Outputs
+    heartbeat_ms: int = HEARTBEAT_MS
 
     def _keep(self, out: Outputs, after_request: bool) -> None:
         super()._keep(out, after_request)
@@ -63,7 +67,7 @@ class _ScriptedSim(GroupSim):
         self.turn(c, t)
         m = self.group.member(c.member_id)
         waiting = m is None or self.group.state != STABLE
-        return t + (RESPONSE_MS if waiting else HEARTBEAT_MS)
+        return t + (RESPONSE_MS if waiting else self.heartbeat_ms)
 
     def _steady(self, c: Client, t: int) -> None:
         """A healthy consumer's turn in a Stable group: take a new assignment, or heartbeat."""
@@ -76,9 +80,18 @@ class _ScriptedSim(GroupSim):
                       generation_id=self.group.generation_id)
 
 
-def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outputs:
+@dataclass
+class Played:
+    outputs: Outputs  # every row the fold wrote
+    owners: dict[str, tuple[tuple[str, int], ...]]  # client -> what it owns at the end
+    until: int  # when the run ended: the window's end, or the end of a rebalance under way
+
+
+def simulate(script: Script, change: Change, config: CoordinatorConfig,
+             heartbeat_ms: int = HEARTBEAT_MS) -> Played:
     """Every row the fold writes while the script's clients live their lives under `change`
-    (the assignor, when not changed, the one the group ran under)."""
+    (the assignor, when not changed, the one the group ran under), and who owns what at the
+    window's end."""
     if change.initial_rebalance_delay_ms is not None:
         config = replace(config, initial_rebalance_delay_ms=change.initial_rebalance_delay_ms)
     assignor = change.assignor or script.assignor or "range"
@@ -87,7 +100,7 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outpu
                        random.Random(0), config,
                        producers=build_producers(0, script.partitions, script.start, 1),
                        pace=consumer_pace(0, 0, 1))
-    sim.outputs = Outputs()
+    sim.outputs, sim.heartbeat_ms = Outputs(), heartbeat_ms
     sim.last_time = script.start - WARM_UP_MS
     queue: list[tuple[int, int, str, str, object]] = []
     order = 0
@@ -105,10 +118,16 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outpu
         if life.ended_at is not None:
             at(life.ended_at, life.ending or LEAVE, life.client, life)
     on: dict[str, Life] = {}
+    deadline = script.end + max(life.rebalance_timeout_ms for life in script.lives)
+    until = script.end
     while queue:
         t, _, what, name, payload = heapq.heappop(queue)
         if t > script.end:
-            break
+            if t > deadline or _settled(sim):
+                break
+            if what != "act":
+                continue
+            until = t
         c = clients[name]
         if what == "start":
             assert isinstance(payload, Life)
@@ -133,8 +152,16 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig) -> Outpu
             if what == LEAVE and c.instance is None and sim.group.member(c.member_id):
                 sim.send("LEAVE", t, member_id=c.member_id)
             c.owned = ()
-    sim.advance_to(script.end)
-    return sim.outputs
+    sim.advance_to(until)
+    client = {c.member_id: name for name, c in clients.items() if name in on}
+    owners = {client[m.member_id]: tuple(sorted(m.assignment)) for m in sim.group.members
+              if m.member_id in client}
+    return Played(sim.outputs, owners, until)
+
+
+def _settled(sim: GroupSim) -> bool:
+    g = sim.group
+    return g.rebalance is None and g.state in (STABLE, EMPTY) and not g.pending_sync
 
 
 def _or(changed: int | None, recorded: int) -> int:

@@ -282,6 +282,9 @@ def answered(job: str, argv: list[str], stdout: str) -> None:
         if "--output" in argv:
             output = Path(argv[argv.index("--output") + 1])
             assert {p.name for p in output.iterdir()} >= {"whatif_summary", "whatif_rebalances"}
+        if "--report" in argv:
+            page = Path(argv[argv.index("--report") + 1]).read_text()
+            assert page.count("data:image/png;base64,") == 2 and "<td>what-if</td>" in page
     else:
         output = Path(argv[argv.index("--output") + 1])
         assert output.is_file() and output.stat().st_size > 0, output

@@ -4,10 +4,14 @@ change saves or costs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from matplotlib import image
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.context import Outputs
+from pipeline.report.whatif import played_frames, whatif_page
 from pipeline.whatif import Change, WhatIfError, what_if
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script, script_of
 from pipeline.whatif.simulate import HEARTBEAT_MS, simulate
@@ -34,7 +38,7 @@ AS_RECORDED = Change()
 def recorded(s: Script, change: Change = AS_RECORDED) -> Outputs:
     """What the fold writes when the script's consumers live under `change`: the history a
     replay of that group's journal would hold."""
-    return simulate(s, change, CONFIG)
+    return simulate(s, change, CONFIG).outputs
 
 
 def compare(s: Script, change: Change, as_recorded: Change = AS_RECORDED,
@@ -72,7 +76,8 @@ def test_the_script_read_back_from_the_history_is_the_script_played() -> None:
 
 
 def test_the_simulated_run_repeats_the_recorded_one_when_nothing_changes() -> None:
-    runs, _ = compare(rolling_restart(), Change())
+    runs, w = compare(rolling_restart(), Change())
+    assert w.owners["simulated"] == w.owners["recorded"] and len(w.owners["recorded"]) == 3
     counts = ("rebalances", "members_expelled", "partitions_revoked", "partitions_moved")
     assert runs["recorded"]["rebalances"] == 6
     assert [runs["simulated"][k] for k in counts] == [runs["recorded"][k] for k in counts]
@@ -142,3 +147,22 @@ def test_a_group_never_seen_a_window_without_rebalances_and_a_records_only_timeo
     with pytest.raises(WhatIfError, match="no heartbeats"):
         what_if("g", out.history, out.rebalance_cost, Change(session_timeout_ms=30_000), CONFIG,
                 heartbeats=False)
+
+
+def test_the_page_shows_both_runs_one_above_the_other_and_the_summary(tmp_path: Path) -> None:
+    s = script(life("a", 0), life("b", 0), life("c", 60))
+    out = recorded(s)
+    w = what_if("g", out.history, out.rebalance_cost, Change(assignor="cooperative-sticky"),
+                CONFIG, heartbeats=True, start=T0 + 20_000, end=s.end)
+    tables = {"group_history": out.history, "group_transitions": out.transitions,
+              "rebalances": out.rebalances}
+    page = whatif_page("g", w.change.describe(), played_frames(tables), w.played["what-if"],
+                       w.summary, w.start, w.end, path=tmp_path / "g.html")
+    text = page.read_text()
+    assert text.count("data:image/png;base64,") == 2
+    assert text.index("As recorded") < text.index("What-if: assignor=cooperative-sticky")
+    assert all(f"<td>{run}</td>" in text for run in ("recorded", "simulated", "what-if"))
+    recorded_png, what_if_png = (image.imread(tmp_path / f"g-{run}.png")
+                                 for run in ("recorded", "what-if"))
+    assert recorded_png.shape == what_if_png.shape  # one time axis, the same panels
+    assert (recorded_png != what_if_png).any()  # cooperative-sticky owns differently
