@@ -235,8 +235,11 @@ REBALANCE_COST: tuple[Column, ...] = (
     Column("partitions_moved", "int", False, "partitions (tasks) whose owner changed"),
     Column("partitions_unowned", "int", False,
            "partitions (tasks) without an owner while it ran: EAGER every partition owned "
-           "before or after; otherwise those that had no owner before it and have one after "
-           "(a cooperative second round hands out what the first revoked)"),
+           "before or after; COOPERATIVE those it hands out that no member still in the "
+           "group owned before (a second round hands out what the first revoked; a leaver's "
+           "partitions); INCREMENTAL every partition that changes owner or had none (each "
+           "passes through no owner between its revocation and its new owner's heartbeat: an "
+           "upper bound)"),
     Column("unowned_partition_ms", "bigint",
            doc="partitions_unowned x duration_ms: the partition-milliseconds nobody consumed "
                "because of it (null when the duration is unknown)"),

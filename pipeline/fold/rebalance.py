@@ -235,18 +235,24 @@ def cost_row(g: Group, step: Step, before: dict[Any, str], after: dict[Any, str]
     """The rebalance_cost row of a rebalance that moved ownership from `before` to `after`.
 
     Eager: every member revokes all it owns when the rebalance starts and gets its new share
-    at the sync, so every partition is unowned for the whole rebalance. Otherwise a member
+    at the sync, so every partition is unowned for the whole rebalance. Cooperative: a member
     keeps what it keeps, a partition that moves is revoked at the completion of the round that
-    takes it away and handed out by the next, so the partitions unowned while a rebalance runs
-    are those it hands out that nobody owned before it.
+    takes it away and handed out by the next, so the partitions unowned while a round runs are
+    those it hands out that no member still in the group owned before it. Incremental
+    (KIP-848): every partition that changes owner passes through none, between its revocation
+    and its new owner's next heartbeat; counted for the whole reconciliation, an upper bound.
     """
     protocol = rebalance_protocol(g)
     moved = {tp for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp)}
+    staying = set(after.values())
     if protocol == EAGER:
         revoked, unowned = len(before), len(before.keys() | after.keys())
+    elif protocol == COOPERATIVE:
+        revoked = sum(1 for tp in moved if tp in before)
+        unowned = sum(1 for tp in after if before.get(tp) not in staying)
     else:
         revoked = sum(1 for tp in moved if tp in before)
-        unowned = sum(1 for tp in after if tp not in before)
+        unowned = sum(1 for tp in after if before.get(tp) != after[tp])
     duration = None if started is None else step.now - started
     return {
         "group_id": g.group_id, "generation_id": g.generation_id, "completed_at": step.now,
