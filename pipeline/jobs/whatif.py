@@ -85,9 +85,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                        "e.g. \"group_id LIKE 'etl-%%'\"")
     p.add_argument("--from", dest="start", type=_time, help="the window's start (event time)")
     p.add_argument("--to", dest="end", type=_time, help="the window's end (event time)")
-    p.add_argument("--assignor", help="range, roundrobin, sticky or cooperative-sticky")
-    p.add_argument("--protocol", choices=PROTOCOLS, default="classic",
-                   help="the group protocol the consumers would use")
+    p.add_argument("--assignor", help="range, roundrobin, sticky or cooperative-sticky; with "
+                                      "--protocol consumer, uniform or range")
+    p.add_argument("--protocol", choices=PROTOCOLS,
+                   help="the group protocol the consumers would use (consumer: KIP-848, the "
+                        "broker assigning with --assignor uniform (its default) or range); "
+                        "default: the recorded one")
     p.add_argument("--static-membership", action=argparse.BooleanOptionalAction, default=None,
                    help="every consumer static (group.instance.id from its client id and host), "
                         "or none")
@@ -115,7 +118,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def change_of(args: argparse.Namespace) -> Change:
-    return Change(args.assignor, args.static_membership, args.session_timeout,
+    return Change(args.assignor, args.static_membership, args.protocol, args.session_timeout,
                   args.rebalance_timeout, args.initial_rebalance_delay)
 
 
@@ -222,7 +225,7 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> None:
     config = coordinator_config(args.coordinator_conf)
     change = change_of(args)
     try:
-        check(change, config, args.protocol)
+        check(change, config)
     except WhatIfError as e:
         raise UsageError(str(e)) from None
     with job_session("whatif", args.profile, spark, args=args) as session:

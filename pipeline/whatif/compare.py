@@ -16,16 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.fold import CoordinatorConfig
-from pipeline.fold.context import Outputs
 from pipeline.generator.assignors import ASSIGNORS
+from pipeline.whatif.consumer import SERVER_ASSIGNORS, SESSION_BOUNDS
 from pipeline.whatif.script import SILENT, WhatIfError, script_of
-from pipeline.whatif.simulate import HEARTBEAT_MS, Change, simulate
+from pipeline.whatif.simulate import HEARTBEAT_MS, Change, Played, simulate
 
 RECORDED, SIMULATED, WHAT_IF = "recorded", "simulated", "what-if"
 RUNS = (RECORDED, SIMULATED, WHAT_IF)
 PROTOCOLS = ("classic", "consumer")
-# KIP-848's server-side assignors (group.consumer.assignors): a consumer-protocol what-if.
-SERVER_ASSIGNORS = frozenset({"uniform", "range"})
 Row = dict[str, Any]
 
 
@@ -46,27 +44,34 @@ class WhatIf:
     played: dict[str, dict[str, list[Row]]]
 
 
-def check(change: Change, config: CoordinatorConfig, protocol: str = "classic") -> None:
+def check(change: Change, config: CoordinatorConfig) -> None:
     """Refuse, in one line, a change Kafka would refuse or the what-if cannot play."""
+    protocol = change.protocol or "classic"
     if protocol not in PROTOCOLS:
         raise WhatIfError(f"unknown protocol {protocol!r}: classic or consumer")
     if protocol == "consumer":
-        raise WhatIfError(
-            "--protocol consumer: the fold replays KIP-848 groups from their records but does "
-            "not run the consumer protocol's heartbeats, so it cannot play a classic group's "
-            "consumers under it; not simulated")
-    if change.assignor is not None and change.assignor not in ASSIGNORS:
-        known = ", ".join(sorted(ASSIGNORS))
-        hint = (" (a server-side assignor of the consumer protocol)"
-                if change.assignor in SERVER_ASSIGNORS else "")
-        raise WhatIfError(f"unknown assignor {change.assignor!r}{hint}: the classic protocol's "
-                          f"are {known}")
-    lo, hi = config.min_session_timeout_ms, config.max_session_timeout_ms
+        if change.assignor is not None and change.assignor not in SERVER_ASSIGNORS:
+            raise WhatIfError(
+                f"--protocol consumer: the broker assigns, with {' or '.join(SERVER_ASSIGNORS)}"
+                f" (group.consumer.assignors), not {change.assignor!r}")
+        lo, hi = SESSION_BOUNDS
+        what = "group.consumer.min/max.session.timeout.ms"
+        if change.initial_rebalance_delay_ms is not None:
+            raise WhatIfError("--protocol consumer has no initial rebalance delay (a KIP-848 "
+                              "group assigns at each member's first heartbeat)")
+    else:
+        if change.assignor is not None and change.assignor not in ASSIGNORS:
+            known = ", ".join(sorted(ASSIGNORS))
+            hint = (" (a server-side assignor of the consumer protocol: add --protocol "
+                    "consumer)" if change.assignor in SERVER_ASSIGNORS else "")
+            raise WhatIfError(f"unknown assignor {change.assignor!r}{hint}: the classic "
+                              f"protocol's are {known}")
+        lo, hi = config.min_session_timeout_ms, config.max_session_timeout_ms
+        what = "group.min/max.session.timeout.ms"
     if change.session_timeout_ms is not None and not lo <= change.session_timeout_ms <= hi:
         raise WhatIfError(
             f"session timeout {change.session_timeout_ms} ms is outside the broker's bounds "
-            f"[{lo}, {hi}] (group.min/max.session.timeout.ms): Kafka refuses the JoinGroup "
-            "with INVALID_SESSION_TIMEOUT")
+            f"[{lo}, {hi}] ({what}): Kafka refuses it with INVALID_SESSION_TIMEOUT")
     for name in ("rebalance_timeout_ms", "initial_rebalance_delay_ms"):
         value = getattr(change, name)
         if value is not None and value < 0:
@@ -98,7 +103,7 @@ def what_if(group_id: str, history: Iterable[Mapping[str, Any]],
     played = {SIMULATED: simulate(script, Change(), config, heartbeat_ms),
               WHAT_IF: simulate(script, change, config, heartbeat_ms)}
     runs = {RECORDED: (_within(recorded, script.start, script.end), script.expelled),
-            **{run: _costs(p.outputs, script.start, p.until) for run, p in played.items()}}
+            **{run: _costs(p, script.start) for run, p in played.items()}}
     if not any(rows for rows, _ in runs.values()):
         raise WhatIfError(f"group {group_id!r} had no rebalance in the window, recorded or "
                           "under the change: nothing to compare")
@@ -111,10 +116,12 @@ def what_if(group_id: str, history: Iterable[Mapping[str, Any]],
                   owners, tables)
 
 
-def _costs(out: Outputs, start: int, end: int) -> tuple[list[Row], int]:
+def _costs(played: Played, start: int) -> tuple[list[Row], int]:
+    out, end = played.outputs, played.until
     rows = _within(out.rebalance_cost, start, end)
-    expelled = sum(1 for h in out.history if start <= h["event_time"] <= end
-                   for d in h["departures"] if d["cause"] in SILENT)
+    expelled = played.expelled if played.expelled is not None else sum(
+        1 for h in out.history if start <= h["event_time"] <= end
+        for d in h["departures"] if d["cause"] in SILENT)
     return rows, expelled
 
 

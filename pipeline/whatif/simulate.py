@@ -28,6 +28,7 @@ from pipeline.fold.context import Outputs
 from pipeline.fold.states import EMPTY, STABLE
 from pipeline.generator.clients import Client, GroupSim
 from pipeline.generator.producers import build_producers, consumer_pace
+from pipeline.whatif.consumer import simulate_consumer
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script
 
 HEARTBEAT_MS = 3_000  # heartbeat.interval.ms, Kafka's default
@@ -43,6 +44,7 @@ class Change:
 
     assignor: str | None = None
     static_membership: bool | None = None
+    protocol: str | None = None  # classic or consumer (KIP-848); None: classic, as recorded
     session_timeout_ms: int | None = None
     rebalance_timeout_ms: int | None = None
     initial_rebalance_delay_ms: int | None = None
@@ -85,13 +87,18 @@ class Played:
     outputs: Outputs  # every row the fold wrote
     owners: dict[str, tuple[tuple[str, int], ...]]  # client -> what it owns at the end
     until: int  # when the run ended: the window's end, or the end of a rebalance under way
+    expelled: int | None = None  # members removed by a timer, where the rows do not say
 
 
 def simulate(script: Script, change: Change, config: CoordinatorConfig,
              heartbeat_ms: int = HEARTBEAT_MS) -> Played:
     """Every row the fold writes while the script's clients live their lives under `change`
     (the assignor, when not changed, the one the group ran under), and who owns what at the
-    window's end."""
+    window's end. Under the consumer protocol, `pipeline.whatif.consumer` plays them."""
+    if change.protocol == "consumer":
+        played = simulate_consumer(script, change.assignor or "uniform",
+                                   change.static_membership, change.session_timeout_ms, config)
+        return Played(played.outputs, played.owners, played.until, played.expelled)
     if change.initial_rebalance_delay_ms is not None:
         config = replace(config, initial_rebalance_delay_ms=change.initial_rebalance_delay_ms)
     assignor = change.assignor or script.assignor or "range"

@@ -118,8 +118,9 @@ def test_a_stream_maintains_its_tables_every_100_batches_unless_told_otherwise()
      "whatif.py: error: unknown assignor 'bogus': the classic protocol's are "),
     ("whatif", ["--warehouse", "w", "--group", "g", "--session-timeout", "1000"],
      "whatif.py: error: session timeout 1000 ms is outside the broker's bounds [6000, 1800000]"),
-    ("whatif", ["--warehouse", "w", "--group", "g", "--protocol", "consumer"],
-     "whatif.py: error: --protocol consumer: the fold replays KIP-848 groups"),
+    ("whatif", ["--warehouse", "w", "--group", "g", "--protocol", "consumer", "--assignor",
+                "sticky"],
+     "whatif.py: error: --protocol consumer: the broker assigns, with uniform or range"),
     ("whatif", ["--warehouse", "w"],
      "whatif.py: error: one of the arguments --group --where is required"),
 ])

@@ -4,6 +4,7 @@ change saves or costs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -124,16 +125,53 @@ def test_the_initial_delay_gathers_a_group_starting_from_empty_into_one_rebalanc
     assert runs["what-if"]["rebalances"] > 1
 
 
+def test_the_consumer_protocol_moves_only_what_it_must_and_the_fold_reads_its_records() -> None:
+    # KIP-848: the broker assigns (uniform), each member reconciles on its own heartbeats;
+    # the coordinator's records go through the fold like any consumer group's.
+    runs, w = compare(rolling_restart(), Change(protocol="consumer"))
+    eager, kip848 = runs["recorded"], runs["what-if"]
+    assert {r["rebalance_protocol"] for r in w.rebalances if r["run"] == "what-if"} == {
+        "INCREMENTAL"}
+    assert {r["group_type"] for r in w.rebalances if r["run"] == "what-if"} == {"consumer"}
+    assert 0 < kip848["partitions_revoked"] < eager["partitions_revoked"]
+    assert kip848["partitions_moved"] <= eager["partitions_moved"]
+    # Balanced at the end: six partitions, two each, every one owned.
+    owned = sorted(tp for tps in w.owners["what-if"].values() for tp in tps)
+    assert owned == [("orders", p) for p in range(6)]
+    assert {len(tps) for tps in w.owners["what-if"].values()} == {2}
+
+
+def test_static_members_of_a_consumer_protocol_group_restart_without_an_epoch_bump() -> None:
+    runs, _ = compare(rolling_restart(), Change(protocol="consumer", static_membership=True))
+    assert (runs["what-if"]["rebalances"], runs["what-if"]["members_expelled"]) == (0, 0)
+    # A dynamic member that dies is held for the broker's session (45 s), then expelled.
+    s = script(life("a", 0), life("b", 0), life("c", 0, 60, CRASH), end_s=200)
+    died, _ = compare(s, Change(protocol="consumer"))
+    assert died["what-if"]["members_expelled"] == 1
+
+
+def test_the_consumer_protocols_range_assignor_gives_contiguous_ranges() -> None:
+    _, w = compare(script(life("a", 0), life("b", 0)),
+                   Change(protocol="consumer", assignor="range"), from_s=0)
+    assert sorted(w.owners["what-if"].values()) == [
+        tuple(("orders", p) for p in range(3)), tuple(("orders", p) for p in range(3, 6))]
+
+
 @pytest.mark.parametrize(("change", "said"), [
     (Change(assignor="bogus"), "unknown assignor 'bogus'"),
-    (Change(assignor="uniform"), "server-side assignor of the consumer protocol"),
+    (Change(assignor="uniform"), "server-side assignor of the consumer protocol: add --protocol"),
+    (Change(protocol="consumer", assignor="cooperative-sticky"),
+     "the broker assigns, with uniform or range"),
+    (Change(protocol="consumer", initial_rebalance_delay_ms=0), "no initial rebalance delay"),
+    (Change(protocol="consumer", session_timeout_ms=10_000), "[45000, 60000]"),
+    (Change(protocol="kafka"), "unknown protocol 'kafka'"),
     (Change(session_timeout_ms=1_000), "outside the broker's bounds [6000, 1800000]"),
     (Change(session_timeout_ms=3_600_000), "INVALID_SESSION_TIMEOUT"),
     (Change(rebalance_timeout_ms=-1), "must not be negative"),
 ])
 def test_a_change_kafka_would_refuse_is_one_clear_line(change: Change, said: str) -> None:
     out = recorded(rolling_restart())
-    with pytest.raises(WhatIfError, match=said.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(WhatIfError, match=re.escape(said)):
         what_if("g", out.history, out.rebalance_cost, change, CONFIG, heartbeats=True)
 
 
