@@ -4,6 +4,7 @@ members give partitions up (eager, cooperative, KIP-848's incremental reconcilia
 from __future__ import annotations
 
 from tests.fold.records import Log
+from tests.fold.test_consumer_groups import two_member_group
 
 COOPERATIVE = (("cooperative-sticky", ("orders",)),)
 
@@ -67,3 +68,30 @@ def test_a_rebalance_seen_only_as_a_snapshot_has_no_duration_and_no_unowned_time
     assert rows[-1]["cause"] == "SNAPSHOT" and rows[-1]["duration_ms"] is None
     assert (rows[-1]["partitions_moved"], rows[-1]["partitions_revoked"],
             rows[-1]["unowned_partition_ms"]) == (1, 2, None)
+
+
+def test_a_cooperative_round_counts_a_leavers_partitions_unowned() -> None:
+    log = Log()
+    log.join("a-1", new=True, protocols=COOPERATIVE, session=60_000)
+    log.join("a-1", protocols=COOPERATIVE, session=60_000)
+    log.join("b-2", new=True, protocols=COOPERATIVE, session=60_000)
+    log.join("b-2", protocols=COOPERATIVE, session=60_000)
+    log.at(9_000).sync("a-1", 1, {"a-1": [("orders", 0), ("orders", 1)],
+                                   "b-2": [("orders", 2), ("orders", 3)]})
+    log.sync("b-2", 1)
+    log.at(20_000).leave("b-2")
+    log.at(21_000).join("a-1", protocols=COOPERATIVE, session=60_000)
+    log.at(22_000).sync("a-1", 2, {"a-1": [("orders", p) for p in range(4)]})
+    last = _costs(log)[-1]
+    # a-1 kept 0 and 1; 2 and 3 had no owner from b-2's leave until the sync.
+    assert (last["rebalance_protocol"], last["partitions_moved"], last["partitions_unowned"],
+            last["duration_ms"], last["unowned_partition_ms"]) == (
+        "COOPERATIVE", 2, 2, 2_000, 4_000)
+
+
+def test_an_incremental_reconciliation_counts_every_partition_that_changes_owner() -> None:
+    log = two_member_group()  # b-2 joins at 10 s; a-1 revokes 2 and 3, b-2 has them at 12 s
+    last = _costs(log)[-1]
+    assert (last["rebalance_protocol"], last["group_type"], last["partitions_revoked"],
+            last["partitions_moved"], last["partitions_unowned"], last["duration_ms"],
+            last["unowned_partition_ms"]) == ("INCREMENTAL", "consumer", 2, 2, 2, 2_000, 4_000)
