@@ -8,8 +8,9 @@ the fold replays like any KIP-848 group's. This module is that coordinator, for 
   the new target assignment (the broker's assignor, `uniform` or `range`) and its epoch;
 - a member reconciles on its own heartbeats (`group.consumer.heartbeat.interval.ms`, 5 s by
   default): first it revokes what its target no longer holds (UNREVOKED_PARTITIONS, its
-  epoch unchanged), then, on the next heartbeat, takes the target epoch and whatever of its
-  target nobody else still holds (UNRELEASED_PARTITIONS until the rest is released);
+  epoch unchanged), then, with the heartbeat that acknowledges it (sent at once, as Kafka's
+  clients do), takes the target epoch and whatever of its target nobody else still holds
+  (UNRELEASED_PARTITIONS until the rest is released, which it learns at a later heartbeat);
 - a member that stops cleanly leaves (its records tombstoned, the epoch bumped, new
   targets); a dynamic member that dies, or a static one that stops, stays until its session
   ends (`group.consumer.session.timeout.ms`, 45 s by default); a static member back within
@@ -40,6 +41,7 @@ from pipeline.fold.partitioning import partition_for
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script
 
 HEARTBEAT_MS = 5_000  # group.consumer.heartbeat.interval.ms, Kafka's default
+RESPONSE_MS = 100  # a member's acknowledging heartbeat, sent once it has revoked
 SESSION_MS = 45_000  # group.consumer.session.timeout.ms, Kafka's default
 STABLE, UNREVOKED, UNRELEASED = 0, 1, 2  # MemberState, as the records hold it
 SERVER_ASSIGNORS = ("uniform", "range")
@@ -163,7 +165,6 @@ class _Coordinator:
         self.members[m.member_id] = m
         self._metadata(t, m)
         self._retarget(t)
-        self.heartbeat(t, m)
         return m
 
     def _remove(self, t: int, m: _Member) -> None:
@@ -179,8 +180,10 @@ class _Coordinator:
         self.targets.pop(m.member_id, None)
         self._retarget(t)
 
-    def heartbeat(self, t: int, m: _Member) -> None:
-        """The member's heartbeat at `t`: one step of its reconciliation, if it has one."""
+    def heartbeat(self, t: int, m: _Member) -> bool:
+        """The member's heartbeat at `t`: one step of its reconciliation, if it has one. True
+        when the member is told to revoke: it acknowledges with a heartbeat as soon as it has
+        (Kafka's clients do not wait for the interval then)."""
         self.advance_to(t)
         target = self.targets.get(m.member_id, frozenset())
         previous = m.epoch
@@ -189,15 +192,16 @@ class _Coordinator:
         elif m.epoch != self.group_epoch and m.assigned - target:
             m.pending, m.assigned, m.state = m.assigned - target, m.assigned & target, UNREVOKED
             self._current(t, m, previous)
-            return
+            return True
         elif m.epoch == self.group_epoch and m.state == STABLE:
-            return
+            return False
         held = {tp for o in self.members.values() if o is not m for tp in o.assigned | o.pending}
         assigned = frozenset(target - held)
         state = STABLE if assigned == target else UNRELEASED
         if (m.epoch, m.state, m.assigned) != (self.group_epoch, state, assigned):
             m.epoch, m.state, m.assigned = self.group_epoch, state, assigned
             self._current(t, m, previous)
+        return False
 
     def expire(self, t: int) -> None:
         """Members silent for a whole session are removed, as Kafka's session timer does."""
@@ -290,20 +294,22 @@ def simulate_consumer(script: Script, assignor: str, static_membership: bool | N
         co.expire(t)
         static = life.static if static_membership is None else static_membership
         if what == "start":
-            member[id(life)] = co.join(t, life, static)
-            at(t + heartbeat_ms, "beat", life)
+            joined = member[id(life)] = co.join(t, life, static)
+            revoking = co.heartbeat(t, joined)  # the joining heartbeat: its first assignment
+            at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
         elif what == "beat":
-            m = member.get(id(life))
-            if m is not None and m.silent_since is None and m.member_id in co.members:
-                co.heartbeat(t, m)
-                at(t + heartbeat_ms, "beat", life)
+            beating = member.get(id(life))
+            if beating is not None and beating.silent_since is None \
+                    and beating.member_id in co.members:
+                revoking = co.heartbeat(t, beating)
+                at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
         else:  # LEAVE or CRASH
-            m = member.pop(id(life))
+            gone = member.pop(id(life))
             if what == LEAVE and not static:
-                co.leave(t, m)
+                co.leave(t, gone)
             else:
                 assert what in (LEAVE, CRASH)
-                m.silent_since = t
+                gone.silent_since = t
     co.expire(until)
     co.advance_to(until)
     owners = {m.client: tuple(sorted(m.assigned)) for m in co.members.values()

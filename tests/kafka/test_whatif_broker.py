@@ -3,7 +3,9 @@ stops, one restarts) played by real consumers three times, under range, under ro
 under range with static membership. The broker's `__consumer_offsets` is ingested and
 replayed, and the what-if of the range group's history predicts what the broker then did
 under the other two: how many rebalances, how many members expelled, how many partitions
-moved, and, for roundrobin (a deterministic assignor), who owns what at the end."""
+moved, and, for roundrobin (a deterministic assignor), who owns what at the end. A second
+sequence on a clock, played by a classic group and by one on the consumer protocol (KIP-848),
+checks the what-if's --protocol consumer the same way."""
 
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ CONFIG = CoordinatorConfig(
     offsets_topic_num_partitions=int(DEFAULT_CONFIG["offsets.topic.num.partitions"]))
 RUNS = {"wi-range": ("range", False), "wi-roundrobin": ("roundrobin", False),
         "wi-static": ("range", True)}
+# The consumer protocol's sequence, on a clock: its reconciliations take a heartbeat or two
+# (the broker's group.consumer.heartbeat.interval.ms, 5 s), so its steps are STEP_S apart,
+# and the classic group it is predicted from lives on the same clock.
+TIMED = {"wi-range-timed": ("range", False), "wi-848": ("consumer", False)}
+STEP_S = 15
 
 
 class Members:
@@ -50,6 +57,9 @@ class Members:
         extra: dict[str, Any] = {"partition.assignment.strategy": self.strategy,
                                  "client.id": name, "session.timeout.ms": SESSION_MS,
                                  "heartbeat.interval.ms": HEARTBEAT_MS}
+        if self.strategy == "consumer":  # KIP-848: the broker assigns, and times the sessions
+            extra = {"group.protocol": "consumer", "group.remote.assignor": "uniform",
+                     "client.id": name}
         if self.static:
             extra["group.instance.id"] = name
         c = Consumer(consumer_conf(self.bootstrap, self.group, **extra))
@@ -76,9 +86,9 @@ class Members:
     def pause(self, seconds: float, then: Callable[[], bool] | None = None) -> None:
         """Go on polling for `seconds` (the sequence's time between two steps), and until
         `then` holds."""
-        end = time.monotonic() + seconds
-        until(f"{self.group}: {seconds} s on", lambda: (self.poll() or time.monotonic() >= end)
-              and (then is None or then()), timeout_s=seconds + 60, every_s=0)
+        end = time.monotonic() + max(seconds, 0)
+        until(f"{self.group}: {seconds:.1f} s on", lambda: (self.poll() or time.monotonic() >= end)
+              and (then is None or then()), timeout_s=max(seconds, 0) + 60, every_s=0)
 
     def close(self) -> None:
         for name in list(self.on):
@@ -101,13 +111,25 @@ def sequence(m: Members) -> None:
     m.settled(2)
 
 
+def timed(m: Members) -> None:
+    """c1, c2, c3 join STEP_S apart, and STEP_S on c3 stops (a clean leave)."""
+    start = time.monotonic()
+    for n, name in enumerate(("c1", "c2", "c3")):
+        m.pause(start + n * STEP_S - time.monotonic())
+        m.start(name)
+        m.settled(n + 1)
+    m.pause(start + 3 * STEP_S - time.monotonic())
+    m.stop("c3")
+    m.settled(2)
+
+
 def _play_all(bootstrap: str) -> list[Members]:
-    groups = [Members(bootstrap, g, s, static) for g, (s, static) in RUNS.items()]
+    groups = [Members(bootstrap, g, s, static) for g, (s, static) in {**RUNS, **TIMED}.items()]
     failures: list[BaseException] = []
 
     def run(m: Members) -> None:
         try:
-            sequence(m)
+            (timed if m.group in TIMED else sequence)(m)
         except BaseException as e:  # noqa: BLE001 (re-raised in the test's thread)
             failures.append(e)
 
@@ -146,7 +168,7 @@ def test_the_what_if_of_the_range_groups_history_predicts_the_broker_under_the_o
     finally:
         for m in groups:
             m.close()
-    actual = {g: _recorded(spark, warehouse, g) for g in RUNS}
+    actual = {g: _recorded(spark, warehouse, g) for g in {**RUNS, **TIMED}}
     # The sequence as the dynamic range group lived it: a rebalance at each join and leave.
     assert actual["wi-range"]["rebalances"] == 6, actual
     assert actual["wi-static"]["rebalances"] < actual["wi-range"]["rebalances"], actual
@@ -167,3 +189,13 @@ def test_the_what_if_of_the_range_groups_history_predicts_the_broker_under_the_o
         owners = {name.split("@")[0]: tps for name, tps in w.owners["what-if"].items()}
         if other == "wi-roundrobin":
             assert owners == actual[other]["owners"], (owners, actual[other]["owners"])
+
+    # The consumer protocol (KIP-848), predicted from the classic group on the same clock:
+    # the broker's uniform assignor, each member reconciling on its own heartbeats.
+    asked = ask(spark, str(warehouse), ["wi-range-timed"], Change(protocol="consumer"), CONFIG,
+                heartbeat_ms=HEARTBEAT_MS)
+    (w,) = asked.answers
+    predicted = {s["run"]: s for s in w.summary}["what-if"]
+    assert (predicted["rebalances"], predicted["partitions_moved"]) == (
+        actual["wi-848"]["rebalances"], actual["wi-848"]["partitions_moved"]) == (4, 13), (
+        predicted, actual["wi-848"])
