@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from pipeline.fold import CoordinatorConfig
 from pipeline.fold.context import Outputs
@@ -29,7 +29,7 @@ from pipeline.fold.states import EMPTY, STABLE
 from pipeline.generator.clients import Client, GroupSim
 from pipeline.generator.producers import build_producers, consumer_pace
 from pipeline.whatif.consumer import simulate_consumer
-from pipeline.whatif.script import CRASH, LEAVE, Life, Script
+from pipeline.whatif.script import CRASH, LEAVE, Life, Script, WhatIfError
 
 HEARTBEAT_MS = 3_000  # heartbeat.interval.ms, Kafka's default
 RESPONSE_MS = 100  # a client's turn-around while a rebalance waits on it
@@ -52,6 +52,32 @@ class Change:
     def describe(self) -> str:
         said = [f"{k}={v}" for k, v in vars(self).items() if v is not None]
         return ", ".join(said) or "as recorded"
+
+    @classmethod
+    def parse(cls, text: str) -> Change:
+        """`describe`'s text back: `assignor=cooperative-sticky, static_membership=true`
+        (the SQL function's second argument); empty or `as recorded` changes nothing."""
+        values: dict[str, object] = {}
+        kinds = {f.name: f.type for f in fields(cls)}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            if part == "as recorded":
+                continue
+            key, sep, value = (x.strip() for x in part.partition("="))
+            if not sep or key not in kinds:
+                raise WhatIfError(f"{part!r}: a change is name=value, the names "
+                                  f"{', '.join(kinds)}")
+            if "bool" in str(kinds[key]):
+                if value.lower() not in ("true", "false"):
+                    raise WhatIfError(f"{key} is true or false, got {value!r}")
+                values[key] = value.lower() == "true"
+            elif "int" in str(kinds[key]):
+                try:
+                    values[key] = int(value)
+                except ValueError:
+                    raise WhatIfError(f"{key} is a whole number of ms, got {value!r}") from None
+            else:
+                values[key] = value
+        return cls(**values)  # type: ignore[arg-type]
 
 
 class _ScriptedSim(GroupSim):

@@ -34,6 +34,7 @@ from pipeline.fold.states import DEAD
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
+from pipeline.spark.tables.whatif_sql import register_whatif
 from pipeline.times import utc_datetime
 from schemas import (
     APPEND_TABLES,
@@ -94,6 +95,8 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
             spark.sql(sql)
     if "group_state" in names:
         spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
+        if "group_history" in names:
+            register_whatif(spark)
     return names
 
 
