@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
@@ -47,6 +48,7 @@ from pipeline.spark.tables import paths, writes
 from pipeline.spark.tables.contract import arrow_schema, struct_of
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
+from pipeline.spark.tables.whatif_sql import INPUT
 from pipeline.times import event_time_ms
 from pipeline.whatif import Change, WhatIf, WhatIfError, check, what_if
 from pipeline.whatif.compare import PROTOCOLS, WHAT_IF
@@ -54,20 +56,6 @@ from pipeline.whatif.simulate import HEARTBEAT_MS
 from schemas.whatif import WHATIF_TABLES
 
 log = logging.getLogger("whatif")
-
-# group_history as the script reads it: times as epoch ms, members' too.
-_HISTORY = """
-SELECT group_id, unix_millis(event_time) AS event_time, log_partition, log_offset, seq,
-       protocol, departures,
-       transform(members, m -> named_struct(
-           'member_id', m.member_id, 'group_instance_id', m.group_instance_id,
-           'client_id', m.client_id, 'client_host', m.client_host,
-           'session_timeout_ms', m.session_timeout_ms,
-           'rebalance_timeout_ms', m.rebalance_timeout_ms, 'subscription', m.subscription,
-           'assignment', m.assignment, 'joined_at', unix_millis(m.joined_at))) AS members
-FROM {history} WHERE group_id IN ({groups})
-"""
-
 
 def _time(text: str) -> int:
     try:
@@ -135,11 +123,17 @@ def ask(spark: SparkSession, warehouse: str, groups: list[str], change: Change,
         heartbeat_ms: int = HEARTBEAT_MS) -> Asked:
     """The what-if of `change` for each of `groups` from the tables under `warehouse`."""
     root = paths.qualify(warehouse)
-    known = _log_kinds(spark, root, groups)
-    history = _rows_by_group(spark, _HISTORY.format(
-        history=f"delta.`{paths.join(root, 'group_history')}`", groups=_sql_list(groups)))
-    cost = read_delta(spark, paths.join(root, "rebalance_cost")).where(
-        f"group_id IN ({_sql_list(groups)})").selectExpr(
+    wanted = F.col("group_id").isin(groups)  # the ids as values, never as SQL text
+    for table in ("group_history", "group_state"):
+        read_delta(spark, paths.join(root, table)).where(wanted).createOrReplaceTempView(
+            f"_whatif_{table}")
+    known = {r.group_id: r.log_kind for r in
+             spark.table("_whatif_group_state").select("group_id", "log_kind").collect()}
+    history: dict[str, list[dict[str, Any]]] = {}
+    for row in spark.sql(INPUT.format(history="_whatif_group_history",
+                                      state="_whatif_group_state")).collect():
+        history.setdefault(row.group_id, []).append(row.asDict(recursive=True))
+    cost = read_delta(spark, paths.join(root, "rebalance_cost")).where(wanted).selectExpr(
         "*", "unix_millis(completed_at) AS completed_ms")
     recorded: dict[str, list[dict[str, Any]]] = {}
     for row in cost.collect():
@@ -158,23 +152,6 @@ def ask(spark: SparkSession, warehouse: str, groups: list[str], change: Change,
         except WhatIfError as e:
             refused[group] = str(e)
     return Asked(answers, refused)
-
-
-def _log_kinds(spark: SparkSession, root: str, groups: list[str]) -> dict[str, str]:
-    state = read_delta(spark, paths.join(root, "group_state"))
-    rows = state.where(f"group_id IN ({_sql_list(groups)})").select("group_id", "log_kind")
-    return {r.group_id: r.log_kind for r in rows.collect()}
-
-
-def _rows_by_group(spark: SparkSession, sql: str) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {}
-    for row in spark.sql(sql).collect():
-        found.setdefault(row.group_id, []).append(row.asDict(recursive=True))
-    return found
-
-
-def _sql_list(values: list[str]) -> str:
-    return ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values)
 
 
 def lines(asked: Asked) -> list[str]:

@@ -281,7 +281,7 @@ def simulate_consumer(script: Script, assignor: str, static_membership: bool | N
         if life.ended_at is not None:
             at(life.ended_at, life.ending or LEAVE, life)
     member: dict[int, _Member] = {}  # id(life) -> its member
-    deadline = script.end + co.session_ms
+    deadline = script.end + (0 if script.heartbeats else co.session_ms)  # as `simulate`
     until = script.end
     while queue:
         t, _, what, life = heapq.heappop(queue)

@@ -7,9 +7,10 @@ rounds, static members. Here they act on a script instead of dice: each client s
 cleanly, dies or changes its subscription when its recorded life did, and otherwise does what
 a healthy KafkaConsumer does: a heartbeat every `heartbeat.interval.ms` (no log records it:
 Kafka's default of 3 s unless the caller knows better), an answer to the coordinator within
-`RESPONSE_MS` while a rebalance runs. A rebalance under way when the window ends is played to
-its end (no scripted action is: the window's end stops the consumers' lives, not the
-coordinator), within the longest rebalance timeout.
+`RESPONSE_MS` while a rebalance runs. From a records-only log, where a member shows only when
+the rebalance it caused completes, a rebalance under way when the window ends is played to
+its end (no scripted action is), within the longest rebalance timeout; a journal's window
+ends where it ends, as the recorded run does.
 
 What changes between runs is only the configuration (`Change`): the assignor, static
 membership, the members' session and rebalance timeouts, the broker's initial delay. A static
@@ -151,7 +152,8 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig,
         if life.ended_at is not None:
             at(life.ended_at, life.ending or LEAVE, life.client, life)
     on: dict[str, Life] = {}
-    deadline = script.end + max(life.rebalance_timeout_ms for life in script.lives)
+    deadline = script.end + (0 if script.heartbeats else
+                             max(life.rebalance_timeout_ms for life in script.lives))
     until = script.end
     while queue:
         t, _, what, name, payload = heapq.heappop(queue)

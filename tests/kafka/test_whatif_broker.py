@@ -43,6 +43,7 @@ RUNS = {"wi-range": ("range", False), "wi-roundrobin": ("roundrobin", False),
 # and the classic group it is predicted from lives on the same clock.
 TIMED = {"wi-range-timed": ("range", False), "wi-848": ("consumer", False)}
 STEP_S = 15
+GAP_S = 2
 
 
 class Members:
@@ -97,16 +98,21 @@ class Members:
 
 def sequence(m: Members) -> None:
     """c1, c2, c3 join one by one; c3 stops for good; 8 s on (a static c3's session ends),
-    c2 restarts at once."""
+    c2 stops and restarts. Each step waits GAP_S once the group has settled: a records-only
+    log shows a member's arrival or departure only when the rebalance it caused completes,
+    so the what-if plays each step a rebalance late, and steps that close could merge in its
+    run and not in the broker's."""
     for n, name in enumerate(("c1", "c2", "c3"), 1):
         m.start(name)
         m.settled(n)
+        m.pause(GAP_S)
     m.stop("c3")
     m.pause(8, lambda: len(describe(m.bootstrap, m.group).members) == 2)
     m.settled(2)
     m.stop("c2")
     if not m.static:
         m.settled(1)
+    m.pause(GAP_S)  # within a static c2's session (6 s) still
     m.start("c2")
     m.settled(2)
 

@@ -21,6 +21,7 @@ from pipeline.fold import CoordinatorConfig, Event, advance, fold
 from pipeline.fold.rows import committed_offset_rows
 from pipeline.generator import LogSpec, generate
 from pipeline.jobs._common import event_time_arg
+from pipeline.jobs.whatif import ask
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.tables.catalog import as_of, register_views, timestamp_sql
 from pipeline.whatif import Change, what_if
@@ -187,6 +188,12 @@ def test_hostile_group_ids_and_times_never_reach_sql_as_text(
             event_time_arg(text)
     with pytest.raises(ValueError, match="unknown as-of function"):
         as_of(spark, "group_state; DROP TABLE x", t)
+    # The what-if job's group ids are values too: hostile ones are groups that are not there.
+    warehouse_path, _ = warehouse
+    asked = ask(spark, str(warehouse_path), HOSTILE, Change(), CONFIG)
+    assert not asked.answers and set(asked.refused) == set(HOSTILE)
+    assert all("is not in" in why for why in asked.refused.values())
+    assert spark.table("group_state").count() == len({e.group_id for e in events if e.group_id})
 
 
 def test_the_offset_export_is_what_kafka_consumer_groups_reads(
