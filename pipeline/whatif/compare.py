@@ -86,6 +86,12 @@ def what_if(group_id: str, history: Iterable[Mapping[str, Any]],
     `heartbeats`, the group's log is a journal (its departures have causes and timing);
     `heartbeat_ms`, the consumers' heartbeat.interval.ms (no log records it)."""
     check(change, config)
+    history = list(history)
+    types = {row.get("group_type") or "classic" for row in history} - {"classic"}
+    if types:
+        raise WhatIfError(f"group {group_id!r} is a {'/'.join(sorted(types))} group: the "
+                          "what-if plays a classic group's consumers (a KIP-848 group's "
+                          "members are assigned by the broker, not by the assignor they ran)")
     script = script_of(group_id, history, heartbeats, start, end)
     notes = []
     if not heartbeats:

@@ -16,6 +16,7 @@ from pipeline.report.whatif import played_frames, whatif_page
 from pipeline.whatif import Change, WhatIfError, what_if
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script, script_of
 from pipeline.whatif.simulate import HEARTBEAT_MS, simulate
+from tests.fold.consumer_records import ConsumerLog
 
 T0 = 1_700_000_000_000
 CONFIG = CoordinatorConfig()
@@ -173,6 +174,14 @@ def test_a_change_kafka_would_refuse_is_one_clear_line(change: Change, said: str
     out = recorded(rolling_restart())
     with pytest.raises(WhatIfError, match=re.escape(said)):
         what_if("g", out.history, out.rebalance_cost, change, CONFIG, heartbeats=True)
+
+
+def test_a_kip848_group_is_refused_in_one_line() -> None:
+    log = ConsumerLog()
+    log.stable_with("a-1")
+    r = log.replay()
+    with pytest.raises(WhatIfError, match="'cg' is a consumer group: the what-if plays a classic"):
+        what_if("cg", r.outputs.history, r.outputs.rebalance_cost, Change(), CONFIG, False)
 
 
 def test_a_group_never_seen_a_window_without_rebalances_and_a_records_only_timeout() -> None:

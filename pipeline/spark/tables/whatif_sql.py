@@ -34,7 +34,7 @@ from schemas.whatif import WHATIF_SUMMARY
 # departures have causes and timing).
 INPUT = """
 SELECT h.group_id, unix_millis(h.event_time) AS event_time, h.log_partition, h.log_offset,
-       h.seq, h.protocol, h.departures, s.log_kind = 'journal' AS journal,
+       h.seq, h.protocol, h.group_type, h.departures, s.log_kind = 'journal' AS journal,
        transform(h.members, m -> named_struct(
            'member_id', m.member_id, 'group_instance_id', m.group_instance_id,
            'client_id', m.client_id, 'client_host', m.client_host,
