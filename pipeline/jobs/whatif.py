@@ -190,9 +190,10 @@ def write(spark: SparkSession, output: str, asked: Asked, asked_at: int) -> None
 
 
 def _ms_schema(schema: pa.Schema) -> pa.Schema:
-    """`schema` with its timestamps as epoch-ms integers, the rows' form before the cast."""
-    return pa.schema([pa.field(f.name, pa.int64()) if pa.types.is_timestamp(f.type) else f
-                      for f in schema])
+    """`schema` with its timestamps in milliseconds: the rows hold epoch ms, which Arrow reads
+    in the field's unit (and the cast to the table's scales)."""
+    return pa.schema([pa.field(f.name, pa.timestamp("ms", tz=f.type.tz))
+                      if pa.types.is_timestamp(f.type) else f for f in schema])
 
 
 @cli(parse)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from pipeline.jobs import demo as demo_job
@@ -282,6 +283,10 @@ def answered(job: str, argv: list[str], stdout: str) -> None:
         if "--output" in argv:
             output = Path(argv[argv.index("--output") + 1])
             assert {p.name for p in output.iterdir()} >= {"whatif_summary", "whatif_rebalances"}
+            summary = DeltaTable(str(output / "whatif_summary")).to_pyarrow_table().to_pylist()
+            assert {r["run"] for r in summary} == {"recorded", "simulated", "what-if"}
+            # The demo's log is of 2023-11-14: its window, as the job printed it, not 1970.
+            assert {r["window_start"].date().isoformat() for r in summary} == {"2023-11-14"}
         if "--report" in argv:
             page = Path(argv[argv.index("--report") + 1]).read_text()
             assert page.count("data:image/png;base64,") == 2 and "<td>what-if</td>" in page
