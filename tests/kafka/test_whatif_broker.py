@@ -158,6 +158,7 @@ def _recorded(spark: SparkSession, warehouse: Path, group: str) -> dict[str, Any
         f"group_id = '{group}'").collect()
     (row,) = state
     return {"rebalances": len(rows), "partitions_moved": sum(r.partitions_moved for r in rows),
+            "each": [(r.cause, r.partitions_moved) for r in sorted(rows, key=lambda r: r.completed_at)],
             "owners": {m.client_id: tuple(sorted((a.topic, a.partition) for a in m.assignment))
                        for m in row.members}}
 
@@ -168,6 +169,13 @@ def test_the_what_if_of_the_range_groups_history_predicts_the_broker_under_the_o
     client = admin(bootstrap)
     for f in client.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
         f.result(60)
+    # The topic in the broker's metadata, every partition led, before anyone joins: a
+    # KIP-848 member joining earlier is given nothing, and the topic's arrival a moment
+    # later is one more rebalance (the group epoch follows the topics' metadata), which no
+    # history of the classic group foretells (seen once under CI's load: 5 against 4).
+    until(f"{TOPIC} led", lambda: (t := client.list_topics(TOPIC, timeout=10).topics.get(TOPIC))
+          and t.error is None and len(t.partitions) == PARTITIONS
+          and all(p.leader >= 0 for p in t.partitions.values()))
     groups = _play_all(bootstrap)
     try:
         warehouse = ingest_and_replay(spark, bootstrap, tmp_path)
