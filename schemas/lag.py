@@ -48,9 +48,13 @@ OFFSET_STATUSES = (COMMITTED, NO_COMMIT, DELETED, EXPIRED)
 SHARE_STATE = "SHARE_STATE"
 # Burrow's statuses, in the order of their codes (core/protocol/evaluator.go); a group takes
 # its worst partition's, and its group form shows STOP, STALL and REWIND as ERR.
+# LOST is ours, after Burrow's codes: the committed offset is below the log start, so records
+# were deleted (retention, DeleteRecords) before the group read them; a group shows it as ERR.
 NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND = "NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"
-STATUS_CODES = {s: code for code, s in enumerate((NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND))}
-PARTITION_STATUSES = (OK, WARN, STOP, STALL, REWIND)
+LOST = "LOST"
+STATUS_CODES = {s: code for code, s in enumerate((NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND,
+                                                   LOST))}
+PARTITION_STATUSES = (OK, WARN, STOP, STALL, REWIND, LOST)
 GROUP_STATUSES = (NOTFOUND, OK, WARN, ERR)
 
 
@@ -111,12 +115,12 @@ PARTITION_LAG: tuple[Column, ...] = (
                                        "SHARE_STATE row"),
     Column("status", "string",
            doc="Burrow's partition status then: OK, WARN, STOP, STALL or REWIND, by Burrow's "
-               "rules in its code's order with sampled_at as 'now'; null without a committed "
-               "offset"),
+               "rules in its code's order with sampled_at as 'now'; or LOST (ours, decided "
+               "before Burrow's rules): lost_records > 0; null without a committed offset"),
     Column("rule", "string",
-           doc="the rule that decided status: NO_COMMITS, INCOMPLETE, CAUGHT_UP (lag <= "
-               "allowed), STOPPED, REWOUND, LAG_ZERO_IN_WINDOW, STALLED, LAG_NOT_DECREASING, "
-               "PROGRESSING"),
+           doc="the rule that decided status: NO_COMMITS, RECORDS_LOST, INCOMPLETE, CAUGHT_UP "
+               "(lag <= allowed), STOPPED, REWOUND, LAG_ZERO_IN_WINDOW, STALLED, "
+               "LAG_NOT_DECREASING, PROGRESSING"),
     Column("window_commits", "int",
            doc="commits in Burrow's window: the last lag.burrow.intervals commits at or "
                "before sampled_at, none older than lag.burrow.expire.group.ms"),
@@ -126,6 +130,34 @@ PARTITION_LAG: tuple[Column, ...] = (
            doc="least lag of a window commit (each against the end offset sampled at or "
                "before it; null for a commit no sample precedes)"),
     Column("window_max_lag", "bigint", doc="greatest such lag"),
+    Column("lost_records", "bigint",
+           doc="records deleted (retention, compaction of the log's head, DeleteRecords) "
+               "before the group read them: log_start_offset - committed_offset when the "
+               "committed offset is below the log start, else 0; null without a committed "
+               "offset or a log start. lag still counts them, as kafka-consumer-groups does: "
+               "lag - lost_records is what is left to read"),
+    Column("lost_since", "timestamp",
+           doc="the first sample of the run of samples, up to sampled_at, at which "
+               "lost_records was above 0; null when it is not"),
+    Column("loss_eta_ms", "bigint",
+           doc="at the window's rates, how long until the log start passes the committed "
+               "offset: (committed_offset - log_start_offset) / (retention_rate - "
+               "consume_rate); 0 once records are lost; null when not at risk (caught up, "
+               "the log start not gaining on the committed offset, or a rate unknown)"),
+    Column("produce_rate", "double",
+           doc="records per second the log end grew over the window: the pair's samples "
+               "among the partition's last lag.burrow.intervals at or before sampled_at "
+               "(Burrow's broker window), oldest to newest; null with fewer than two"),
+    Column("consume_rate", "double",
+           doc="records per second the committed offset advanced over the same window "
+               "(negative after a rewind); null where either end has no committed offset"),
+    Column("retention_rate", "double",
+           doc="records per second the log start advanced over the same window (retention "
+               "deletes whole segments, so it moves in steps)"),
+    Column("catch_up_ms", "bigint",
+           doc="at the window's rates, time until lag reaches 0: lag / (consume_rate - "
+               "produce_rate); 0 when lag <= lag.burrow.allowed.lag; null when not "
+               "converging (consuming no faster than producing) or a rate unknown"),
     Column("start_offset", "bigint",
            doc="SHARE_STATE: the share partition's start offset (SPSO) as of sampled_at, as "
                "share_partition_state has it (-1: not yet known); null for other groups"),
@@ -145,6 +177,17 @@ GROUP_LAG: tuple[Column, ...] = (
     Column("total_lag", "bigint", doc="sum of the partitions' lags (null when none is known)"),
     Column("max_lag", "bigint", doc="the greatest partition lag"),
     Column("max_lag_ms", "bigint", doc="the greatest partition time lag"),
+    Column("lost_records", "bigint",
+           doc="sum of the partitions' lost_records (null when none is known)"),
+    Column("lost_since", "timestamp", doc="the earliest of the partitions' lost_since"),
+    Column("loss_eta_ms", "bigint",
+           doc="the least of the partitions' loss_eta_ms: the first to lose records"),
+    Column("produce_rate", "double", doc="sum of the partitions' produce_rate"),
+    Column("consume_rate", "double", doc="sum of the partitions' consume_rate"),
+    Column("catch_up_ms", "bigint",
+           doc="the greatest of the lagging partitions' catch_up_ms (the group has caught "
+               "up when its slowest partition has); 0 when none lags; null when one of them "
+               "is not converging"),
     Column("partitions", "int", False, "partition_lag rows of the group at this sample"),
     Column("partitions_unknown", "int", False, "of them, those with no lag (no committed offset; "
                                                  "a share partition's start offset or "

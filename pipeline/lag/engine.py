@@ -74,9 +74,14 @@ from pipeline.lag.rules import (
     LOWER_BOUND,
     REBALANCING,
     Commit,
+    Mark,
     Moment,
+    catch_up_ms,
     group_row,
     lag,
+    loss_eta_ms,
+    lost_records,
+    pace,
     partition_status,
     window,
 )
@@ -89,7 +94,7 @@ COMMITTED, NO_COMMIT, DELETED, EXPIRED = OFFSET_STATUSES
 # offset_history's `change` -> partition_lag's `offset_status` (TXN_ABORTED moves nothing)
 STATUS_OF_CHANGE = {"COMMIT": COMMITTED, "TOMBSTONE": DELETED, "EXPIRED": EXPIRED}
 ABORTED = "TXN_ABORTED"
-FORMAT = 1  # the version of the JSON states
+FORMAT = 2  # the version of the JSON states (2: a pair's marks and lost_since)
 
 CHANGE_ORDER = ("log_partition", "log_offset")
 CHANGE_COLUMNS = ("t", *CHANGE_ORDER, "change", "committed_offset")  # what a change keeps
@@ -120,6 +125,9 @@ class Pair:
     pending: list[Row] = field(default_factory=list)  # changes after the newest sample
     exists: bool = False  # a change or an assignment of it at or before the newest sample
     assigned_pending: list[int] = field(default_factory=list)  # assignment times, ahead
+    # (time, end, start, committed) at its last `intervals` samples: the rates' window
+    marks: list[list[int | None]] = field(default_factory=list)
+    lost_since: int | None = None  # the first sample of its current run of lost records
 
 
 @dataclass
@@ -143,7 +151,8 @@ class PartitionState:
             "first": self.first, "steps": self.steps, "pruned": self.pruned,
             "recent": self.recent,
             "pairs": {g: {"last": p.last, "exists": p.exists, "pending": p.pending,
-                          "assigned_pending": p.assigned_pending,
+                          "assigned_pending": p.assigned_pending, "marks": p.marks,
+                          "lost_since": p.lost_since,
                           "ring": [[c.offset, c.time_ms, c.lag] for c in p.ring]}
                       for g, p in sorted(self.pairs.items())},
         }, option=orjson.OPT_SORT_KEYS).decode()
@@ -157,7 +166,8 @@ class PartitionState:
             d["topic"], d["partition"], None if d["first"] is None else tuple(d["first"]),
             d["steps"], d["pruned"], [(t, e) for t, e in d["recent"]],
             {g: Pair(p["last"], [Commit(*c) for c in p["ring"]], p["pending"], p["exists"],
-                     p["assigned_pending"]) for g, p in d["pairs"].items()},
+                     p["assigned_pending"], p["marks"], p["lost_since"])
+             for g, p in d["pairs"].items()},
             d["settled_ms"])
 
     @property
@@ -305,14 +315,14 @@ def _add_sample(st: PartitionState, t: int, end: int, cfg: LagConfig) -> None:
 
 
 def _time_lag(st: PartitionState, highs: Sequence[int], committed: int, t: int,
-              end: int) -> tuple[int, str]:
+              end: int, allowed: int) -> tuple[int, str]:
     """`rules.time_lag` at the sample at `t` (end offset `end`, already added) over the samples
     the state keeps in place of all of them: each kept plateau of the running maximum by its
     first and last sample, and, when older plateaus were dropped, the first sample (the lower
     bound's base). The plateaus rise strictly (`highs`), so the last sample at or below the
     committed offset is found by bisection, not by a walk over every sample."""
     assert st.first is not None
-    if committed >= end:
+    if end - committed <= allowed:
         return 0, CAUGHT_UP
     k = bisect_right(highs, committed) - 1  # the last plateau at or below it (never the last)
     if k >= 0:
@@ -335,11 +345,21 @@ def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | No
     if status not in OFFSET_STATUSES:
         return None
     committed = last["committed_offset"] if last is not None and status == COMMITTED else None
+    p.marks.append([t, end, start, committed])
+    del p.marks[:-cfg.intervals]
+    current = None if committed is None else lag(end, committed)
+    lost = lost_records(committed, start)
+    p.lost_since = (p.lost_since if p.lost_since is not None else t) if lost else None
+    rates = pace([Mark(*m) for m in p.marks])  # type: ignore[arg-type]
     row: Row = {
         "t": t, "group_id": group, "topic": st.topic, "partition": st.partition,
         "log_end_offset": end, "log_start_offset": start, "committed_offset": committed,
         "offset_status": status, "committed_at": None if last is None else last["t"],
-        "lag": None if committed is None else lag(end, committed),
+        "lag": current, "lost_records": lost, "lost_since": p.lost_since,
+        "loss_eta_ms": loss_eta_ms(committed, start, current, rates, cfg),
+        "produce_rate": rates.produce_rate, "consume_rate": rates.consume_rate,
+        "retention_rate": rates.retention_rate,
+        "catch_up_ms": catch_up_ms(current, rates, cfg),
         "lag_ms": None, "lag_ms_basis": None, "status": None, "rule": None,
         "window_commits": None, "window_span_ms": None, "idle_ms": None,
         "window_min_lag": None, "window_max_lag": None,
@@ -347,12 +367,12 @@ def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | No
     }
     if committed is None:
         return row
-    ms, basis = _time_lag(st, highs, committed, t, end)
+    ms, basis = _time_lag(st, highs, committed, t, end, cfg.allowed_lag)
     if st.pruned and basis == INTERPOLATED and committed < st.steps[0][2]:
         reasons.append(f"group {group!r}: committed offset {committed} at {t} is bracketed "
                        f"before the samples kept (from {st.steps[0][0]})")
     w = window(p.ring, t, cfg)
-    v = partition_status(w, [e for _, e in st.recent], row["lag"], t, cfg)
+    v = partition_status(w, [e for _, e in st.recent], row["lag"], t, cfg, lost)
     lags = [c.lag for c in w if c.lag is not None]
     row.update({
         "lag_ms": ms, "lag_ms_basis": basis, "status": v.status, "rule": v.rule,

@@ -9,11 +9,15 @@ tests hold the engine equal to the slow, obvious oracle (`tests/lag/oracle.py`).
   core/internal/evaluator/caching.go `calculatePartitionStatus`), its rules in its code's
   order, with the sample's time where Burrow reads the clock.
 - `group_status`: Burrow's group status, the worst partition's, STOP/STALL/REWIND as ERR.
+- `lost_records`, `pace`, `catch_up_ms`, `loss_eta_ms`: records deleted before the group
+  read them, the window's produce, consume and retention rates, and at those rates the time
+  to catch up and the time until records are lost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +34,7 @@ from schemas.lag import (
     DELETED,
     ERR,
     EXPIRED,
+    LOST,
     NOTFOUND,
     OK,
     REWIND,
@@ -45,6 +50,7 @@ INTERPOLATED = "INTERPOLATED"
 LOWER_BOUND = "LOWER_BOUND"
 
 NO_COMMITS = "NO_COMMITS"  # the rule of a partition without a commit in its window
+RECORDS_LOST = "RECORDS_LOST"  # the rule of a LOST partition
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,81 @@ def lag(end_offset: int, committed: int) -> int:
     return max(0, end_offset - committed)
 
 
-def time_lag(samples: Sequence[Sample], committed: int, now_ms: int) -> tuple[int, str]:
+def lost_records(committed: int | None, log_start: int | None) -> int | None:
+    """Records deleted before the group read them: how far the log start is past the
+    committed offset (0 when it is not); None when either is unknown."""
+    if committed is None or log_start is None:
+        return None
+    return max(0, log_start - committed)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A group's partition at one of the partition's samples: what its rates are taken from."""
+
+    time_ms: int
+    end_offset: int
+    start_offset: int | None
+    committed: int | None
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Records per second over a window: the log end's growth, the committed offset's advance,
+    the log start's advance; each None where an end of the window lacks the figure."""
+
+    produce_rate: float | None = None
+    consume_rate: float | None = None
+    retention_rate: float | None = None
+
+
+def pace(marks: Sequence[Mark]) -> Pace:
+    """The rates from the oldest mark of the window to the newest (the sample evaluated)."""
+    if len(marks) < 2 or marks[-1].time_ms <= marks[0].time_ms:
+        return Pace()
+    a, b = marks[0], marks[-1]
+    span_s = (b.time_ms - a.time_ms) / 1000
+
+    def rate(x: int | None, y: int | None) -> float | None:
+        return None if x is None or y is None else (y - x) / span_s
+
+    return Pace(rate(a.end_offset, b.end_offset), rate(a.committed, b.committed),
+                rate(a.start_offset, b.start_offset))
+
+
+def catch_up_ms(current_lag: int | None, p: Pace, cfg: LagConfig) -> int | None:
+    """At the window's rates, how long until the lag is gone: 0 when it is (at or below
+    allowed_lag); None when it is not shrinking (consumed no faster than produced) or a rate
+    is unknown."""
+    if current_lag is None:
+        return None
+    if current_lag <= cfg.allowed_lag:
+        return 0
+    if p.produce_rate is None or p.consume_rate is None:
+        return None
+    net = p.consume_rate - p.produce_rate
+    return None if net <= 0 else round(current_lag * 1000 / net)
+
+
+def loss_eta_ms(committed: int | None, log_start: int | None, current_lag: int | None,
+                p: Pace, cfg: LagConfig) -> int | None:
+    """At the window's rates, how long until the log start passes the committed offset: 0
+    once it has; None when not at risk: caught up (lag at or below allowed_lag), the log
+    start not gaining on the committed offset, or a figure unknown."""
+    lost = lost_records(committed, log_start)
+    if lost is None or current_lag is None:
+        return None
+    if lost > 0:
+        return 0
+    if current_lag <= cfg.allowed_lag or p.retention_rate is None or p.consume_rate is None:
+        return None
+    assert committed is not None and log_start is not None
+    closing = p.retention_rate - p.consume_rate
+    return None if closing <= 0 else round((committed - log_start) * 1000 / closing)
+
+
+def time_lag(samples: Sequence[Sample], committed: int, now_ms: int,
+             allowed: int = 0) -> tuple[int, str]:
     """(lag_ms, basis) of a committed offset at `now_ms`, from the partition's samples at or
     before then, oldest first (the last is the sample taken at `now_ms`).
 
@@ -84,10 +164,12 @@ def time_lag(samples: Sequence[Sample], committed: int, now_ms: int) -> tuple[in
     end (its running maximum, so a log end that went back cannot bracket twice) was at or
     below the committed offset and the sample after it bracket the moment the log end passed
     it; linear between them, in whole milliseconds (rounded down). With no such sample the
-    offset predates every sample: the time since the oldest one, a lower bound."""
+    offset predates every sample: the time since the oldest one, a lower bound. A lag at or
+    below `allowed` (Burrow's allowed-lag: an exactly-once topic's trailing transaction
+    marker) is caught up too."""
     if not samples:
         raise ValueError("time_lag needs the sample taken at now_ms")
-    if committed >= samples[-1].end_offset:
+    if samples[-1].end_offset - committed <= allowed:
         return 0, CAUGHT_UP
     highest = []
     top: int | None = None
@@ -115,12 +197,15 @@ def window(commits: Sequence[Commit], now_ms: int, cfg: LagConfig) -> list[Commi
 
 
 def partition_status(commits: Sequence[Commit], broker_ends: Sequence[int], current_lag: int,
-                     now_ms: int, cfg: LagConfig) -> Verdict:
+                     now_ms: int, cfg: LagConfig, lost: int | None = None) -> Verdict:
     """Burrow's verdict on a partition at `now_ms`: `commits` is its window (`window`), oldest
     first; `broker_ends` the end offsets of its last `intervals` samples at or before then;
-    `current_lag` the newest sample's end offset minus the newest committed offset."""
+    `current_lag` the newest sample's end offset minus the newest committed offset. Ours
+    before Burrow's rules: `lost` records (`lost_records`) make it LOST."""
     if not commits:
         return Verdict(OK, NO_COMMITS)
+    if lost:
+        return Verdict(LOST, RECORDS_LOST)
     if len(commits) / cfg.intervals < cfg.minimum_complete:
         return Verdict(OK, "INCOMPLETE")
     if current_lag <= cfg.allowed_lag:
@@ -236,6 +321,10 @@ def group_row(group: str, t: int, parts: Sequence[Mapping[str, Any]], moment: Mo
     status = group_status(verdicts, moment.state != DEAD)
     evaluated = [r for r in parts if r["status"] is not None]
     max_lag_ms = max(timed, default=None)
+    lost = [r["lost_records"] for r in parts if r.get("lost_records") is not None]
+    behind = [r for r in parts if r["lag"] is not None and r["lag"] > cfg.allowed_lag]
+    catch_up: list[int | None] = [r.get("catch_up_ms") for r in behind]
+    known_eta = [c for c in catch_up if c is not None]
     prev = max((r["prev_t"] for r in parts if r["prev_t"] is not None), default=None)
     start = t - max(max_lag_ms or 0, t - (prev if prev is not None else t))
     has_lag = (max(lags, default=0) or 0) > 0 or len(lags) < len(parts)
@@ -245,7 +334,17 @@ def group_row(group: str, t: int, parts: Sequence[Mapping[str, Any]], moment: Mo
         "t": t, "group_id": group, "state": moment.state, "generation_id": moment.generation_id,
         "group_type": moment.group_type, "total_lag": sum(lags) if lags else None,
         "max_lag": max(lags, default=None),
-        "max_lag_ms": max_lag_ms, "partitions": len(parts),
+        "max_lag_ms": max_lag_ms,
+        "lost_records": sum(lost) if lost else None,
+        "lost_since": min((r["lost_since"] for r in parts if r.get("lost_since") is not None),
+                          default=None),
+        "loss_eta_ms": min((r["loss_eta_ms"] for r in parts
+                            if r.get("loss_eta_ms") is not None), default=None),
+        "produce_rate": _total(r.get("produce_rate") for r in parts),
+        "consume_rate": _total(r.get("consume_rate") for r in parts),
+        "catch_up_ms": (max(known_eta, default=0) if len(known_eta) == len(catch_up) else None)
+        if lags else None,
+        "partitions": len(parts),
         "partitions_unknown": len(parts) - len(lags),
         "complete": (sum(1 for r in evaluated if r["window_commits"] >= cfg.intervals)
                      / len(evaluated)) if evaluated else 0.0,
@@ -256,3 +355,9 @@ def group_row(group: str, t: int, parts: Sequence[Mapping[str, Any]], moment: Mo
         "cause_detail": why and why.detail, "cause_since": why and why.since_ms,
         "cause_ms": why and why.ms, "cause_window_start": start,
     }
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    """The sum of the known values, exactly rounded, so in any order the same (math.fsum)."""
+    known = [v for v in values if v is not None]
+    return math.fsum(known) if known else None

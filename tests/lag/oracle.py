@@ -45,8 +45,8 @@ def lag_tables(samples: Sequence[Row], changes: Sequence[Row], shapes: Sequence[
         for i, t in enumerate(times):
             for (group, topic, partition), since in pairs.items():
                 if (topic, partition) == tp and since <= t:
-                    row = _partition_row(group, tp, t, times[:i + 1], points, moved, shapes,
-                                         transitions, rebalances, cfg)
+                    row = _partition_row(group, tp, t, times[:i + 1], since, points, moved,
+                                         shapes, transitions, rebalances, cfg)
                     if row is not None:
                         out.append(row)
     return out, _group_rows(out, cfg)
@@ -65,16 +65,15 @@ def _pairs(moved: Sequence[Row], shapes: Sequence[Row]) -> dict[tuple[str, str, 
     return pairs
 
 
-def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int],
+def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int], since: int,
                    points: Mapping[int, tuple[int, int | None]], moved: Sequence[Row],
                    shapes: Sequence[Row], transitions: Sequence[Row],
                    rebalances: Sequence[Row], cfg: LagConfig) -> Row | None:
     mine = [c for c in moved if (c["group_id"], c["topic"], c["partition"]) == (group, *tp)]
-    last_change = _last(mine, t, ("log_partition", "log_offset"))
+    last_change, committed = _committed(mine, t)
     status = ("NO_COMMIT" if last_change is None else
               {"COMMIT": "COMMITTED", "TOMBSTONE": "DELETED"}.get(last_change["change"],
                                                                   last_change["change"]))
-    committed = last_change["committed_offset"] if status == "COMMITTED" else None
     moment, members = _moment(group, t, shapes, transitions, rebalances)
     owner = next((m for m in members if any((a["topic"], a["partition"]) == tp
                                             for a in m["assignment"] or ())), None)
@@ -83,32 +82,58 @@ def _partition_row(group: str, tp: tuple[str, int], t: int, times: Sequence[int]
             or (status == "NO_COMMIT" and owner is not None)):
         return None
     end, start = points[t]
+    current = None if committed is None else rules.lag(end, committed)
+    # the pair's samples: every one since the group had the partition; the window, the last
+    # `intervals` of the partition's
+    held = [s for s in times if s >= since]
+    marks = [rules.Mark(s, *points[s], _committed(mine, s)[1]) for s in held
+             if s in times[-cfg.intervals:]]
+    rates = rules.pace(marks)
+    lost = rules.lost_records(committed, start)
+    run = []  # the samples of the current run of lost records, newest first
+    for s in reversed(held):
+        if not rules.lost_records(_committed(mine, s)[1], points[s][1]):
+            break
+        run.append(s)
     row: Row = {
         "t": t, "group_id": group, "topic": tp[0], "partition": tp[1], "log_end_offset": end,
         "log_start_offset": start, "committed_offset": committed, "offset_status": status,
         "committed_at": None if last_change is None else last_change["t"],
-        "lag": None if committed is None else rules.lag(end, committed),
+        "lag": current, "lost_records": lost, "lost_since": run[-1] if run else None,
+        "loss_eta_ms": rules.loss_eta_ms(committed, start, current, rates, cfg),
+        "produce_rate": rates.produce_rate, "consume_rate": rates.consume_rate,
+        "retention_rate": rates.retention_rate,
+        "catch_up_ms": rules.catch_up_ms(current, rates, cfg),
         "member_id": owner and owner["member_id"], "client_id": owner and owner["client_id"],
         "client_host": owner and owner["client_host"], "state": moment.state,
         "generation_id": moment.generation_id, "group_type": moment.group_type,
         "moment": moment,
         "prev_t": times[-2] if len(times) > 1 else None,
     }
-    row.update(_timed(committed, [rules.Sample(s, points[s][0]) for s in times], t))
-    row.update(_verdict(committed, mine, times, points, t, row["lag"], cfg))
+    row.update(_timed(committed, [rules.Sample(s, points[s][0]) for s in times], t, cfg))
+    row.update(_verdict(committed, mine, times, points, t, current, lost, cfg))
     return row
 
 
-def _timed(committed: int | None, samples: Sequence[rules.Sample], t: int) -> Row:
+def _committed(mine: Sequence[Row], t: int) -> tuple[Row | None, int | None]:
+    """The pair's last offset change at or before `t`, and its committed offset then (None
+    unless that change is a commit)."""
+    last = _last(mine, t, ("log_partition", "log_offset"))
+    return last, last["committed_offset"] if last is not None and last["change"] == "COMMIT" \
+        else None
+
+
+def _timed(committed: int | None, samples: Sequence[rules.Sample], t: int,
+           cfg: LagConfig) -> Row:
     if committed is None:
         return {"lag_ms": None, "lag_ms_basis": None}
-    ms, basis = rules.time_lag(samples, committed, t)
+    ms, basis = rules.time_lag(samples, committed, t, cfg.allowed_lag)
     return {"lag_ms": ms, "lag_ms_basis": basis}
 
 
 def _verdict(committed: int | None, mine: Sequence[Row], times: Sequence[int],
              points: Mapping[int, tuple[int, int | None]], t: int, current: int | None,
-             cfg: LagConfig) -> Row:
+             lost: int | None, cfg: LagConfig) -> Row:
     if committed is None or current is None:
         return {"status": None, "rule": None, "window_commits": None, "window_span_ms": None,
                 "idle_ms": None, "window_min_lag": None, "window_max_lag": None, "verdict": None}
@@ -121,7 +146,8 @@ def _verdict(committed: int | None, mine: Sequence[Row], times: Sequence[int],
         ring.append(rules.Commit(c["committed_offset"], c["t"],
                                  None if end is None else rules.lag(end, c["committed_offset"])))
     w = rules.window(ring, t, cfg)
-    v = rules.partition_status(w, [points[s][0] for s in times[-cfg.intervals:]], current, t, cfg)
+    v = rules.partition_status(w, [points[s][0] for s in times[-cfg.intervals:]], current, t,
+                               cfg, lost)
     lags = [c.lag for c in w if c.lag is not None]
     return {"status": v.status, "rule": v.rule, "window_commits": len(w),
             "window_span_ms": w[-1].time_ms - w[0].time_ms if w else None,

@@ -23,6 +23,7 @@ from pipeline.generator import LogSpec, end_offset_samples, generate, last_event
 from pipeline.lag import Commit, LagConfig
 from pipeline.lag.batch import Rows, by_partition
 from pipeline.lag.engine import (
+    FORMAT,
     GroupState,
     PartitionState,
     assigned_partitions,
@@ -290,7 +291,8 @@ TPS: tuple[TP, ...] = (("a", 0), ("a", 1), ("b", 0))
 def synthetic(seed: int, span_ms: int = 120_000) -> History:
     """A small made-up history that has what a replayed log rarely has: offsets deleted and
     expired, aborted commits, long rewinds, groups Dead and Empty, samples whose end goes
-    back or comes twice, and ties in time broken by log position."""
+    back or comes twice, log starts past committed offsets (records lost), and ties in time
+    broken by log position."""
     rng = random.Random(seed)
     samples: list[Row] = []
     ends: dict[TP, list[tuple[int, int]]] = {}
@@ -300,7 +302,8 @@ def synthetic(seed: int, span_ms: int = 120_000) -> History:
             end += rng.choice((0, 5, 20, 60))
             shown = end - rng.randrange(1, 50) if rng.random() < 0.05 else end
             samples.append({"topic": tp[0], "partition": tp[1], "t": t, "log_end_offset": shown,
-                            "log_start_offset": rng.choice((None, 0, 3))})
+                            "log_start_offset": rng.choice(
+                                (None, 0, 3, max(0, end - rng.randrange(20, 200))))})
             if rng.random() < 0.05:  # delivered twice, another end
                 samples.append({**samples[-1], "log_end_offset": shown + rng.randrange(-5, 5)})
             points.append((t, end))
@@ -524,7 +527,7 @@ def test_the_state_stays_bounded_on_a_steady_log() -> None:
 def test_the_states_are_versioned_json_with_times_as_integers() -> None:
     st = ten_seconds()
     doc = json.loads(st.to_json())
-    assert doc["v"] == 1 and doc["first"] == [0, 100]
+    assert doc["v"] == FORMAT and doc["first"] == [0, 100]
     assert all(isinstance(x, int) for s in doc["steps"] for x in s)
     with pytest.raises(ValueError, match="format"):
         PartitionState.from_json('{"v": 99}')
@@ -532,7 +535,7 @@ def test_the_states_are_versioned_json_with_times_as_integers() -> None:
                                    "log_offset": 1, "seq": 1, "state": "Stable",
                                    "generation_id": 1, "state_since": 5, "members": []}],
                    [], [], CFG).state
-    assert GroupState.from_json(g.to_json()) == g and json.loads(g.to_json())["v"] == 1
+    assert GroupState.from_json(g.to_json()) == g and json.loads(g.to_json())["v"] == FORMAT
 
 
 def test_the_watermark_folds_the_rows_before_it() -> None:

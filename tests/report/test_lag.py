@@ -139,8 +139,9 @@ def test_the_page_lists_the_newest_lag_samples_with_status_and_cause(tmp_path: P
 
 
 def test_lag_tables_join_the_frames_with_their_times_as_naive_utc() -> None:
-    assert TIME_COLUMNS["group_lag"] == ["sampled_at", "cause_since", "cause_window_start"]
-    assert TIME_COLUMNS["partition_lag"] == ["sampled_at", "committed_at"]
+    assert TIME_COLUMNS["group_lag"] == ["sampled_at", "lost_since", "cause_since",
+                                         "cause_window_start"]
+    assert TIME_COLUMNS["partition_lag"] == ["sampled_at", "committed_at", "lost_since"]
     rows = pd.DataFrame({"group_id": ["g", "other", "g"], "total_lag": [5, 1, 7],
                          "sampled_at": pd.to_datetime(["2024-05-01T14:00:02+02:00",
                                                        "2024-05-01T16:00:00+02:00",

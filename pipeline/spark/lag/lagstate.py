@@ -54,6 +54,7 @@ from pyspark.sql.types import (
 from pipeline.fold.model import SHARE
 from pipeline.lag import LagConfig
 from pipeline.lag.batch import KINDS, TP, PartitionInput, step_group, step_partition
+from pipeline.lag.engine import FORMAT as ENGINE_FORMAT
 from pipeline.lag.engine import PREV_T, assigned_partitions
 from pipeline.spark.lag.samples import REASON, read_samples, samples_schema
 from pipeline.spark.runtime.keep import keep, release
@@ -67,7 +68,9 @@ from schemas.lag import SAMPLE_KEY
 log = logging.getLogger(__name__)
 
 PARTITION, GROUP, META = "partition", "group", "meta"
-TABLE_FORMAT = 1  # the state table's own version (the meta row's)
+# The state table's version (its meta row's): the engine's state format, so states of an older
+# engine are not read but rebuilt from the history by the next step.
+TABLE_FORMAT = ENGINE_FORMAT
 
 # The history tables the engine reads, the columns it reads of each, and the stage input
 # kind each feeds (`batch.KINDS` for a group's; offset changes for a partition's).
