@@ -64,8 +64,11 @@ PARTITION_METRICS: tuple[Metric, ...] = (
            "committed_offset"),
     Metric(PREFIX + "partition_status", "gauge",
            "Burrow's partition status code (0 NOTFOUND, 1 OK, 2 WARN, 3 ERR, 4 STOP, 5 STALL, "
-           "6 REWIND); its name in the label", "partition_lag", "status", label="status",
-           value="code"),
+           "6 REWIND; ours: 7 LOST); its name in the label", "partition_lag", "status",
+           label="status", value="code"),
+    Metric(PREFIX + "partition_lost_records", "gauge",
+           "Records of a group's partition deleted before the group read them (log start past "
+           "its committed offset)", "partition_lag", "lost_records"),
 )
 GROUP_METRICS: tuple[Metric, ...] = (
     Metric("kafka_consumergroup_group_max_lag", "gauge",
@@ -81,6 +84,21 @@ GROUP_METRICS: tuple[Metric, ...] = (
     Metric(PREFIX + "group_lag_cause", "gauge",
            "1 for what the coordinator was doing while the group's lag built up (no series: "
            "no lag)", "group_lag", "cause", label="cause", value="one"),
+    Metric(PREFIX + "group_lost_records", "gauge",
+           "Records the group's partitions lost to retention before it read them",
+           "group_lag", "lost_records"),
+    Metric(PREFIX + "group_loss_eta_seconds", "gauge",
+           "At the window's rates, seconds until the group's first partition loses records "
+           "(0: losing now; no series: not at risk)", "group_lag", "loss_eta_ms", ms=True),
+    Metric(PREFIX + "group_catch_up_seconds", "gauge",
+           "At the window's rates, seconds until the group's lag is gone (no series: not "
+           "converging)", "group_lag", "catch_up_ms", ms=True),
+    Metric(PREFIX + "group_produce_rate", "gauge",
+           "Records per second produced to the group's partitions over the window",
+           "group_lag", "produce_rate"),
+    Metric(PREFIX + "group_consume_rate", "gauge",
+           "Records per second the group's committed offsets advanced over the window",
+           "group_lag", "consume_rate"),
     Metric(PREFIX + "group_lag_sampled_timestamp_seconds", "gauge",
            "When the group's newest lag sample was taken, epoch seconds", "group_lag",
            "sampled_at", timestamp=True),

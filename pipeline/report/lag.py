@@ -127,6 +127,10 @@ def draw_lag(ax: Axes, group_lag: pd.DataFrame, partition_lag: pd.DataFrame,
                        linestyle="--", label="max (worst partition)", gid="max-lag")
     handles += ax.plot(times, total, color="#1d3557", linewidth=1.8, marker=mark, markersize=4,
                        label="total (all partitions)", gid="total-lag")
+    lost = _numbers(group_lag["lost_records"]) if "lost_records" in group_lag else None
+    if lost is not None and (lost > 0).any():  # records deleted before the group read them
+        handles += ax.plot(times, lost, color="#d62828", linewidth=1.4, linestyle=":",
+                           label="lost to retention", gid="lost-records")
     handles += _status_marks(ax, group_lag, total)
     ax.set_ylim(bottom=0, top=max(1.0, float(total.max()) if total.notna().any() else 1.0) * 1.15)
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
@@ -183,16 +187,23 @@ def time_unit(ms: float) -> tuple[float, str]:
 
 def draw_time_lag(ax: Axes, group_lag: pd.DataFrame, rebalances: Sequence[tuple[Period, str]],
                   empty: Sequence[Period]) -> None:
-    """How far behind in time the partition furthest behind was (group_lag.max_lag_ms)."""
+    """How far behind in time the partition furthest behind was (group_lag.max_lag_ms), and
+    at the window's rates how long until the group catches up (catch_up_ms), where known."""
     _heading(ax, "Time lag of the partition furthest behind (group_lag.max_lag_ms: how long "
-                 "ago the log end stood where its committed offset is)")
+                 "ago the log end stood where its committed offset is); time to catch up")
     shade(ax, rebalances, empty)
     ms = _numbers(group_lag["max_lag_ms"])
-    per, unit = time_unit(float(ms.max()) if ms.notna().any() else 0.0)
+    eta = _numbers(group_lag["catch_up_ms"]) if "catch_up_ms" in group_lag else ms * float("nan")
+    top = pd.concat([ms, eta]).max()
+    per, unit = time_unit(float(top) if pd.notna(top) else 0.0)
     line = ax.plot(group_lag["sampled_at"], ms / per, color="#6a4c93", linewidth=1.5,
                    marker=_marker(len(group_lag)), markersize=3.5, label="max time lag",
                    gid="max-lag-ms")
-    ax.set_ylim(bottom=0, top=max(1.0, float((ms / per).max()) if ms.notna().any() else 1.0) * 1.15)
+    if eta.notna().any():
+        line += ax.plot(group_lag["sampled_at"], eta / per, color="#2a9d8f", linewidth=1.2,
+                        linestyle="--", label="time to catch up (at the window's rates)",
+                        gid="catch-up-ms")
+    ax.set_ylim(bottom=0, top=max(1.0, float(top) / per if pd.notna(top) else 1.0) * 1.15)
     ax.set_ylabel(unit, fontsize=8)
     ax.tick_params(axis="y", labelsize=8)
     _legend(ax, line, "time lag")
