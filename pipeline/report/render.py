@@ -172,7 +172,8 @@ MEMBER_COLUMNS = ("member_id", "group_instance_id", "client_id", "client_host",
                   "session_timeout_ms", "rebalance_timeout_ms", "subscription", "assignment",
                   "joined_at", "last_heartbeat")
 LAG_COLUMNS = ("sampled_at", "state", "generation_id", "total_lag", "max_lag", "max_lag_ms",
-               "catch_up_ms", "lost_records", "loss_eta_ms", "partitions", "partitions_unknown", "status", "worst_topic", "worst_partition",
+               "catch_up_ms", "lost_records", "loss_eta_ms", "partitions", "partitions_unknown",
+               "status", "worst_topic", "worst_partition",
                "worst_status", "cause", "cause_detail", "cause_since")
 LAG_ROWS = 50  # the page lists the newest samples: a long window has thousands
 OFFSET_COLUMNS = ("topic", "partition", "committed_offset", "leader_epoch", "commit_metadata",
