@@ -149,11 +149,13 @@ PARTITION_LAG: tuple[Column, ...] = (
                "among the partition's last lag.burrow.intervals at or before sampled_at "
                "(Burrow's broker window), oldest to newest; null with fewer than two"),
     Column("consume_rate", "double",
-           doc="records per second the committed offset advanced over the same window "
-               "(negative after a rewind); null where either end has no committed offset"),
+           doc="records per second the committed offset advanced over the same window, from "
+               "its oldest sample with a committed offset (negative after a rewind); null "
+               "without one before sampled_at's"),
     Column("retention_rate", "double",
-           doc="records per second the log start advanced over the same window (retention "
-               "deletes whole segments, so it moves in steps)"),
+           doc="records per second the log start advanced over the same window, from its "
+               "oldest sample with a log start (retention deletes whole segments, so it moves "
+               "in steps)"),
     Column("catch_up_ms", "bigint",
            doc="at the window's rates, time until lag reaches 0: lag / (consume_rate - "
                "produce_rate); 0 when lag <= lag.burrow.allowed.lag; null when not "

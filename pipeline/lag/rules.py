@@ -17,9 +17,10 @@ tests hold the engine equal to the slow, obvious oracle (`tests/lag/oracle.py`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from pipeline.fold.states import (
     ASSIGNING,
@@ -111,17 +112,18 @@ class Pace:
 
 
 def pace(marks: Sequence[Mark]) -> Pace:
-    """The rates from the oldest mark of the window to the newest (the sample evaluated)."""
-    if len(marks) < 2 or marks[-1].time_ms <= marks[0].time_ms:
-        return Pace()
-    a, b = marks[0], marks[-1]
-    span_s = (b.time_ms - a.time_ms) / 1000
+    """Each rate from the oldest mark of the window that has its figure to the newest mark
+    (the sample evaluated), which must have it too: a group's first commit inside the window
+    starts its consume rate there."""
+    def rate(figure: Callable[[Mark], int | None]) -> float | None:
+        now = figure(marks[-1]) if marks else None
+        first = next((m for m in marks if figure(m) is not None), None)
+        if now is None or first is None or first.time_ms >= marks[-1].time_ms:
+            return None
+        return (now - cast(int, figure(first))) * 1000 / (marks[-1].time_ms - first.time_ms)
 
-    def rate(x: int | None, y: int | None) -> float | None:
-        return None if x is None or y is None else (y - x) / span_s
-
-    return Pace(rate(a.end_offset, b.end_offset), rate(a.committed, b.committed),
-                rate(a.start_offset, b.start_offset))
+    return Pace(rate(attrgetter("end_offset")), rate(attrgetter("committed")),
+                rate(attrgetter("start_offset")))
 
 
 def catch_up_ms(current_lag: int | None, p: Pace, cfg: LagConfig) -> int | None:
