@@ -118,7 +118,7 @@ PARTITION_LAG: tuple[Column, ...] = (
                "rules in its code's order with sampled_at as 'now'; or LOST (ours, decided "
                "before Burrow's rules): lost_records > 0; null without a committed offset"),
     Column("rule", "string",
-           doc="the rule that decided status: NO_COMMITS, RECORDS_LOST, INCOMPLETE, CAUGHT_UP "
+           doc="the rule that decided status: RECORDS_LOST, NO_COMMITS, INCOMPLETE, CAUGHT_UP "
                "(lag <= allowed), STOPPED, REWOUND, LAG_ZERO_IN_WINDOW, STALLED, "
                "LAG_NOT_DECREASING, PROGRESSING"),
     Column("window_commits", "int",

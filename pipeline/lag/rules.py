@@ -203,11 +203,12 @@ def partition_status(commits: Sequence[Commit], broker_ends: Sequence[int], curr
     """Burrow's verdict on a partition at `now_ms`: `commits` is its window (`window`), oldest
     first; `broker_ends` the end offsets of its last `intervals` samples at or before then;
     `current_lag` the newest sample's end offset minus the newest committed offset. Ours
-    before Burrow's rules: `lost` records (`lost_records`) make it LOST."""
-    if not commits:
-        return Verdict(OK, NO_COMMITS)
+    before Burrow's rules: `lost` records (`lost_records`) make it LOST, whatever the window
+    holds (a group stopped long ago, its commits out of the window, is the likeliest)."""
     if lost:
         return Verdict(LOST, RECORDS_LOST)
+    if not commits:
+        return Verdict(OK, NO_COMMITS)
     if len(commits) / cfg.intervals < cfg.minimum_complete:
         return Verdict(OK, "INCOMPLETE")
     if current_lag <= cfg.allowed_lag:
