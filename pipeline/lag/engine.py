@@ -74,7 +74,6 @@ from pipeline.lag.rules import (
     LOWER_BOUND,
     REBALANCING,
     Commit,
-    Mark,
     Moment,
     catch_up_ms,
     group_row,
@@ -242,6 +241,7 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
         p.assigned_pending.sort()
     points = _merge_samples(samples)
     out: list[Row] = []
+    highs = [high for _, _, high in st.steps]  # kept beside steps, which only grow here
     for t in sorted(points):
         if _late(t, newest, st.settled_ms):
             reasons.append(f"a sample at {t} at or before the evaluated sample at {newest} "
@@ -251,8 +251,9 @@ def partition_step(state: PartitionState | None, topic: str, partition: int,
         prev = st.recent[-1] if st.recent else None
         _apply_changes(st, t - 1, cfg)  # against the sample before
         _add_sample(st, t, end, cfg)
+        if len(highs) < len(st.steps):  # a new plateau (never more than one a sample)
+            highs.append(st.steps[-1][2])
         _apply_changes(st, t, cfg)  # those at its time: against it
-        highs = [high for _, _, high in st.steps]
         for group in sorted(st.pairs):
             row = _candidate(st, group, t, end, start, prev, highs, cfg, reasons)
             if row is not None:
@@ -350,7 +351,7 @@ def _candidate(st: PartitionState, group: str, t: int, end: int, start: int | No
     current = None if committed is None else lag(end, committed)
     lost = lost_records(committed, start)
     p.lost_since = (p.lost_since if p.lost_since is not None else t) if lost else None
-    rates = pace([Mark(*m) for m in p.marks])  # type: ignore[arg-type]
+    rates = pace(p.marks)
     row: Row = {
         "t": t, "group_id": group, "topic": st.topic, "partition": st.partition,
         "log_end_offset": end, "log_start_offset": start, "committed_offset": committed,

@@ -17,10 +17,9 @@ tests hold the engine equal to the slow, obvious oracle (`tests/lag/oracle.py`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from pipeline.fold.states import (
     ASSIGNING,
@@ -91,9 +90,9 @@ def lost_records(committed: int | None, log_start: int | None) -> int | None:
     return max(0, log_start - committed)
 
 
-@dataclass(frozen=True)
-class Mark:
-    """A group's partition at one of the partition's samples: what its rates are taken from."""
+class Mark(NamedTuple):
+    """A group's partition at one of the partition's samples: what its rates are taken from
+    (a tuple: the engine keeps marks as JSON lists, which `pace` reads the same way)."""
 
     time_ms: int
     end_offset: int
@@ -101,29 +100,36 @@ class Mark:
     committed: int | None
 
 
-@dataclass(frozen=True)
-class Pace:
+class Pace(NamedTuple):
     """Records per second over a window: the log end's growth, the committed offset's advance,
-    the log start's advance; each None where an end of the window lacks the figure."""
+    the log start's advance; each None where the window lacks the figure."""
 
     produce_rate: float | None = None
     consume_rate: float | None = None
     retention_rate: float | None = None
 
 
-def pace(marks: Sequence[Mark]) -> Pace:
-    """Each rate from the oldest mark of the window that has its figure to the newest mark
-    (the sample evaluated), which must have it too: a group's first commit inside the window
-    starts its consume rate there."""
-    def rate(figure: Callable[[Mark], int | None]) -> float | None:
-        now = figure(marks[-1]) if marks else None
-        first = next((m for m in marks if figure(m) is not None), None)
-        if now is None or first is None or first.time_ms >= marks[-1].time_ms:
-            return None
-        return (now - cast(int, figure(first))) * 1000 / (marks[-1].time_ms - first.time_ms)
+_NO_PACE = Pace()
+_FIGURES = (1, 3, 2)  # a Mark's end_offset, committed, start_offset: Pace's order
 
-    return Pace(rate(attrgetter("end_offset")), rate(attrgetter("committed")),
-                rate(attrgetter("start_offset")))
+
+def pace(marks: Sequence[Sequence[int | None]]) -> Pace:
+    """Each rate from the oldest mark of the window (oldest first; `Mark`s or lists of their
+    fields) that has its figure to the newest mark (the sample evaluated), which must have it
+    too: a group's first commit inside the window starts its consume rate there."""
+    if len(marks) < 2:
+        return _NO_PACE
+    last = marks[-1]
+    t = cast(int, last[0])
+    rates: list[float | None] = []
+    for i in _FIGURES:
+        now = last[i]
+        first = next((m for m in marks if m[i] is not None), None)
+        if now is None or first is None or cast(int, first[0]) >= t:
+            rates.append(None)
+        else:
+            rates.append((now - cast(int, first[i])) * 1000 / (t - cast(int, first[0])))
+    return Pace(*rates)
 
 
 def catch_up_ms(current_lag: int | None, p: Pace, cfg: LagConfig) -> int | None:
