@@ -187,8 +187,9 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
     before_members = set(g.stable_members)
     after = before if outcome == ABANDONED else (g.owners() if outcome == COMPLETED else {})
     after_members = set(g.member_ids)
-    moved = 0 if outcome == ABANDONED else sum(
-        1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
+    # the partitions whose owner changed (none when abandoned: `after` is `before`)
+    changed = {tp for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp)}
+    moved = len(changed)
     # A streams group's members own active tasks, keyed (subtopology, partition): counted as
     # tasks, its partition columns null.
     tasks = g.streams is not None
@@ -214,7 +215,7 @@ def finish_rebalance(g: Group, step: Step, outcome: str) -> Group:
         "active_tasks_moved": moved if tasks else None,
         "active_tasks_total": len(after) if tasks else None,
     })
-    step.out.rebalance_cost.append(cost_row(g, step, before, after, outcome, started,
+    step.out.rebalance_cost.append(cost_row(g, step, before, after, changed, outcome, started,
                                             Cause.SNAPSHOT if r is None else r.cause))
     g = g.evolve(rebalance=None, rebalance_count=g.rebalance_count + 1)
     if outcome != ABANDONED:
@@ -231,8 +232,9 @@ def rebalance_protocol(g: Group) -> str:
 
 
 def cost_row(g: Group, step: Step, before: dict[Any, str], after: dict[Any, str],
-             outcome: str, started: int | None, cause: str) -> dict[str, Any]:
-    """The rebalance_cost row of a rebalance that moved ownership from `before` to `after`.
+             moved: set[Any], outcome: str, started: int | None, cause: str) -> dict[str, Any]:
+    """The rebalance_cost row of a rebalance that moved ownership from `before` to `after`
+    (`moved`: the partitions whose owner changed).
 
     Eager: every member revokes all it owns when the rebalance starts and gets its new share
     at the sync, so every partition is unowned for the whole rebalance. Cooperative: a member
@@ -243,7 +245,6 @@ def cost_row(g: Group, step: Step, before: dict[Any, str], after: dict[Any, str]
     and its new owner's next heartbeat; counted for the whole reconciliation, an upper bound.
     """
     protocol = rebalance_protocol(g)
-    moved = {tp for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp)}
     staying = set(after.values())
     if protocol == EAGER:
         revoked, unowned = len(before), len(before.keys() | after.keys())

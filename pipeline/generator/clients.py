@@ -83,8 +83,8 @@ class GroupSim:
         t = max(t, self.last_time)  # a group's log never goes back in time
         self.last_time = t
         e = Event(None, None, t, self.group_id, event_type, **values)  # type: ignore[arg-type]
-        positioned = _positioned(self.group, e, self.config.offsets_topic_num_partitions)
-        r = apply(self.group, positioned, self.config, records=True)
+        at = positioned(self.group, e, self.config.offsets_topic_num_partitions)
+        r = apply(self.group, at, self.config, records=True)
         self.group = r.group
         self.log.append(("request", e))
         self._keep(r.outputs, True)
@@ -117,7 +117,7 @@ class GroupSim:
         if m is None:
             self._join_new(c, t)
         elif g.state == PREPARING_REBALANCE and not m.awaiting_join:
-            self._rejoin(c, t)
+            self.rejoin(c, t)
         elif g.state in (COMPLETING_REBALANCE, STABLE) and m.member_id in g.pending_sync:
             self._sync(c, t)
         elif g.state == STABLE:
@@ -155,7 +155,9 @@ class GroupSim:
             self.send("JOIN", t + 1, member_id=member_id, request_member_id=member_id,
                       **self._join_fields(c))
 
-    def _rejoin(self, c: Client, t: int) -> None:
+    def rejoin(self, c: Client, t: int) -> None:
+        """Join again as the member it is (after a change of subscription, or when a
+        rebalance waits on it); an eager assignor gives up everything first."""
         if self.group.protocol in EAGER or self.group.protocol is None:
             c.owned = ()  # eager protocols revoke everything before rejoining
         self.send("JOIN", t, member_id=c.member_id, request_member_id=c.member_id,
@@ -191,7 +193,7 @@ class GroupSim:
         lost = set(c.owned) - set(m.assignment)
         c.owned = m.assignment
         if lost and self.group.protocol == "cooperative-sticky":
-            self._rejoin(c, t + 2)  # revoked partitions: the second cooperative round
+            self.rejoin(c, t + 2)  # revoked partitions: the second cooperative round
 
     def _steady(self, c: Client, t: int) -> None:
         m = self.group.member(c.member_id)
@@ -207,7 +209,7 @@ class GroupSim:
             c.crashed_until, c.owned = t + self.rng.randint(5_000, 60_000), ()
         elif roll < 0.009:
             c.topics = self._other_topics(c.topics)
-            self._rejoin(c, t)
+            self.rejoin(c, t)
         elif t >= c.next_commit and c.owned:
             self._commit(c, t)
         else:
@@ -262,7 +264,7 @@ class GroupSim:
         return True
 
 
-def _positioned(g: Group, e: Event, partitions: int) -> Event:
+def positioned(g: Group, e: Event, partitions: int) -> Event:
     """Give a simulated request the next position of its group, in the partition the fold
     expects it in; real positions come later."""
     from dataclasses import replace

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import heapq
 from dataclasses import dataclass, field, replace
 
 from pipeline.fold import CoordinatorConfig, Event, Group, advance, apply
 from pipeline.fold.context import Outputs
 from pipeline.fold.events import TopicMetadata
-from pipeline.fold.partitioning import partition_for
+from pipeline.generator.clients import positioned
+from pipeline.whatif.schedule import Schedule
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script
 
 HEARTBEAT_MS = 5_000  # group.consumer.heartbeat.interval.ms, Kafka's default
@@ -94,10 +94,9 @@ class _Coordinator:
     def write(self, t: int, event_type: str, **values: object) -> None:
         t = max(t, self.last)
         self.last = t
-        position = self.group.position[1] if self.group.position is not None else -1
-        e = Event(partition_for(self.group_id, self.config.offsets_topic_num_partitions),
-                  position + 1, t, self.group_id, event_type, **values)  # type: ignore[arg-type]
-        r = apply(self.group, e, self.config)
+        e = Event(None, None, t, self.group_id, event_type, **values)  # type: ignore[arg-type]
+        r = apply(self.group, positioned(self.group, e, self.config.offsets_topic_num_partitions),
+                  self.config)
         self.group = r.group
         self.outputs.extend(r.outputs)
 
@@ -268,41 +267,27 @@ def simulate_consumer(script: Script, assignor: str, static_membership: bool | N
     co = _Coordinator(script.group_id, dict(script.partitions), assignor,
                       session_ms or SESSION_MS, config)
     co.last = script.start - warm_up_ms
-    queue: list[tuple[int, int, str, Life]] = []
-    order = 0
-
-    def at(t: int, what: str, life: Life) -> None:
-        nonlocal order
-        heapq.heappush(queue, (t, order, what, life))
-        order += 1
-
-    for life in script.lives:
-        at(life.started_at - warm_up_ms if life.before_window else life.started_at, "start", life)
-        if life.ended_at is not None:
-            at(life.ended_at, life.ending or LEAVE, life)
-    member: dict[int, _Member] = {}  # id(life) -> its member
     deadline = script.end + (0 if script.heartbeats else co.session_ms)  # as `simulate`
-    until = script.end
-    while queue:
-        t, _, what, life = heapq.heappop(queue)
-        if t > script.end:
-            if t > deadline or _settled(co):
-                break
-            if what != "beat":
-                continue
-            until = t
+    plan: Schedule[Life] = Schedule(script.end, deadline)
+    for life in script.lives:
+        plan.at(life.started_at - warm_up_ms if life.before_window else life.started_at,
+                "start", life)
+        if life.ended_at is not None:
+            plan.at(life.ended_at, life.ending or LEAVE, life)
+    member: dict[int, _Member] = {}  # id(life) -> its member
+    for t, what, life in plan.run("beat", lambda: _settled(co)):
         co.expire(t)
         static = life.static if static_membership is None else static_membership
         if what == "start":
             joined = member[id(life)] = co.join(t, life, static)
             revoking = co.heartbeat(t, joined)  # the joining heartbeat: its first assignment
-            at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
+            plan.at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
         elif what == "beat":
             beating = member.get(id(life))
             if beating is not None and beating.silent_since is None \
                     and beating.member_id in co.members:
                 revoking = co.heartbeat(t, beating)
-                at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
+                plan.at(t + (RESPONSE_MS if revoking else heartbeat_ms), "beat", life)
         else:  # LEAVE or CRASH
             gone = member.pop(id(life))
             if what == LEAVE and not static:
@@ -310,11 +295,11 @@ def simulate_consumer(script: Script, assignor: str, static_membership: bool | N
             else:
                 assert what in (LEAVE, CRASH)
                 gone.silent_since = t
-    co.expire(until)
-    co.advance_to(until)
+    co.expire(plan.until)
+    co.advance_to(plan.until)
     owners = {m.client: tuple(sorted(m.assigned)) for m in co.members.values()
               if m.silent_since is None}
-    return PlayedConsumer(co.outputs, owners, until, co.expelled)
+    return PlayedConsumer(co.outputs, owners, plan.until, co.expelled)
 
 
 def _settled(co: _Coordinator) -> bool:

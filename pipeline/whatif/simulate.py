@@ -20,7 +20,6 @@ expires, so a restart within the session costs no rebalance); a dynamic one does
 
 from __future__ import annotations
 
-import heapq
 import random
 from dataclasses import dataclass, fields, replace
 
@@ -30,6 +29,7 @@ from pipeline.fold.states import EMPTY, STABLE
 from pipeline.generator.clients import Client, GroupSim
 from pipeline.generator.producers import build_producers, consumer_pace
 from pipeline.whatif.consumer import simulate_consumer
+from pipeline.whatif.schedule import Schedule
 from pipeline.whatif.script import CRASH, LEAVE, Life, Script, WhatIfError
 
 HEARTBEAT_MS = 3_000  # heartbeat.interval.ms, Kafka's default
@@ -136,33 +136,18 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig,
                        pace=consumer_pace(0, 0, 1))
     sim.outputs, sim.heartbeat_ms = Outputs(), heartbeat_ms
     sim.last_time = script.start - WARM_UP_MS
-    queue: list[tuple[int, int, str, str, object]] = []
-    order = 0
-
-    def at(t: int, what: str, client: str, payload: object = None) -> None:
-        nonlocal order
-        heapq.heappush(queue, (t, order, what, client, payload))
-        order += 1
-
-    for life in script.lives:
-        began = life.started_at - WARM_UP_MS if life.before_window else life.started_at
-        at(began, "start", life.client, life)
-        for t, topics in life.resubscribed:
-            at(t, "subscribe", life.client, topics)
-        if life.ended_at is not None:
-            at(life.ended_at, life.ending or LEAVE, life.client, life)
-    on: dict[str, Life] = {}
     deadline = script.end + (0 if script.heartbeats else
                              max(life.rebalance_timeout_ms for life in script.lives))
-    until = script.end
-    while queue:
-        t, _, what, name, payload = heapq.heappop(queue)
-        if t > script.end:
-            if t > deadline or _settled(sim):
-                break
-            if what != "act":
-                continue
-            until = t
+    plan: Schedule[tuple[str, object]] = Schedule(script.end, deadline)
+    for life in script.lives:
+        began = life.started_at - WARM_UP_MS if life.before_window else life.started_at
+        plan.at(began, "start", (life.client, life))
+        for t, topics in life.resubscribed:
+            plan.at(t, "subscribe", (life.client, topics))
+        if life.ended_at is not None:
+            plan.at(life.ended_at, life.ending or LEAVE, (life.client, life))
+    on: dict[str, Life] = {}
+    for t, what, (name, payload) in plan.run("act", lambda: _settled(sim)):
         c = clients[name]
         if what == "start":
             assert isinstance(payload, Life)
@@ -173,25 +158,25 @@ def simulate(script: Script, change: Change, config: CoordinatorConfig,
             c.rebalance_ms = _or(change.rebalance_timeout_ms, payload.rebalance_timeout_ms)
             c.member_id, c.owned = None, ()
             on[name] = payload
-            at(t, "act", name, payload)
+            plan.at(t, "act", (name, payload))
         elif what == "act" and on.get(name) is payload:
-            at(sim.act(c, t), "act", name, payload)
+            plan.at(sim.act(c, t), "act", (name, payload))
         elif what == "subscribe" and name in on:
             assert isinstance(payload, tuple)
             c.topics = payload
             if sim.group.member(c.member_id) is not None:
-                sim._rejoin(c, t)
+                sim.rejoin(c, t)
         elif what in (LEAVE, CRASH) and on.get(name) is payload:
             del on[name]
             sim.advance_to(t)
             if what == LEAVE and c.instance is None and sim.group.member(c.member_id):
                 sim.send("LEAVE", t, member_id=c.member_id)
             c.owned = ()
-    sim.advance_to(until)
+    sim.advance_to(plan.until)
     client = {c.member_id: name for name, c in clients.items() if name in on}
     owners = {client[m.member_id]: tuple(sorted(m.assignment)) for m in sim.group.members
               if m.member_id in client}
-    return Played(sim.outputs, owners, until)
+    return Played(sim.outputs, owners, plan.until)
 
 
 def _settled(sim: GroupSim) -> bool:
