@@ -131,7 +131,7 @@ PARTITION_LAG: tuple[Column, ...] = (
                "before it; null for a commit no sample precedes)"),
     Column("window_max_lag", "bigint", doc="greatest such lag"),
     Column("lost_records", "bigint",
-           doc="records deleted (retention, compaction of the log's head, DeleteRecords) "
+           doc="records deleted (retention, DeleteRecords) "
                "before the group read them: log_start_offset - committed_offset when the "
                "committed offset is below the log start, else 0; null without a committed "
                "offset or a log start. lag still counts them, as kafka-consumer-groups does: "

@@ -199,6 +199,17 @@ class Engine:
             groups += r.group_rows
         return parts, groups
 
+    def batch(self, batches: Batches, i: int) -> tuple[
+            list[Row], list[Row], dict[TP, list[str]], dict[TP, PartitionState | None]]:
+        """Batch `i` as the caller runs it: stage 1, the fallback for the partitions its state
+        could not answer, stage 2. Its partition and group rows, those partitions' reasons,
+        and the partition states before."""
+        candidates, reasons, before = self.stage1(batches, i)
+        for tp in reasons:
+            candidates[tp] = self.rebuild(batches, i, tp)
+        parts, groups = self.stage2(batches, i, candidates)
+        return parts, groups, reasons, before
+
     def size(self) -> int:
         return sum(map(len, self.partitions.values())) + sum(map(len, self.groups.values()))
 
@@ -373,11 +384,8 @@ def test_deleted_expired_dead_and_bad_samples_too(seed: int) -> None:
         exact, none, _ = full.stage1(batches, i)
         assert not none
         full.stage2(batches, i, exact)
-        candidates, reasons, before = pruned.stage1(batches, i)
+        p, g, reasons, before = pruned.batch(batches, i)
         assert set(reasons) == pruned_away(by_batch[i], before), (i, reasons)
-        for tp in reasons:
-            candidates[tp] = pruned.rebuild(batches, i, tp)
-        p, g = pruned.stage2(batches, i, candidates)
         parts += p
         groups += g
     assert_same(parts, want_parts, "partition_lag")

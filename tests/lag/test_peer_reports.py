@@ -66,10 +66,7 @@ def evaluate(samples: Sequence[Row], changes: Sequence[Row], shapes: Sequence[Ro
     parts: list[Row] = []
     groups: list[Row] = []
     for i in range(len(batches.cuts)):
-        candidates, reasons, _ = engine.stage1(batches, i)
-        for tp in reasons:
-            candidates[tp] = engine.rebuild(batches, i, tp)
-        p, g = engine.stage2(batches, i, candidates)
+        p, g, _, _ = engine.batch(batches, i)
         parts += p
         groups += g
     assert_same(parts, want_parts, "partition_lag")
