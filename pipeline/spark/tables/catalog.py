@@ -297,10 +297,13 @@ LAG_FUNCTIONS: dict[str, str] = {
                        log_end_offset BIGINT, committed_offset BIGINT, offset_status STRING,
                        lag BIGINT, lag_ms BIGINT, lag_ms_basis STRING, member_id STRING,
                        client_id STRING, state STRING, generation_id INT, status STRING,
-                       rule STRING)
+                       rule STRING, log_start_offset BIGINT, lost_records BIGINT,
+                       lost_since TIMESTAMP, loss_eta_ms BIGINT, catch_up_ms BIGINT)
         RETURN SELECT p.sampled_at, p.group_id, p.topic, p.partition, p.log_end_offset,
                       p.committed_offset, p.offset_status, p.lag, p.lag_ms, p.lag_ms_basis,
-                      p.member_id, p.client_id, p.state, p.generation_id, p.status, p.rule
+                      p.member_id, p.client_id, p.state, p.generation_id, p.status, p.rule,
+                      p.log_start_offset, p.lost_records, p.lost_since, p.loss_eta_ms,
+                      p.catch_up_ms
         FROM partition_lag p
         JOIN (SELECT group_id, max(sampled_at) AS newest FROM group_lag
               WHERE sampled_at <= at GROUP BY group_id) g
@@ -310,7 +313,8 @@ LAG_FUNCTIONS: dict[str, str] = {
         RETURNS TABLE (group_id STRING, samples BIGINT, first_at TIMESTAMP, last_at TIMESTAMP,
                        max_total_lag BIGINT, peak_at TIMESTAMP, max_lag_ms BIGINT,
                        worst_status STRING, statuses MAP<STRING, BIGINT>,
-                       causes MAP<STRING, BIGINT>, main_cause STRING)
+                       causes MAP<STRING, BIGINT>, main_cause STRING,
+                       max_lost_records BIGINT)
         RETURN SELECT group_id, count(*), min(sampled_at), max(sampled_at), max(total_lag),
                       max_by(sampled_at, struct(total_lag, sampled_at)), max(max_lag_ms),
                       max_by(status, {_STATUS_CODE}),
@@ -318,7 +322,8 @@ LAG_FUNCTIONS: dict[str, str] = {
                       map_from_entries(collect_list(CASE WHEN c = 1 AND cause IS NOT NULL
                                                     THEN struct(cause, nc) END)),
                       max_by(cause, struct(CASE WHEN cause IS NULL OR cause = '{LagCause.NONE}' THEN 0
-                                                ELSE nc END, cause))
+                                                ELSE nc END, cause)),
+                      max(lost_records)
         FROM (SELECT *, count(*) OVER (PARTITION BY group_id, status) AS ns,
                      row_number() OVER (PARTITION BY group_id, status ORDER BY sampled_at) AS s,
                      count(*) OVER (PARTITION BY group_id, cause) AS nc,
