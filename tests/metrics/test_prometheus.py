@@ -144,23 +144,37 @@ def alert(name: str, at: str, labels: dict[str, str] | None = None,
         {"exp_labels": labels, "exp_annotations": annotations}]}
 
 
+TRAILS = ("the replay's watermark delay (10 minutes by default) and trigger.")
+
+
 def test_the_rules_hold_their_periods(tmp_path: Path) -> None:
-    """`promtool test rules` on simulated minutes: the shipped rules, `for:` and all, fire
-    when their period has passed and not before; a flat lag is not a growing one."""
+    """`promtool test rules` on simulated minutes: every shipped rule, `for:` and all, fires
+    when its period has passed and not before, with its labels and annotations; a flat lag
+    is not a growing one, a safe loss estimate is no risk; and the absent() rules fire when
+    their series are gone (a second simulation, with none of them)."""
     err = {"group": "orders", "status": ERR, "severity": "critical"}
     growing = {"group": "growing", "severity": "warning"}
     spec = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
         "interval": "1m",
         "input_series": [
-            {"series": 'cgr_group_status{group="orders",status="ERR"}', "values": "3x30"},
+            {"series": 'cgr_group_status{group="orders",status="ERR"}', "values": "3x60"},
+            {"series": 'cgr_group_status{group="slow",status="WARN"}', "values": "2x60"},
+            {"series": 'kafka_consumergroup_group_max_lag_seconds{group="late"}',
+             "values": "700x60"},
             {"series": 'kafka_consumergroup_group_sum_lag{group="growing"}',
-             "values": "100+50x30"},
-            {"series": 'kafka_consumergroup_group_sum_lag{group="flat"}', "values": "100x30"},
-            {"series": 'cgr_group_lost_records{group="lossy"}', "values": "0 0 0 5x27"},
-            {"series": 'cgr_group_loss_eta_seconds{group="risky"}', "values": "3000-60x30"},
-            {"series": 'cgr_group_loss_eta_seconds{group="safe"}', "values": "7200x30"},
-            # the last batch finished at epoch 0; promtool's clock starts there too
-            {"series": "cgr_replay_last_batch_timestamp_seconds", "values": "0x30"},
+             "values": "100+50x60"},
+            {"series": 'kafka_consumergroup_group_sum_lag{group="flat"}', "values": "100x60"},
+            {"series": 'cgr_group_lost_records{group="lossy"}', "values": "0 0 0 5x57"},
+            {"series": 'cgr_group_loss_eta_seconds{group="risky"}', "values": "3000-40x60"},
+            {"series": 'cgr_group_loss_eta_seconds{group="safe"}', "values": "7200x60"},
+            # sampled at epoch 0, and never again; promtool's clock starts there too
+            {"series": 'cgr_group_lag_sampled_timestamp_seconds{group="quiet"}',
+             "values": "0x60"},
+            # the last batch finished at epoch 0, and the newest event read is as old
+            {"series": "cgr_replay_last_batch_timestamp_seconds", "values": "0x60"},
+            {"series": "cgr_replay_newest_event_timestamp_seconds", "values": "0x60"},
+            {"series": "cgr_replay_rejected_rows_total", "values": "0 0 0 0 5x56"},
+            {"series": "cgr_replay_groups_failed_total", "values": "0 0 1x58"},
         ],
         "alert_rule_test": [
             alert("ConsumerGroupStatusErr", "4m"),
@@ -168,6 +182,15 @@ def test_the_rules_hold_their_periods(tmp_path: Path) -> None:
                   summary="Consumer group orders is in ERR (Burrow's status)",
                   description="A partition of orders stopped, stalled, was rewound or lost "
                               "records; partition_lag's rule column says which."),
+            alert("ConsumerGroupStatusWarn", "14m"),
+            alert("ConsumerGroupStatusWarn", "16m", {"group": "slow", "status": "WARN",
+                                                     "severity": "warning"},
+                  summary="Consumer group slow is in WARN: its lag has not decreased over "
+                          "Burrow's window"),
+            alert("ConsumerGroupLagSecondsHigh", "4m"),
+            alert("ConsumerGroupLagSecondsHigh", "6m", {"group": "late", "severity": "warning"},
+                  summary="Consumer group late is 11m 40s behind its log",
+                  description="As of its newest lag sample, which trails real time by " + TRAILS),
             alert("ConsumerGroupRecordsLost", "2m"),
             alert("ConsumerGroupRecordsLost", "3m", {"group": "lossy", "severity": "critical"},
                   summary="Consumer group lossy lost 5 records to retention before reading "
@@ -176,17 +199,59 @@ def test_the_rules_hold_their_periods(tmp_path: Path) -> None:
                               "partition_lag.lost_since says since when."),
             alert("ConsumerGroupRecordsAtRisk", "9m"),  # safe never; risky after 10m
             alert("ConsumerGroupRecordsAtRisk", "10m", {"group": "risky", "severity": "warning"},
-                  summary="Consumer group risky will lose records to retention in 40m 0s at "
+                  summary="Consumer group risky will lose records to retention in 43m 20s at "
                           "its current rates"),
             alert("ConsumerGroupLagGrowing", "5m"),
             alert("ConsumerGroupLagGrowing", "25m", growing,
-                  summary="Consumer group growing's lag keeps growing (1350 messages)"),
+                  summary="Consumer group growing's lag keeps growing (1350 messages)",
+                  description="Over its lag samples, which trail real time by " + TRAILS),
+            # older than 1800 s from 31m, then 10m of it
+            alert("ConsumerGroupLagSamplesStale", "40m"),
+            alert("ConsumerGroupLagSamplesStale", "42m", {"group": "quiet",
+                                                          "severity": "warning"},
+                  summary="Consumer group quiet's newest lag sample is 42m 0s old",
+                  description="The end-offset sampler, the ingest, or the replay behind it "
+                              "has stopped for this group: its lag gauges show old values. "
+                              "See the ingest's log ('end-offset round ... wrote nothing') "
+                              "and the replay's."),
+            alert("ConsumerGroupLagAbsent", "45m"),  # a group has samples: not absent
             # 600 s without a batch at 10m, then 5m of it
             alert("ReplayStalled", "14m"),
             alert("ReplayStalled", "16m", {"severity": "critical"},
                   summary="The replay has finished no micro-batch for 16m 0s"),
+            # 900 s old at 15m, then 10m of it
+            alert("ReplayFallingBehind", "25m"),
+            alert("ReplayFallingBehind", "27m", {"severity": "warning"},
+                  summary="The newest event the replay has read is 27m 0s old",
+                  description="The replay trails the log (or the log has been quiet); its "
+                              "tables and lag are as old."),
+            alert("ReplayRejectingRows", "3m"),
+            alert("ReplayRejectingRows", "5m", {"severity": "warning"},
+                  summary="The replay refused 5 rows in 15 minutes: see rejected_events"),
+            alert("ReplayGroupsFailed", "1m"),
+            alert("ReplayGroupsFailed", "3m", {"severity": "critical"},
+                  summary="A group's fold raised: its rows went to rejected_events as "
+                          "INTERNAL; see the driver's log"),
+            alert("ReplayMetricsAbsent", "20m"),  # served: not absent
+        ],
+    }, {
+        "interval": "1m",  # nothing served at all: the replay is down, lag never sampled
+        "input_series": [{"series": 'up{job="replay"}', "values": "0x60"}],
+        "alert_rule_test": [
+            alert("ReplayMetricsAbsent", "9m"),
+            alert("ReplayMetricsAbsent", "11m", {"severity": "critical"},
+                  summary="No replay serves its progress: the replay is down or not scraped",
+                  description="Point Prometheus at jobs/replay.py --metrics-port "
+                              "(jobs/serve.py serves no cgr_replay_* series)."),
+            alert("ConsumerGroupLagAbsent", "29m"),
+            alert("ConsumerGroupLagAbsent", "31m", {"severity": "warning"},
+                  summary="No consumer group has a lag sample: lag is not being measured"),
         ],
     }]}
+    fired = {t["alertname"] for case in spec["tests"] for t in case["alert_rule_test"]
+             if t["exp_alerts"]}
+    assert fired == set(re.findall(r"(?m)^\s+- alert: (\w+)$", RULES.read_text())), (
+        "every shipped rule has a test that fires it")
     tests = tmp_path / "alerts_test.yml"
     tests.write_text(json.dumps(spec))
     done = subprocess.run([str(binary("promtool")), "test", "rules", str(tests)],
