@@ -15,4 +15,5 @@ start=$(date +%s)
 $py -m pipeline.jobs.demo --output "$out" --groups "${DEMO_GROUPS:-40}" --events "${DEMO_EVENTS:-30000}"
 echo "demo finished in $(( $(date +%s) - start )) s; tables under $out/warehouse"
 echo "Prometheus metrics of them: $py jobs/serve.py --warehouse $out/warehouse --metrics-port 9308," \
-     "then http://127.0.0.1:9308/metrics (docs/metrics.md)"
+     "then http://127.0.0.1:9308/metrics (docs/metrics.md: the group and lag series; a running" \
+     "replay's own --metrics-port adds the cgr_replay_* series its alerts watch)"

@@ -43,6 +43,7 @@ def test_the_rules_and_the_dashboard_ask_only_for_served_metrics() -> None:
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     exprs += [dashboard["templating"]["list"][1]["definition"]]
     asked = set(NAME.findall(RULES.read_text())) | {n for e in exprs for n in NAME.findall(e)}
+    asked = {n for n in asked if not n.endswith("_")}  # `cgr_replay_*` in prose: a prefix
     assert asked - names == set()
     assert {served(m) for m in METRICS if m.table == "group_lag"} & asked  # not vacuous
 
