@@ -2,8 +2,9 @@
 
     spark-submit jobs/ingest.py --bootstrap-servers broker1:9092 --events /data/events \
         --warehouse /data/wh --checkpoint /data/ingest-ckpt --trigger processing-time:30 \
-        --kafka-option security.protocol=SASL_SSL --kafka-option sasl.mechanism=PLAIN \
-        --kafka-option 'sasl.jaas.config=...' --end-offsets /data/end-offsets --sample-interval '30 s'
+        --kafka-options-file /etc/cgr/client.properties \
+        --kafka-option-env sasl.jaas.config=CGR_KAFKA_JAAS \
+        --end-offsets /data/end-offsets --sample-interval '30 s'
     spark-submit jobs/ingest.py --raw /archive/consumer-offsets-dump --events /data/events \
         --warehouse /data/wh --topic-map /archive/topic-ids.csv
 
@@ -33,11 +34,18 @@ processing-time trigger, at the start and at the end under available-now. It sam
 partition of the topics the log's groups commit to or subscribe to, asked with the same
 --kafka-option consumer properties; a round that fails is logged and tried again at the next
 interval. jobs/replay.py and jobs/backfill.py read the table to compute consumer lag.
+
+Consumer properties come from three places, later ones winning key by key:
+--kafka-options-file (a Java .properties file, as Kafka's own tools take with
+--command-config), --kafka-option-env KEY=VAR (the value of environment variable VAR), and
+--kafka-option KEY=VALUE. Secrets belong in the first two: a command line is visible to
+every user of the machine (ps, /proc/PID/cmdline), a file or an environment is not.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from pyspark.sql import SparkSession
 
@@ -50,6 +58,7 @@ from pipeline.jobs._common import (
     job_session,
     trigger_arg,
 )
+from pipeline.properties import read_properties
 from pipeline.spark.ingest.ingest import IngestOptions, parse_option, run_ingest
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS
 from pipeline.spark.tables.paths import exists
@@ -76,8 +85,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                        "file of the dumped cluster's topic ids and names, "
                                        "recorded with the log (and in --warehouse)")
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="consumer property (security.protocol, sasl.jaas.config, ...) or Spark "
-                        "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable")
+                   help="consumer property (security.protocol, sasl.mechanism, ...) or Spark "
+                        "Kafka source option (failOnDataLoss, maxOffsetsPerTrigger); repeatable. "
+                        "Not for secrets: a command line is visible to every user of the host")
+    p.add_argument("--kafka-options-file", metavar="FILE",
+                   help="consumer properties from a Java .properties file (a client.properties "
+                        "as Kafka's tools take with --command-config): where secrets go")
+    p.add_argument("--kafka-option-env", action="append", default=[], metavar="KEY=VAR",
+                   help="consumer property KEY's value from environment variable VAR (e.g. "
+                        "sasl.jaas.config=CGR_KAFKA_JAAS); repeatable")
     p.add_argument("--share-state", metavar="PATH",
                    help="the share-state log (Delta) the share coordinator's records go to: "
                         "a live cluster's __share_group_state (checkpoint "
@@ -90,8 +106,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     add_common_args(p)
     args = p.parse_args(argv)
     try:
-        args.kafka_options = dict(parse_option(o) for o in args.kafka_option)
-    except ValueError as e:
+        args.kafka_options = kafka_options(args.kafka_options_file, args.kafka_option_env,
+                                           args.kafka_option)
+    except (OSError, ValueError) as e:
         p.error(str(e))
     if args.bootstrap_servers and not args.checkpoint:
         p.error("--bootstrap-servers needs --checkpoint")
@@ -99,6 +116,24 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--topic-map goes with --raw")
     check_sampling_args(p, args)
     return args
+
+
+def kafka_options(file: str | None, from_env: list[str], given: list[str]) -> dict[str, str]:
+    """The consumer properties of --kafka-options-file, then --kafka-option-env, then
+    --kafka-option, later ones winning key by key."""
+    options: dict[str, str] = {}
+    if file is not None:
+        try:
+            options.update(read_properties(file))
+        except OSError as e:
+            raise ValueError(f"--kafka-options-file {file}: {e.strerror or e}") from None
+    for text in from_env:
+        key, var = parse_option(text)
+        if var not in os.environ:
+            raise ValueError(f"--kafka-option-env {key}: the environment has no {var}")
+        options[key] = os.environ[var]
+    options.update(parse_option(o) for o in given)
+    return options
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:

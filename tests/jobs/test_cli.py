@@ -113,6 +113,14 @@ def test_a_stream_maintains_its_tables_every_100_batches_unless_told_otherwise()
      "report.py: error: --to (2026-01-01 00:00:00+00:00) must be after --from"),
     ("ingest", ["--raw", "r", "--events", "e", "--kafka-option", "novalue"],
      "ingest.py: error: --kafka-option must look like key=value, got 'novalue' (see --help)"),
+    # Secrets' sources: a file that is not there, an environment variable that is not set
+    ("ingest", ["--raw", "r", "--events", "e", "--kafka-options-file", "/nonexistent/c.properties"],
+     "ingest.py: error: --kafka-options-file /nonexistent/c.properties: No such file or "
+     "directory (see --help)"),
+    ("ingest", ["--raw", "r", "--events", "e", "--kafka-option-env",
+                "sasl.jaas.config=CGR_NO_SUCH_VARIABLE"],
+     "ingest.py: error: --kafka-option-env sasl.jaas.config: the environment has no "
+     "CGR_NO_SUCH_VARIABLE (see --help)"),
     # A what-if Kafka would refuse is refused before a session starts: nothing is read.
     ("whatif", ["--warehouse", "w", "--group", "g", "--assignor", "bogus"],
      "whatif.py: error: unknown assignor 'bogus': the classic protocol's are "),
@@ -171,3 +179,25 @@ def test_a_machine_without_java_is_told_so_in_one_line(java: str, tmp_path: Path
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Java 17 or 21" in done.stderr
     assert not (tmp_path / "events").exists()
+
+
+def test_kafka_options_come_from_the_file_the_environment_and_the_flags_later_winning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client.properties as Kafka's tools read it (`:` separators, a continued line), then
+    the environment, then --kafka-option: each later one wins its keys."""
+    file = tmp_path / "client.properties"
+    file.write_text("security.protocol: SASL_SSL\nsasl.mechanism=PLAIN\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\\n"
+                    "    required username=\"u\" password=\"from-file\";\n")
+    monkeypatch.setenv("CGR_JAAS", "from-env")
+    args = load_job("ingest").parse([
+        "--raw", "r", "--events", "e", "--kafka-options-file", str(file),
+        "--kafka-option-env", "sasl.jaas.config=CGR_JAAS",
+        "--kafka-option", "sasl.mechanism=SCRAM-SHA-512"])
+    assert args.kafka_options == {"security.protocol": "SASL_SSL",
+                                  "sasl.mechanism": "SCRAM-SHA-512",
+                                  "sasl.jaas.config": "from-env"}
+    args = load_job("ingest").parse(["--raw", "r", "--events", "e",
+                                     "--kafka-options-file", str(file)])
+    assert args.kafka_options["sasl.jaas.config"].endswith('password="from-file";')
+    assert "PlainLoginModule required" in args.kafka_options["sasl.jaas.config"]

@@ -111,18 +111,42 @@ def test_the_replay_rejects_no_record_of_the_brokers_groups(
     assert _rows(rejected, "group_id", "event_type", "reason") == []
 
 
-def test_a_second_ingest_from_the_start_adds_only_what_is_new_and_logs_no_secret(
+def _command_lines() -> str:
+    """Every process's arguments on this machine, as `ps` shows them to any user."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            lines.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:  # a process that ended meanwhile
+            continue
+    return "\n".join(lines)
+
+
+def test_a_second_ingest_from_the_start_adds_only_what_is_new_and_shows_no_secret(
         spark: SparkSession, broker: Broker, live: Replayed, session_dir: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secrets given as the job takes them, from a properties file and the environment,
+    reach the consumer and appear in no log line and no process's arguments."""
     # Into a copy of the live log, which the other tests compare with what they read.
     copy = session_dir / "second-events"
     shutil.copytree(live.events, copy)
     had = spark.read.format("delta").load(str(copy)).count()
     caplog.set_level(logging.INFO, logger="ingest")
+    secrets = session_dir / "client.properties"
+    secrets.write_text(f"# a mounted secret\nssl.key.password = {SECRET}\n")
+    monkeypatch.setenv("CGR_TEST_TRUSTSTORE_PASSWORD", SECRET + "-env")
+    args = load_job("ingest").parse([
+        "--bootstrap-servers", broker.bootstrap_servers, "--events", str(copy),
+        "--checkpoint", str(session_dir / "second-ckpt"), "--kafka-options-file", str(secrets),
+        "--kafka-option-env", "ssl.truststore.password=CGR_TEST_TRUSTSTORE_PASSWORD",
+        "--kafka-option", "failOnDataLoss=true"])
+    assert args.kafka_options == {"ssl.key.password": SECRET,
+                                  "ssl.truststore.password": SECRET + "-env",
+                                  "failOnDataLoss": "true"}
     query = start_ingest(spark, IngestOptions(
-        events=str(copy), bootstrap_servers=broker.bootstrap_servers,
-        checkpoint=str(session_dir / "second-ckpt"),
-        kafka_options={"ssl.key.password": SECRET, "failOnDataLoss": "true"}))
+        events=args.events, bootstrap_servers=args.bootstrap_servers,
+        checkpoint=args.checkpoint, kafka_options=args.kafka_options))
+    assert SECRET not in _command_lines()  # while the stream runs, the JVM's included
     query.awaitTermination()
     # What was written after the first ingest stopped (the broker is the suite's) is new to
     # it; nothing before.
@@ -131,7 +155,7 @@ def test_a_second_ingest_from_the_start_adds_only_what_is_new_and_logs_no_secret
     events = spark.read.format("delta").load(str(copy))
     assert events.count() == had + since
     assert events.select("log_partition", "log_offset").distinct().count() == had + since
-    assert "ssl.key.password" in caplog.text
+    assert "ssl.key.password" in caplog.text and "ssl.truststore.password" in caplog.text
     assert SECRET not in caplog.text
 
 
