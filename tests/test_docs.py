@@ -38,6 +38,8 @@ BY_HAND = (
     "# run by hand; not in the suite (rewrites tests/data/golden)",
     "# run by hand; not in the suite (spark-submit; the test starts the job with python)",
     "# run by hand; not in the suite (needs a PostgreSQL server)",
+    # the services' files themselves are parsed by tests/deploy/test_units.py
+    "# run by hand; not in the suite (on your own hosts: systemd, Kubernetes, your cluster's tools)",
 )
 SETUP = ("bash jobs/demo.sh", "bash tests/run.sh", "export ", "JARS=", "pip install ")
 FIRST = [["bash", "jobs/demo.sh"], ["bash", "tests/run.sh"]]
