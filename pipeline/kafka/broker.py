@@ -85,11 +85,13 @@ DEFAULT_CONFIG: dict[str, str] = {
     # __share_group_state its state no longer needs, all of a deleted group's: a test that
     # reads the topic after the fact must find them all, however long the broker has run.
     "share.coordinator.state.topic.prune.interval.ms": "86400000",
-    # Retention checked every second (the default: 5 minutes) and the cleaner back after a
-    # second (15 s): a topic's short retention.ms or its compaction shows while a test runs.
+    # Retention checked every second (the default: 5 minutes, the first 30 s after the start)
+    # and the cleaner back after a second (15 s): a topic's short retention.ms or its
+    # compaction shows while a test runs.
     # The internal topics' segments (100 MiB) never roll in a test, so are never cleaned.
     "log.retention.check.interval.ms": "1000",
     "log.cleaner.backoff.ms": "1000",
+    "log.initial.task.delay.ms": "1000",  # the first retention check: 30 s after the start
 }
 
 _LOG4J2 = """\
