@@ -182,3 +182,25 @@ def test_samples_without_a_known_lag_say_so(tmp_path: Path) -> None:
     assert picture.lag_samples == 56
     texts = [t.get_text() for t in panel(picture, "lag").texts]
     assert any(t.startswith("no lag known") for t in texts)
+
+
+def test_records_lost_and_the_time_to_catch_up_are_drawn_where_the_rows_have_them(
+        tmp_path: Path) -> None:
+    """A group that lost records after 600 s and whose time to catch up is known: the lost
+    records on the messages panel, the time to catch up beside the time lag, in its unit;
+    neither line for a group whose rows have none (the hand-made group as it is)."""
+    plain = render(lag_group(), GROUP, path=tmp_path / "plain.png")
+    assert not [x for ax in plain.figure.axes for x in ax.lines
+                if x.get_gid() in ("lost-records", "catch-up-ms")]
+    tables = lag_group()
+    rows = tables["group_lag"].copy()
+    late = rows["sampled_at"] >= at(600)
+    rows["lost_records"] = np.where(late, 250, 0)
+    rows["catch_up_ms"] = np.where(late, np.nan, 90_000.0)
+    picture = render({**tables, "group_lag": rows}, GROUP, path=tmp_path / "g.png")
+    lost = line(panel(picture, "lag"), "lost-records")
+    assert list(lost.get_ydata()) == list(rows["lost_records"])
+    eta = np.asarray(line(panel(picture, "lag_time"), "catch-up-ms").get_ydata())
+    assert np.allclose(eta[~late.to_numpy()] * 60_000, 90_000) and np.isnan(eta[late]).all()
+    page = render({**tables, "group_lag": rows}, GROUP, path=tmp_path / "g.html").path.read_text()
+    assert "<th>lost_records</th>" in page and "<th>catch_up_ms</th>" in page
