@@ -17,7 +17,7 @@ kept as MALFORMED_RECORD rows, which the replay sends to rejected_events. With -
 the share coordinator's topic `__share_group_state` (live, once the cluster has it; or, with
 --raw, its dump --raw-share-state) goes the same way into a log of its own, which
 jobs/replay.py and jobs/backfill.py --share-state replay into share_partition_state
-(docs/kafka.md). Option values whose key names a password, secret, JAAS config or key are
+(docs/kafka4.md). Option values whose key names a password, secret, JAAS config or key are
 never logged. The cluster's topic ids and names (or, with --raw, those of --topic-map) are
 recorded with the log (`<events>_topics`), and a live cluster's `__consumer_offsets`
 partition count on it (the table property kafka.offsets.topic.num.partitions):
