@@ -91,3 +91,26 @@ def test_no_page_is_longer_than_a_reader_takes_in() -> None:
     long = {page.name: n for page in PAGES
             if (n := len(page.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"pages over {MAX_LINES} lines (split them by topic): {long}"
+
+
+def _anchor(heading: str) -> str:
+    """A Markdown heading's anchor, as GitHub makes it."""
+    text = re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_link_between_the_pages_finds_its_page_and_heading() -> None:
+    anchors = {page.resolve(): {_anchor(line) for line in page.read_text(encoding="utf-8")
+                                .splitlines() if line.startswith("#")} for page in PAGES}
+    broken = []
+    for page in PAGES:
+        prose = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for link in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if link.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, fragment = link.partition("#")
+            target = (page.parent / path).resolve() if path else page.resolve()
+            if not target.exists() or (fragment and target in anchors
+                                       and fragment not in anchors[target]):
+                broken.append(f"{page.name}: {link}")
+    assert not broken, broken
