@@ -7,12 +7,14 @@
     spark-submit jobs/query.py --warehouse /data/wh --demo
 
 Every table under --warehouse is a SQL name (group_state, committed_offsets,
-offset_history, group_transitions, rebalances, rejected_events, error_responses,
-group_history; with --end-offsets partition_lag, group_lag, rejected_samples; with
---share-state share_partition_state; and topics where the ingest recorded it), with the
-view group_members and the table functions group_state_as_of(ts), group_members_as_of(ts),
-committed_offsets_as_of(ts), rebalance_summary(from, to), rebalance_storms(minutes, n),
-member_sessions().
+offset_history, group_transitions, rebalances, rebalance_cost, rejected_events,
+error_responses, group_history; with --end-offsets partition_lag, group_lag,
+rejected_samples; with --share-state share_partition_state; and topics where the ingest
+recorded it), with the views group_members and whatif_input and the table functions
+group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
+rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions(),
+whatif(change, TABLE(whatif_input) PARTITION BY group_id), and with the lag tables
+lag_as_of(ts) and group_lag_between(from, to).
 `--as-of` without SQL prints state, members and offsets as of that time, for one --group
 or all. With SQL, the statement sees the tables as they were then: group_state,
 committed_offsets and group_members are their as-of forms, the append-only tables hold only
