@@ -46,7 +46,9 @@ State kept, and why it stays small (per key, not per batch):
   lower bound's base); its last `intervals` samples (Burrow's broker window; the last is
   the previous sample); per group its last offset change, Burrow's ring of its last
   `intervals` commits with their lags then (none older than `expire_group_ms` before the
-  newest sample), and its changes after the newest sample (pending).
+  newest sample), its marks at its last `intervals` samples (time, end, start, committed:
+  the window `rules.pace` takes the rates over), the first sample of its current run of
+  lost records, and its changes after the newest sample (pending).
 - per group: the moment facts (`rules.Moment`): its last group_history row (with the
   owner of each assigned partition), its last transition, last entry into a rebalance,
   into and out of Empty, last completed rebalance; and its rows after its newest sample.
