@@ -296,8 +296,10 @@ ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
 
 # Not written by the fold (it cannot know names: Kafka 4.1+ writes no subscription metadata
 # record, so the log names topics of KIP-848 groups by id only). `jobs/ingest.py` records it
-# from the cluster's metadata, or from a map file beside a raw dump; the SQL views and the
-# report name KIP-848 members' partitions through it at query time.
+# from the cluster's metadata, or from a map file beside a raw dump, with the log (and with
+# --warehouse straight into the warehouse); replay and backfill copy the log's into the
+# warehouse when they start (`copy_log_topics`). The SQL views and the report name KIP-848
+# members' partitions through it at query time.
 TOPICS: tuple[Column, ...] = (
     Column("topic_id", "string", False, "Kafka's topic id (Uuid.toString(), URL-safe base64)"),
     Column("topic_name", "string", False),
