@@ -210,6 +210,10 @@ def test_the_what_if_of_the_range_groups_history_predicts_the_broker_under_the_o
                 heartbeat_ms=HEARTBEAT_MS)
     (w,) = asked.answers
     predicted = {s["run"]: s for s in w.summary}["what-if"]
+    # A KIP-848 member the loaded machine kept from heartbeating in time is fenced and rejoins
+    # with its assignment unchanged: one more group epoch that moves nothing, which no
+    # history of the classic group foretells (seen twice in CI, cause CONSUMER_GROUP_METADATA).
+    # The rebalances that moved partitions are the broker's answer to the sequence.
+    moving = sum(1 for _, moved in actual["wi-848"]["each"] if moved)
     assert (predicted["rebalances"], predicted["partitions_moved"]) == (
-        actual["wi-848"]["rebalances"], actual["wi-848"]["partitions_moved"]) == (4, 13), (
-        predicted, actual["wi-848"])
+        moving, actual["wi-848"]["partitions_moved"]) == (4, 13), (predicted, actual["wi-848"])
