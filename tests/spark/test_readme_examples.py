@@ -70,11 +70,20 @@ def bash_blocks(text: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
 
 
-def shell_commands(script: str) -> list[list[str]]:
-    """Each command of a bash script as its words: `\\` continues a line, a quoted string
-    may span lines, `#` starts a comment."""
-    commands, pending = [], ""
+JOURNAL_ONLY = "needs the journal"  # in a command's note: it answers nothing on a real log
+
+
+def noted_commands(script: str) -> list[tuple[str, list[str]]]:
+    """Each command of a bash script as (its note, its words): the note is the comment lines
+    right above it, the words its own; `\\` continues a line, a quoted string may span
+    lines, `#` starts a comment."""
+    commands: list[tuple[str, list[str]]] = []
+    note: list[str] = []
+    pending = ""
     for line in script.replace("\\\n", " ").splitlines():
+        if not pending and line.lstrip().startswith("#"):
+            note.append(line.strip().lstrip("#").strip())
+            continue
         pending = f"{pending}\n{line}" if pending else line
         try:
             words = shlex.split(pending, comments=True)
@@ -82,9 +91,15 @@ def shell_commands(script: str) -> list[list[str]]:
             continue
         pending = ""
         if words:
-            commands.append(words)
+            commands.append((" ".join(note), words))
+        note = []
     assert not pending, f"unterminated command: {pending!r}"
     return commands
+
+
+def shell_commands(script: str) -> list[list[str]]:
+    """Each command of a bash script as its words (`noted_commands`, without the notes)."""
+    return [words for _, words in noted_commands(script)]
 
 
 def job_command(words: list[str], jobs: tuple[str, ...] = JOBS) -> tuple[str, list[str]] | None:
@@ -100,15 +115,23 @@ def source_commands(jobs: tuple[str, ...],
                     ) -> list[tuple[str, list[str]]]:
     """The commands of `sources` that run one of `jobs`, each once, in page order; a whole
     page's without its KAFKA4_SOURCE section, unless that is the source."""
-    found: list[tuple[str, list[str]]] = []
+    return [c for c, _ in noted_source_commands(jobs, sources)]
+
+
+def noted_source_commands(jobs: tuple[str, ...],
+                          sources: tuple[tuple[str, str | None], ...] = EXAMPLE_SOURCES,
+                          ) -> list[tuple[tuple[str, list[str]], str]]:
+    """`source_commands`, each with its note (`noted_commands`)."""
+    found: list[tuple[tuple[str, list[str]], str]] = []
     for page, heading in sources:
         text = (ROOT / page).read_text(encoding="utf-8")
         if heading is None and page == KAFKA4_SOURCE[0]:
             text = text.replace(section(text, KAFKA4_SOURCE[1]), "")
         for block in bash_blocks(text if heading is None else section(text, heading)):
-            for words in shell_commands(block):
-                if (c := job_command(words, jobs)) and c not in found:
-                    found.append(c)
+            for note, words in noted_commands(block):
+                c = job_command(words, jobs)
+                if c and c not in [f for f, _ in found]:
+                    found.append((c, note))
     return found
 
 
