@@ -15,7 +15,8 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.events.eventlog import write_event_log
-from pipeline.spark.events.validate import check_event_log, check_partition_count, mismatch
+from pipeline.spark.events.validate import check_event_log, check_partition_count
+from pipeline.spark.tables.contract import mismatch
 from pipeline.spark.tables.warehouse import ensure_tables
 from tests.jobs.jobs import load_job
 

@@ -17,80 +17,17 @@ from functools import reduce
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    IntegerType,
-    LongType,
-    NullType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
 from pipeline.errors import UsageError
 from pipeline.fold.partitioning import partition_count_misfit
-from pipeline.spark.tables.contract import event_schema
+from pipeline.spark.tables.contract import event_schema, mismatch
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.paths import exists, is_path
 from schemas import OUTPUT_TABLES
 
 REQUIRED = ("log_partition", "log_offset", "event_time", "group_id", "event_type")
-_INTEGRAL: dict[type[DataType], tuple[int, int]] = {
-    ByteType: (1, 2), ShortType: (2, 4), IntegerType: (3, 9), LongType: (4, 18)}
 _WRITERS = "jobs/generate.py or jobs/ingest.py"
-
-
-def mismatch(source: DataType, target: DataType, where: str) -> tuple[str, DataType, DataType] | None:
-    """The first place (`where`, a dotted column path) where `source` does not cast to
-    `target` without loss, with the two types there; None if it does."""
-    if source == target or isinstance(source, NullType):
-        return None
-    if isinstance(target, ArrayType):
-        if isinstance(source, ArrayType):
-            return mismatch(source.elementType, target.elementType, f"{where}[]")
-    elif isinstance(target, StructType):
-        if isinstance(source, StructType):
-            return _struct_mismatch(source, target, where)
-    elif _scalar_fits(source, target):
-        return None
-    return where, source, target
-
-
-def _struct_mismatch(source: StructType, target: StructType, where: str
-                     ) -> tuple[str, DataType, DataType] | None:
-    # Spark casts a struct field by position: the names must line up, not only exist.
-    if [f.name.lower() for f in source.fields] != [f.name.lower() for f in target.fields]:
-        return where, source, target
-    for s, t in zip(source.fields, target.fields, strict=True):
-        found = mismatch(s.dataType, t.dataType, f"{where}.{t.name}")
-        if found:
-            return found
-    return None
-
-
-def _scalar_fits(source: DataType, target: DataType) -> bool:
-    if type(target) in _INTEGRAL:
-        rank, digits = _INTEGRAL[type(target)]
-        if type(source) in _INTEGRAL:
-            return _INTEGRAL[type(source)][0] <= rank
-        return (isinstance(source, DecimalType) and source.scale == 0
-                and source.precision <= digits)
-    if isinstance(target, TimestampType):
-        return isinstance(source, TimestampNTZType | DateType)
-    if isinstance(target, StringType):  # any plain value prints as a string
-        return not isinstance(source, BinaryType | ArrayType | StructType) and \
-            source.typeName() != "map"
-    if isinstance(target, BinaryType):
-        return isinstance(source, StringType)
-    return isinstance(target, BooleanType) and isinstance(source, BooleanType)
 
 
 def check_columns(schema: StructType, contract: StructType, required: Sequence[str],

@@ -1,6 +1,7 @@
 """The contract's Spark types, built from `schemas/`: the event log's, each output table's,
-what a column holds at any depth (`holds`), rows shaped as a table's (`as_table`), and a
-Spark schema as the Arrow schema its rows cross into Python with (`arrow_schema`)."""
+what a column holds at any depth (`holds`), whether a type casts to the contract's without
+loss (`mismatch`), rows shaped as a table's (`as_table`), and a Spark schema as the Arrow
+schema its rows cross into Python with (`arrow_schema`)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from pyspark.sql.types import (
     ByteType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
     MapType,
+    NullType,
     ShortType,
     StringType,
     StructField,
@@ -36,7 +39,7 @@ from schemas.share_state import SHARE_STATE_LOG
 
 SEED = "_seed"  # a hand-off row's column: the group's state as the backfill left it
 __all__ = ["SEED", "arrow_schema", "arrow_type", "as_table", "event_schema", "holds",
-           "share_log_schema", "struct_of", "table_schema"]
+           "mismatch", "share_log_schema", "struct_of", "table_schema"]
 TIME_ZONE = "UTC"  # the session's (conf/spark-defaults.conf): Arrow's timestamps carry it
 _ARROW: dict[type[DataType], pa.DataType] = {
     BooleanType: pa.bool_(), ByteType: pa.int8(), ShortType: pa.int16(),
@@ -45,6 +48,54 @@ _ARROW: dict[type[DataType], pa.DataType] = {
     DateType: pa.date32(), TimestampType: pa.timestamp("us", tz=TIME_ZONE),
     TimestampNTZType: pa.timestamp("us"),
 }
+
+_INTEGRAL: dict[type[DataType], tuple[int, int]] = {
+    ByteType: (1, 2), ShortType: (2, 4), IntegerType: (3, 9), LongType: (4, 18)}
+
+
+def mismatch(source: DataType, target: DataType, where: str) -> tuple[str, DataType, DataType] | None:
+    """The first place (`where`, a dotted column path) where `source` does not cast to
+    `target` without loss, with the two types there; None if it does."""
+    if source == target or isinstance(source, NullType):
+        return None
+    if isinstance(target, ArrayType):
+        if isinstance(source, ArrayType):
+            return mismatch(source.elementType, target.elementType, f"{where}[]")
+    elif isinstance(target, StructType):
+        if isinstance(source, StructType):
+            return _struct_mismatch(source, target, where)
+    elif _scalar_fits(source, target):
+        return None
+    return where, source, target
+
+
+def _struct_mismatch(source: StructType, target: StructType, where: str
+                     ) -> tuple[str, DataType, DataType] | None:
+    # Spark casts a struct field by position: the names must line up, not only exist.
+    if [f.name.lower() for f in source.fields] != [f.name.lower() for f in target.fields]:
+        return where, source, target
+    for s, t in zip(source.fields, target.fields, strict=True):
+        found = mismatch(s.dataType, t.dataType, f"{where}.{t.name}")
+        if found:
+            return found
+    return None
+
+
+def _scalar_fits(source: DataType, target: DataType) -> bool:
+    if type(target) in _INTEGRAL:
+        rank, digits = _INTEGRAL[type(target)]
+        if type(source) in _INTEGRAL:
+            return _INTEGRAL[type(source)][0] <= rank
+        return (isinstance(source, DecimalType) and source.scale == 0
+                and source.precision <= digits)
+    if isinstance(target, TimestampType):
+        return isinstance(source, TimestampNTZType | DateType)
+    if isinstance(target, StringType):  # any plain value prints as a string
+        return not isinstance(source, BinaryType | ArrayType | StructType) and \
+            source.typeName() != "map"
+    if isinstance(target, BinaryType):
+        return isinstance(source, StringType)
+    return isinstance(target, BooleanType) and isinstance(source, BooleanType)
 
 
 def holds(t: DataType, kinds: type[DataType] | tuple[type[DataType], ...]) -> bool:
