@@ -12,6 +12,7 @@ import argparse
 import functools
 import logging
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib.resources import as_file
@@ -70,6 +71,14 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, []):
             return action.help
         return super()._get_help_string(action)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        # A flag (--share-state) is never cut at its hyphen.
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 class JobParser(argparse.ArgumentParser):

@@ -6,15 +6,8 @@
         "SELECT * FROM group_members WHERE group_id = 'orders'"
     spark-submit jobs/query.py --warehouse /data/wh --demo
 
-Every table under --warehouse is a SQL name (group_state, committed_offsets,
-offset_history, group_transitions, rebalances, rebalance_cost, rejected_events,
-error_responses, group_history; with --end-offsets partition_lag, group_lag,
-rejected_samples; with --share-state share_partition_state; and topics where the ingest
-recorded it), with the views group_members and whatif_input and the table functions
-group_state_as_of(ts), group_members_as_of(ts), committed_offsets_as_of(ts),
-rebalance_summary(from, to), rebalance_storms(minutes, n), member_sessions(),
-whatif(change, TABLE(whatif_input) PARTITION BY group_id), and with the lag tables
-lag_as_of(ts) and group_lag_between(from, to).
+Every table under --warehouse is a SQL name, with the views and table functions
+`--help` lists (`pipeline.spark.tables.catalog.names_help`, from the catalog itself).
 `--as-of` without SQL prints state, members and offsets as of that time, for one --group
 or all. With SQL, the statement sees the tables as they were then: group_state,
 committed_offsets and group_members are their as-of forms, the append-only tables hold only
@@ -48,6 +41,7 @@ from pipeline.spark.tables.catalog import (
     LAG_DEMO_QUERIES,
     as_of,
     bind_as_of,
+    names_help,
     register_views,
     timestamp_sql,
 )
@@ -55,7 +49,7 @@ from pipeline.spark.tables.errors import first_line, user_sql
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = JobParser(__file__, __doc__)
+    p = JobParser(__file__, __doc__, epilog=names_help())
     add_warehouse_arg(p)
     p.add_argument("--demo", action="store_true", help="run the example questions")
     p.add_argument("--as-of", type=event_time_arg, metavar="TIMESTAMP",

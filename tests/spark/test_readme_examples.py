@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 from pipeline.jobs import demo as demo_job
 from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.tables.catalog import DEMO_QUERIES, LAG_DEMO_QUERIES, register_views
-from schemas import OUTPUT_TABLES
+from schemas import OUTPUT_TABLES, WAREHOUSE_TABLES
 from schemas.lag import LAG_TABLES
 from tests.jobs.jobs import load_job
 
@@ -340,6 +340,23 @@ def test_the_demo_questions_answer_from_the_demo_warehouse(spark: SparkSession,
     for rows in lag.values():
         assert {r["group_id"] for r in rows} <= groups
 
+
+
+def test_query_help_names_every_table_view_and_function_a_query_can_use(
+        spark: SparkSession, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What register_views makes of the demo's warehouse, as Spark lists it, is all in
+    `jobs/query.py --help`, and so are the tables only other warehouses have."""
+    register_views(spark, str(demo / "warehouse"))
+    with pytest.raises(SystemExit):
+        load_job("query").parse(["--help"])
+    shown = set(re.findall(r"\w+", capsys.readouterr().out))
+    ours = {r[0].rsplit(".", 1)[-1] for r in spark.sql("SHOW USER FUNCTIONS").collect()}
+    ours -= {"table_changes", "table_changes_by_path"}  # Delta's change feed, not ours
+    views = {r["viewName"] for r in spark.sql("SHOW VIEWS").collect() if r["isTemporary"]}
+    assert ours >= {"lag_as_of", "member_sessions", "rebalance_storms"}, ours
+    assert "whatif" in shown
+    assert not (ours | views | set(WAREHOUSE_TABLES)) - shown, sorted(
+        (ours | views | set(WAREHOUSE_TABLES)) - shown)
 
 AS_OF_EXAMPLES = [(job, argv) for job, argv in EXAMPLES if job == "query.py" and "--as-of" in argv]
 

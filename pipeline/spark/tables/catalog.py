@@ -34,6 +34,7 @@ from pipeline.fold.states import DEAD
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
+from pipeline.spark.tables.whatif_sql import CALL as WHATIF_CALL
 from pipeline.spark.tables.whatif_sql import register_whatif
 from pipeline.times import utc_datetime
 from schemas import (
@@ -99,6 +100,25 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
             register_whatif(spark)
     return names
 
+
+
+def signature(sql: str) -> str:
+    """`name(arg, ...)` of a CREATE FUNCTION statement: its argument names, without types."""
+    found = re.search(r"FUNCTION\s+(\w+)\((.*?)\)\s*RETURNS", sql, re.S)
+    assert found, sql
+    args = [part.split()[0] for part in found[2].split(",") if part.strip()]
+    return f"{found[1]}({', '.join(args)})"
+
+
+def names_help() -> str:
+    """What a query can name once register_views has run, from the catalog itself (the
+    `--help` of jobs/query.py)."""
+    return (f"Tables: {', '.join(OUTPUT_TABLES)}; with --end-offsets {', '.join(LAG_TABLES)}; "
+            f"with --share-state {', '.join(SHARE_TABLES)}; {', '.join(METADATA_TABLES)} "
+            "where the ingest recorded it. Views: group_members, whatif_input. Table "
+            f"functions: {', '.join(map(signature, FUNCTIONS.values()))}, {WHATIF_CALL}; with "
+            f"the lag tables {', '.join(map(signature, LAG_FUNCTIONS.values()))}."
+            )
 
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)

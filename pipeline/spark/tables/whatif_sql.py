@@ -30,6 +30,8 @@ from pipeline.whatif.compare import RECORDED
 from schemas.columns import Column, ddl
 from schemas.whatif import WHATIF_SUMMARY
 
+# How a query calls it, as `jobs/query.py --help` lists it.
+CALL = "whatif(change, TABLE(whatif_input) PARTITION BY group_id)"
 # What the what-if reads of group_history, with the group's kind of log (`journal`: its
 # departures have causes and timing).
 INPUT = """
