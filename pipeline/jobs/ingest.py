@@ -108,7 +108,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     try:
         args.kafka_options = kafka_options(args.kafka_options_file, args.kafka_option_env,
                                            args.kafka_option)
-    except (OSError, ValueError) as e:
+    except ValueError as e:  # kafka_options says which flag and why
         p.error(str(e))
     if args.bootstrap_servers and not args.checkpoint:
         p.error("--bootstrap-servers needs --checkpoint")

@@ -101,11 +101,11 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
     return names
 
 
-
 def signature(sql: str) -> str:
     """`name(arg, ...)` of a CREATE FUNCTION statement: its argument names, without types."""
     found = re.search(r"FUNCTION\s+(\w+)\((.*?)\)\s*RETURNS", sql, re.S)
-    assert found, sql
+    if found is None:
+        raise ValueError(f"not a CREATE FUNCTION ... RETURNS statement: {sql[:80]!r}")
     args = [part.split()[0] for part in found[2].split(",") if part.strip()]
     return f"{found[1]}({', '.join(args)})"
 
@@ -117,8 +117,8 @@ def names_help() -> str:
             f"with --share-state {', '.join(SHARE_TABLES)}; {', '.join(METADATA_TABLES)} "
             "where the ingest recorded it. Views: group_members, whatif_input. Table "
             f"functions: {', '.join(map(signature, FUNCTIONS.values()))}, {WHATIF_CALL}; with "
-            f"the lag tables {', '.join(map(signature, LAG_FUNCTIONS.values()))}."
-            )
+            f"the lag tables {', '.join(map(signature, LAG_FUNCTIONS.values()))}.")
+
 
 # A table with no as-of form, kept to what was known at T by its time column. (topics is
 # not filtered: a name learnt later still names an id logged before.)
