@@ -346,6 +346,9 @@ def test_query_help_names_every_table_view_and_function_a_query_can_use(
         spark: SparkSession, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """What register_views makes of the demo's warehouse, as Spark lists it, is all in
     `jobs/query.py --help`, and so are the tables only other warehouses have."""
+    for r in spark.sql("SHOW VIEWS").collect():  # other tests' in the shared session
+        if r["isTemporary"]:
+            spark.catalog.dropTempView(r["viewName"])
     register_views(spark, str(demo / "warehouse"))
     with pytest.raises(SystemExit):
         load_job("query").parse(["--help"])
