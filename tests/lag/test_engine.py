@@ -21,7 +21,7 @@ from pipeline.fold import CoordinatorConfig
 from pipeline.fold.group_replay import replay_group
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import Commit, LagConfig
-from pipeline.lag.batch import Rows, by_partition
+from pipeline.lag.batch import TP, Row, Rows, by_partition
 from pipeline.lag.engine import (
     FORMAT,
     GroupState,
@@ -33,8 +33,6 @@ from pipeline.lag.engine import (
 from tests.grouping import by_group
 from tests.lag.oracle import lag_tables
 
-Row = dict[str, Any]
-TP = tuple[str, int]
 INTERNAL = ("moment", "verdict", "prev_t")
 
 

@@ -35,6 +35,7 @@ from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
 from pipeline.spark.tables.topics import topic_names, with_topic_names
 from pipeline.spark.tables.whatif_sql import CALL as WHATIF_CALL
+from pipeline.spark.tables.whatif_sql import INPUT_VIEW as WHATIF_VIEW
 from pipeline.spark.tables.whatif_sql import register_whatif
 from pipeline.times import utc_datetime
 from schemas import (
@@ -95,7 +96,7 @@ def register_views(spark: SparkSession, warehouse: str) -> list[str]:
         for sql in LAG_FUNCTIONS.values():
             spark.sql(sql)
     if "group_state" in names:
-        spark.sql(MEMBERS_NOW).createOrReplaceTempView("group_members")
+        spark.sql(MEMBERS_NOW).createOrReplaceTempView(MEMBERS_VIEW)
         if "group_history" in names:
             register_whatif(spark)
     return names
@@ -115,7 +116,7 @@ def names_help() -> str:
     `--help` of jobs/query.py)."""
     return (f"Tables: {', '.join(OUTPUT_TABLES)}; with --end-offsets {', '.join(LAG_TABLES)}; "
             f"with --share-state {', '.join(SHARE_TABLES)}; {', '.join(METADATA_TABLES)} "
-            "where the ingest recorded it. Views: group_members, whatif_input. Table "
+            f"where the ingest recorded it. Views: {MEMBERS_VIEW}, {WHATIF_VIEW}. Table "
             f"functions: {', '.join(map(signature, FUNCTIONS.values()))}, {WHATIF_CALL}; with "
             f"the lag tables {', '.join(map(signature, LAG_FUNCTIONS.values()))}.")
 
@@ -145,7 +146,7 @@ def bind_as_of(spark: SparkSession, at_ms: int) -> dict[str, str]:
                          "again with this version")
     bound = {"group_state": spark.sql(STATE_AS_OF.format(at=at)),
              "committed_offsets": spark.sql(f"SELECT * FROM committed_offsets_as_of({at})"),
-             "group_members": spark.sql(f"SELECT * FROM group_members_as_of({at})")}
+             MEMBERS_VIEW: spark.sql(f"SELECT * FROM group_members_as_of({at})")}
     said = {t: f"as of {at}" for t in bound}
     for table, column in HISTORY_TIME.items():
         if table in tables:
@@ -206,6 +207,7 @@ _GROUP_OF_MEMBER = tuple(c for c in GROUP_STATE if c.name in ("group_id", "gener
 _MEMBER = _returns(_GROUP_OF_MEMBER + _MEMBER_VIEW)
 _MEMBER_COLUMNS = _columns(_MEMBER_VIEW, "m.")
 
+MEMBERS_VIEW = "group_members"  # the view of MEMBERS_NOW
 # group_state's members, one row each: what group_members_as_of answers, now.
 MEMBERS_NOW = f"""
     SELECT group_id, generation_id, {_MEMBER_COLUMNS}
@@ -414,7 +416,8 @@ def permanent_sql(database: str, lag: bool = False) -> dict[str, str]:
     made = {name: qualified(sql.replace("CREATE OR REPLACE TEMPORARY FUNCTION ",
                                         f"CREATE OR REPLACE FUNCTION {db}.", 1))
             for name, sql in functions.items()}
-    made["group_members"] = f"CREATE OR REPLACE VIEW {db}.`group_members` AS {qualified(MEMBERS_NOW)}"
+    made[MEMBERS_VIEW] = (f"CREATE OR REPLACE VIEW {db}.`{MEMBERS_VIEW}` AS "
+                          f"{qualified(MEMBERS_NOW)}")
     return made
 
 

@@ -30,8 +30,9 @@ from pipeline.whatif.compare import RECORDED
 from schemas.columns import Column, ddl
 from schemas.whatif import WHATIF_SUMMARY
 
+INPUT_VIEW = "whatif_input"  # the view of group_history the table function reads
 # How a query calls it, as `jobs/query.py --help` lists it.
-CALL = "whatif(change, TABLE(whatif_input) PARTITION BY group_id)"
+CALL = f"whatif(change, TABLE({INPUT_VIEW}) PARTITION BY group_id)"
 # What the what-if reads of group_history, with the group's kind of log (`journal`: its
 # departures have causes and timing).
 INPUT = """
@@ -86,7 +87,7 @@ def register_whatif(spark: SparkSession, history: str = "group_history",
                     state: str = "group_state") -> None:
     """The view `whatif_input` over the registered `history` and `state` views, and the
     table function `whatif`."""
-    spark.sql(INPUT.format(history=history, state=state)).createOrReplaceTempView("whatif_input")
+    spark.sql(INPUT.format(history=history, state=state)).createOrReplaceTempView(INPUT_VIEW)
     function = udtf(WhatIfRuns, returnType=ddl(RETURNS))
     assert isinstance(function, UserDefinedTableFunction)  # udtf(cls, ...) makes one at once
     spark.udtf.register("whatif", function)
