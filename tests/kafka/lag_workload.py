@@ -51,6 +51,11 @@ REWIND_AT = 4
 JOIN_EVERY = 3  # rebalancing's second member joins on ticks 1, 4, 7, ... and leaves 1 tick later
 GROUPS = ("healthy", "slowed", "stopped", "rewinding", "rebalancing")
 MAX_POLL_INTERVAL_MS = 150_000  # slowed may wait 120 s for a sampler round between polls
+# How long a tick of a group that reads everything may read: its member alone in its group
+# (healthy, rewinding before its drop) reads until it has everything, however busy the cores
+# (a CI run saw rewinding read too little in 1.5 s, tick after tick, and never get OK);
+# rebalancing gives up after Member.read's 1.5 s, a rebalance under way.
+READ_ALL_S = 60.0
 
 
 def group_id(name: str) -> str:
@@ -156,9 +161,9 @@ class Member:
             self.consumer.close()
 
 
-def read_all(m: Member) -> None:
+def read_all(m: Member, timeout_s: float = 1.5) -> None:
     """What healthy does each tick: read everything the log holds now, commit it."""
-    m.read(m.end_offsets())
+    m.read(m.end_offsets(), timeout_s)
     m.commit()
 
 
@@ -330,7 +335,7 @@ class Workload:
 
     def _healthy(self) -> Callable[[int], None]:
         m = self.members["healthy"]
-        return lambda n: read_all(m)
+        return lambda n: read_all(m, READ_ALL_S)
 
     def _slowed(self) -> Callable[[int], None]:
         slow = Slow(self.members["slowed"], self.members["slowed"].end_offsets())
@@ -368,7 +373,7 @@ class Workload:
 
         def tick(n: int) -> None:
             if n < REWIND_AT:
-                read_all(m)
+                read_all(m, READ_ALL_S)
             elif n == REWIND_AT:
                 self.rewound_from = dict(m.position)
                 self.rewinding_at_ms = now_ms()

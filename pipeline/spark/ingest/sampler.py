@@ -17,8 +17,10 @@ Admin client sends as one request per leader broker; all three are in flight bef
 awaited. The client is Kafka's own Java Admin, already on the Spark Kafka source's classpath,
 built from the ingest's consumer properties so a secured cluster needs nothing more, and
 called only from the thread that runs the rounds (py4j gives each Python thread its own
-connection). Every row of a round has the round's wall-clock start as `sampled_at`, so the
-MERGE on (topic, partition, sampled_at) makes a round written twice count once. A round never
+connection). Every row of a round has one `sampled_at`: the wall clock as its ListOffsets
+calls go out, after the round's describeTopics (on busy cores a round's start can be seconds
+before the broker answers, and lag pairs the end offset with the commits as of `sampled_at`);
+the MERGE on (topic, partition, sampled_at) makes a round written twice count once. A round never
 raises: a failed round is logged with its reason and the next interval tries again; a
 partition whose own answer failed is left out of the round, and a maxTimestamp answer failing
 alone (a broker before Kafka 3.0) leaves `max_timestamp` null.
@@ -167,8 +169,9 @@ def _shown(failed: Mapping[TP, str]) -> str:
 
 @dataclass
 class SampleRound:
-    """One round: its time, the rows it found (dicts, times in epoch ms), the partitions left
-    out and why, and, when it found nothing, why."""
+    """One round: its time (the rows' `sampled_at` when it asked for end offsets, else its
+    start), the rows it found (dicts, times in epoch ms), the partitions left out and why,
+    and, when it found nothing, why."""
 
     sampled_at: int
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -300,27 +303,28 @@ class EndOffsetSampler:
 
     def sample_once(self) -> SampleRound:
         """One round on this thread: asked, written, logged; never raises."""
-        sampled_at = int(time.time() * 1000)  # wall-clock: the samples' time, not a duration
+        started_at = int(time.time() * 1000)  # wall-clock: a time of day, not a duration
         self.rounds += 1
         try:
-            result = self.take_round(sampled_at)
+            result = self.take_round(started_at)
             if result.rows:
                 result.written = write_samples(self.spark, result.rows, self.target)
                 self.sampled += result.written
         except Exception as exc:  # one bad round never ends the job: the next one tries again
-            result = SampleRound(sampled_at, error=reason(exc))
+            result = SampleRound(started_at, error=reason(exc))
         self.last = result
         if result.error is not None:
             self.failures += 1
             log.warning("end-offset round at %s wrote nothing (retried in the next round): %s",
-                        _when(sampled_at), result.error)
+                        _when(started_at), result.error)
         elif result.rows:
             log.info("end offsets of %d partitions sampled at %s into %s", result.written,
-                     _when(sampled_at), self.target)
+                     _when(result.sampled_at), self.target)
         return result
 
-    def take_round(self, sampled_at: int) -> SampleRound:
-        """Ask the cluster for the end offsets of every known partition; write nothing."""
+    def take_round(self, started_at: int) -> SampleRound:
+        """Ask the cluster for the end offsets of every known partition; write nothing. A
+        round that asks nothing keeps `started_at` as its time."""
         self._seed()
         admin = self._admin_client() if self._named_anything() else None
         if admin is not None:
@@ -328,12 +332,13 @@ class EndOffsetSampler:
         topics = sorted(self.topics())
         if admin is None or not topics:
             log.info("no consumed topic named yet: no end offsets to sample")
-            return SampleRound(sampled_at)
+            return SampleRound(started_at)
         self._say_topics()
         partitions, left_out, problem = self._describe(admin, topics)
         if not partitions:
-            return SampleRound(sampled_at, left_out=left_out,
+            return SampleRound(started_at, left_out=left_out,
                                error=problem or "no partition of a named topic has a leader")
+        sampled_at = int(time.time() * 1000)  # as the end offsets are asked: their moment
         rows, failed = self._list_offsets(admin, partitions, sampled_at)
         left_out.update(failed)
         if left_out:
