@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 TopicPartition = tuple[str, int]
 TopicIdPartitions = tuple[tuple[str, tuple[int, ...]], ...]  # KIP-848: ((topic id, partitions), ...)
@@ -93,6 +93,23 @@ class Subtopology:
     copartition_groups: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
+_T = TypeVar("_T")
+
+
+def evolved(obj: _T, names: frozenset[str], changes: Mapping[str, Any]) -> _T:
+    """A copy of the dataclass instance `obj` (one with a `__dict__`, no `__post_init__`)
+    with `changes`, as `dataclasses.replace` but one dict copy instead of `__init__` setting
+    every field again: 1-2 us, against ~100 us for the 74 fields of an Event. `names` are
+    its fields; a change naming another is refused as `replace` refuses it."""
+    if not names.issuperset(changes):
+        raise TypeError(f"{type(obj).__name__} has no field {sorted(set(changes) - names)}")
+    new = object.__new__(type(obj))
+    values = new.__dict__
+    values.update(obj.__dict__)
+    values.update(changes)
+    return new
+
+
 @dataclass(frozen=True)
 class Event:
     log_partition: int | None
@@ -170,6 +187,10 @@ class Event:
     warmup_tasks_pending_revocation: Tasks | None = None
     subtopologies: tuple[Subtopology, ...] | None = None
     defect: str | None = None  # why the row could not be read whole; not a column
+
+    def evolve(self, **changes: Any) -> Event:
+        """A copy with `changes` (`evolved`): the generator moves every event it makes."""
+        return evolved(self, _FIELDS, changes)
 
     @property
     def position(self) -> tuple[int, int] | None:
@@ -496,3 +517,4 @@ _SCALARS = tuple(
 EVENT_COLUMNS = (*_SCALARS, *_NESTED)  # the column names `EventColumns` may hold
 _SCALAR_SET = frozenset(_SCALARS)
 _BLANK: dict[str, Any] = dict.fromkeys(f.name for f in fields(Event))
+_FIELDS = frozenset(_BLANK)

@@ -25,6 +25,7 @@ from pipeline.fold.events import (
     TopicMetadata,
     TopicNames,
     TopicPartition,
+    evolved,
 )
 from pipeline.fold.partitioning import JavaHashOrder, java_string_hash
 from pipeline.fold.states import DEAD, EMPTY, MEMBER_STABLE, STREAMS_MEMBER_STABLE
@@ -65,14 +66,9 @@ class Member:
     is_new: bool = False  # joined in this rebalance: subject to the new-member join timeout
 
     def evolve(self, **changes: Any) -> Member:
-        """A copy with `changes`, as `dataclasses.replace`, at the cost of one dict copy (no
-        slots for this reason): a heartbeat or commit renews a member's last_heartbeat."""
-        if not _MEMBER_FIELDS.issuperset(changes):
-            raise TypeError(f"Member has no field {sorted(set(changes) - _MEMBER_FIELDS)}")
-        new = object.__new__(Member)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
-        return new
+        """A copy with `changes` (`evolved`, hence no slots): a heartbeat or commit renews a
+        member's last_heartbeat."""
+        return evolved(self, _MEMBER_FIELDS, changes)
 
     def heard(self, now: int) -> Member:
         """The member after a heartbeat at `now`, or what Kafka counts as one (a commit
@@ -408,16 +404,10 @@ class Group:
     removed_as: str | None = None
 
     def evolve(self, **changes: Any) -> Group:
-        """A copy with `changes`, as `dataclasses.replace` but without re-running `__init__`:
-        the fold's hottest call. Group keeps a `__dict__` (no slots) for this: one dict copy
-        is 10x cheaper than setting ~30 slots one by one."""
-        if not _GROUP_FIELDS.issuperset(changes):
-            raise TypeError(f"Group has no field {sorted(set(changes) - _GROUP_FIELDS)}")
-        new = object.__new__(Group)
-        values = new.__dict__
-        values.update(self.__dict__)
-        values.update(changes)
-        return new
+        """A copy with `changes` (`evolved`): the fold's hottest call. Group keeps a
+        `__dict__` (no slots) for this: one dict copy is 10x cheaper than setting ~30 slots
+        one by one."""
+        return evolved(self, _GROUP_FIELDS, changes)
 
     def moved(self, positions: Sequence[tuple[int, int]], clock: int, last_event_time: int,
               keep: int, **changes: Any) -> Group:

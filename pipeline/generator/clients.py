@@ -267,14 +267,10 @@ class GroupSim:
 def positioned(g: Group, e: Event, partitions: int) -> Event:
     """Give a simulated request the next position of its group, in the partition the fold
     expects it in; real positions come later."""
-    from dataclasses import replace
-
     last = g.position[1] if g.position is not None else -1
-    return replace(e, log_partition=partition_for(g.group_id, partitions), log_offset=last + 1)
+    return e.evolve(log_partition=partition_for(g.group_id, partitions), log_offset=last + 1)
 
 
 def _later(r: Event) -> Event:
-    from dataclasses import replace
-
     assert r.event_time is not None
-    return replace(r, event_time=r.event_time + 1)
+    return r.evolve(event_time=r.event_time + 1)

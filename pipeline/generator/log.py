@@ -201,7 +201,7 @@ def _kept(sim: GroupSim, log_kind: str) -> list[Event]:
             if kind == "request" or e.event_type not in ("OFFSET_COMMIT", "TXN_MARKER"):
                 keep.append(e)
         elif kind == "record":
-            keep.append(replace(e, member_id=None) if e.event_type == "OFFSET_COMMIT" else e)
+            keep.append(e.evolve(member_id=None) if e.event_type == "OFFSET_COMMIT" else e)
     return keep
 
 
@@ -225,7 +225,7 @@ def _positioned(per_group: list[list[Event]], spec: LogSpec, rng: random.Random,
     for _, _, _, e in heapq.merge(*keyed):
         p = (partition_for(e.group_id, spec.num_partitions) if e.group_id is not None
              else rng.randrange(spec.num_partitions))
-        out.append(replace(e, log_partition=p, log_offset=next_offset[p] * parts + part))
+        out.append(e.evolve(log_partition=p, log_offset=next_offset[p] * parts + part))
         next_offset[p] += 1 + (1 if rng.random() < 0.05 else 0)  # markers and compaction leave gaps
     return out
 
@@ -246,14 +246,14 @@ def _malformed(anchor: Event, rng: random.Random) -> Event:
                  topic="topic-0", partition=0, committed_offset=1)
     kind = rng.randrange(5)
     if kind == 0:
-        return replace(base, group_id=None)
+        return base.evolve(group_id=None)
     if kind == 1:
-        return replace(base, event_type="JOIN_GROUP_V99")
+        return base.evolve(event_type="JOIN_GROUP_V99")
     if kind == 2:
-        return replace(base, committed_offset=None)
+        return base.evolve(committed_offset=None)
     if kind == 3:
-        return replace(base, partition=-3)
-    return replace(base, event_type="UNSUPPORTED_RECORD", raw_key=b"\x00\x63\x00", raw_value=b"?")
+        return base.evolve(partition=-3)
+    return base.evolve(event_type="UNSUPPORTED_RECORD", raw_key=b"\x00\x63\x00", raw_value=b"?")
 
 
 def _redelivered(events: list[Event], fraction: float, rng: random.Random) -> list[Event]:
