@@ -98,9 +98,9 @@ _T = TypeVar("_T")
 
 def evolved(obj: _T, names: frozenset[str], changes: Mapping[str, Any]) -> _T:
     """A copy of the dataclass instance `obj` (one with a `__dict__`, no `__post_init__`)
-    with `changes`, as `dataclasses.replace` but one dict copy instead of `__init__` setting
-    every field again: 1-2 us, against ~100 us for the 74 fields of an Event. `names` are
-    its fields; a change naming another is refused as `replace` refuses it."""
+    with `changes`, as `dataclasses.replace` but one dict copy instead of a frozen `__init__`
+    setting every field again (docs/performance.md, the small figures). `names` are its
+    fields; a change naming another is refused as `replace` refuses it."""
     if not names.issuperset(changes):
         raise TypeError(f"{type(obj).__name__} has no field {sorted(set(changes) - names)}")
     new = object.__new__(type(obj))
