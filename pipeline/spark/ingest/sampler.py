@@ -171,13 +171,15 @@ def _shown(failed: Mapping[TP, str]) -> str:
 class SampleRound:
     """One round: its time (the rows' `sampled_at` when it asked for end offsets, else its
     start), the rows it found (dicts, times in epoch ms), the partitions left out and why,
-    and, when it found nothing, why."""
+    and, when it found nothing, why. `answered_at`: when the answers were all back (the
+    broker read each end offset between the two)."""
 
     sampled_at: int
     rows: list[dict[str, Any]] = field(default_factory=list)
     left_out: dict[TP, str] = field(default_factory=dict)
     error: str | None = None
     written: int = 0
+    answered_at: int | None = None
 
 
 class EndOffsetSampler:
@@ -344,7 +346,8 @@ class EndOffsetSampler:
         if left_out:
             log.warning("left out of the round at %s: %s", _when(sampled_at), _shown(left_out))
         error = None if rows else f"no partition answered: {_shown(failed)}"
-        return SampleRound(sampled_at, rows, left_out, error)
+        return SampleRound(sampled_at, rows, left_out, error,
+                           answered_at=int(time.time() * 1000))
 
     def admin_properties(self) -> dict[str, str]:
         """The consumer properties, with the Admin's time-outs held to the round's: an
