@@ -335,17 +335,24 @@ def test_rewinding_is_rewind_from_its_drop_on(lag_run: LagRun) -> None:
     assert drop is not None and lag_run.workload.rewinding_at_ms is not None
     rows = lag_run.of("rewinding")
     after = [r for r in rows if r["t"] >= drop]
-    assert len({r["t"] for r in after}) >= LAST
-    assert _statuses(after) == {("REWIND", "REWOUND")}
     assert all(r["committed_offset"] < lag_run.workload.rewound_from[r["partition"]]
                for r in after)
+    # Burrow's REWIND: an offset in the window went back, so while the window's oldest commit
+    # is one from before the drop. On a busy machine rewinding may commit 10 times after it
+    # before the workload ends; from then on its window no longer holds the drop.
+    sent = lag_run.workload.rewinding_at_ms
+    holding = [r for r in after if r["window_span_ms"] is not None
+               and r["t"] - r["idle_ms"] - r["window_span_ms"] < sent]
+    assert len({r["t"] for r in holding}) >= LAST, _statuses(after)
+    assert _statuses(holding) == {("REWIND", "REWOUND")}
     # Before it, a consumer reading everything: REWIND only from the drop on.
     before = [r for r in rows if r["status"] is not None
               and r["t"] < lag_run.workload.rewinding_at_ms]
     assert "OK" in {r["status"] for r in before}, _statuses(before)
     assert "REWIND" not in {r["status"] for r in before}
-    groups = [r for r in lag_run.of("rewinding", "groups") if r["t"] >= drop]
-    assert {r["status"] for r in groups} == {"ERR"}
+    times = {r["t"] for r in holding}
+    groups = [r for r in lag_run.of("rewinding", "groups") if r["t"] in times]
+    assert groups and {r["status"] for r in groups} == {"ERR"}
 
 
 def test_the_rebalancing_groups_lag_is_caused_by_its_rebalances(lag_run: LagRun) -> None:
