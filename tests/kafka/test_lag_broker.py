@@ -137,13 +137,21 @@ class LagRun:
         return [r for r in rows if r["t"] in times]
 
 
-def describe_at(broker: Broker, workload: Workload, tick: int) -> Moment:
-    """Kafka's tool run once the workload is at `tick`, the wall clock read around it."""
+def describe_at(broker: Broker, workload: Workload, sampler: EndOffsetSampler,
+                tick: int) -> Moment:
+    """Kafka's tool run once the workload is at `tick`, the wall clock read around it; returned
+    once the sampler has written a round begun after it, so that a sample follows the moment
+    before the workload can end (the tool takes seconds on busy cores, the workload's ticks
+    go on meanwhile: a CI run saw the last moment's tool outlast the workload's last ticks,
+    and its rows had no sample after the moment, only ones 2 s before the tool read)."""
     until(f"the workload's tick {tick}", lambda: workload.ticks() >= tick or workload.errors(),
           timeout_s=_allowed_s(workload, tick))
     before = now_ms()
     text = describe_consumer_groups(broker)
-    return Moment(before, now_ms(), tuple(r for r in parse_describe(text) if r.topic == TOPIC))
+    moment = Moment(before, now_ms(), tuple(r for r in parse_describe(text) if r.topic == TOPIC))
+    until("a sampler round after the tool", lambda: _sampled_after(sampler, moment.after_ms),
+          timeout_s=_allowed_s(workload, 1))
+    return moment
 
 
 def _allowed_s(workload: Workload, tick: int) -> float:
@@ -215,7 +223,7 @@ def run_live(spark: SparkSession, broker: Broker, workload: Workload, opts: Inge
               timeout_s=120)
         workload.pace()  # how long a tick takes on this machine now, for the timeouts
         workload.begin()
-        moments = [describe_at(broker, workload, tick) for tick in MOMENT_TICKS]
+        moments = [describe_at(broker, workload, sampler, tick) for tick in MOMENT_TICKS]
         until("the workload's last tick", lambda: workload.ticks() >= TICKS or workload.errors(),
               timeout_s=_allowed_s(workload, TICKS))
     finally:
@@ -287,6 +295,10 @@ def test_partition_lag_is_what_kafka_consumer_groups_printed_at_each_moment(
                     if r["partition"] == row.partition]
             around = _around(pair, moment)
             times = sorted(r["t"] for r in around)
+            # The tool read somewhere in its span: samples on both sides of it, or the
+            # tolerance below does not bound what it could have read.
+            assert times and times[0] <= moment.before_ms and times[-1] >= moment.after_ms, (
+                row, moment.before_ms, moment.after_ms, [r["t"] for r in pair])
             interval = max((b - a for a, b in itertools.pairwise(times)),
                            default=statistics.median(lag_run.gaps_ms()))
             answer = lag_run.answer_ms(times[0], times[-1]) if times else 0
