@@ -136,12 +136,22 @@ def test_promtool_checks_the_shipped_rules_and_the_quick_copy(tmp_path: Path) ->
         assert f"SUCCESS: {RULES.read_text().count('- alert:')} rules found" in done.stdout
 
 
-def alert(name: str, at: str, labels: dict[str, str] | None = None,
-          **annotations: str) -> dict[str, Any]:
-    """A promtool alert test: `name` firing at `at` with `labels` and `annotations` (their
-    templates rendered), or, without labels, not firing."""
-    return {"eval_time": at, "alertname": name, "exp_alerts": [] if labels is None else [
-        {"exp_labels": labels, "exp_annotations": annotations}]}
+def series(values: dict[str, str]) -> list[dict[str, str]]:
+    """promtool's input series: each series with its values in promtool's notation."""
+    return [{"series": name, "values": v} for name, v in values.items()]
+
+
+def silent(name: str, at: str) -> dict[str, Any]:
+    """A promtool alert test: `name` not firing at `at`."""
+    return {"eval_time": at, "alertname": name, "exp_alerts": []}
+
+
+def fires(name: str, before: str, at: str, labels: dict[str, str],
+          **annotations: str) -> list[dict[str, Any]]:
+    """`name` not firing at `before`, then firing at `at` with `labels` and `annotations`
+    (their templates rendered): the rule's period, `for:` and all, seen from both sides."""
+    return [silent(name, before), {"eval_time": at, "alertname": name, "exp_alerts": [
+        {"exp_labels": labels, "exp_annotations": annotations}]}]
 
 
 TRAILS = ("the replay's watermark delay (10 minutes by default) and trigger.")
@@ -156,96 +166,84 @@ def test_the_rules_hold_their_periods(tmp_path: Path) -> None:
     growing = {"group": "growing", "severity": "warning"}
     spec = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
         "interval": "1m",
-        "input_series": [
-            {"series": 'cgr_group_status{group="orders",status="ERR"}', "values": "3x60"},
-            {"series": 'cgr_group_status{group="slow",status="WARN"}', "values": "2x60"},
-            {"series": 'kafka_consumergroup_group_max_lag_seconds{group="late"}',
-             "values": "700x60"},
-            {"series": 'kafka_consumergroup_group_sum_lag{group="growing"}',
-             "values": "100+50x60"},
-            {"series": 'kafka_consumergroup_group_sum_lag{group="flat"}', "values": "100x60"},
-            {"series": 'cgr_group_lost_records{group="lossy"}', "values": "0 0 0 5x57"},
-            {"series": 'cgr_group_loss_eta_seconds{group="risky"}', "values": "3000-40x60"},
-            {"series": 'cgr_group_loss_eta_seconds{group="safe"}', "values": "7200x60"},
+        "input_series": series({
+            'cgr_group_status{group="orders",status="ERR"}': "3x60",
+            'cgr_group_status{group="slow",status="WARN"}': "2x60",
+            'kafka_consumergroup_group_max_lag_seconds{group="late"}': "700x60",
+            'kafka_consumergroup_group_sum_lag{group="growing"}': "100+50x60",
+            'kafka_consumergroup_group_sum_lag{group="flat"}': "100x60",
+            'cgr_group_lost_records{group="lossy"}': "0 0 0 5x57",
+            'cgr_group_loss_eta_seconds{group="risky"}': "3000-40x60",
+            'cgr_group_loss_eta_seconds{group="safe"}': "7200x60",
             # sampled at epoch 0, and never again; promtool's clock starts there too
-            {"series": 'cgr_group_lag_sampled_timestamp_seconds{group="quiet"}',
-             "values": "0x60"},
+            'cgr_group_lag_sampled_timestamp_seconds{group="quiet"}': "0x60",
             # the last batch finished at epoch 0, and the newest event read is as old
-            {"series": "cgr_replay_last_batch_timestamp_seconds", "values": "0x60"},
-            {"series": "cgr_replay_newest_event_timestamp_seconds", "values": "0x60"},
-            {"series": "cgr_replay_rejected_rows_total", "values": "0 0 0 0 5x56"},
-            {"series": "cgr_replay_groups_failed_total", "values": "0 0 1x58"},
-        ],
+            "cgr_replay_last_batch_timestamp_seconds": "0x60",
+            "cgr_replay_newest_event_timestamp_seconds": "0x60",
+            "cgr_replay_rejected_rows_total": "0 0 0 0 5x56",
+            "cgr_replay_groups_failed_total": "0 0 1x58",
+        }),
         "alert_rule_test": [
-            alert("ConsumerGroupStatusErr", "4m"),
-            alert("ConsumerGroupStatusErr", "6m", err,
-                  summary="Consumer group orders is in ERR (Burrow's status)",
-                  description="A partition of orders stopped, stalled, was rewound or lost "
-                              "records; partition_lag's rule column says which."),
-            alert("ConsumerGroupStatusWarn", "14m"),
-            alert("ConsumerGroupStatusWarn", "16m", {"group": "slow", "status": "WARN",
-                                                     "severity": "warning"},
-                  summary="Consumer group slow is in WARN: its lag has not decreased over "
-                          "Burrow's window"),
-            alert("ConsumerGroupLagSecondsHigh", "4m"),
-            alert("ConsumerGroupLagSecondsHigh", "6m", {"group": "late", "severity": "warning"},
-                  summary="Consumer group late is 11m 40s behind its log",
-                  description="As of its newest lag sample, which trails real time by " + TRAILS),
-            alert("ConsumerGroupRecordsLost", "2m"),
-            alert("ConsumerGroupRecordsLost", "3m", {"group": "lossy", "severity": "critical"},
-                  summary="Consumer group lossy lost 5 records to retention before reading "
-                          "them",
-                  description="A partition's log start passed the group's committed offset; "
-                              "partition_lag.lost_since says since when."),
-            alert("ConsumerGroupRecordsAtRisk", "9m"),  # safe never; risky after 10m
-            alert("ConsumerGroupRecordsAtRisk", "10m", {"group": "risky", "severity": "warning"},
-                  summary="Consumer group risky will lose records to retention in 43m 20s at "
-                          "its current rates"),
-            alert("ConsumerGroupLagGrowing", "5m"),
-            alert("ConsumerGroupLagGrowing", "25m", growing,
-                  summary="Consumer group growing's lag keeps growing (1350 messages)",
-                  description="Over its lag samples, which trail real time by " + TRAILS),
+            *fires("ConsumerGroupStatusErr", "4m", "6m", err,
+                   summary="Consumer group orders is in ERR (Burrow's status)",
+                   description="A partition of orders stopped, stalled, was rewound or lost "
+                               "records; partition_lag's rule column says which."),
+            *fires("ConsumerGroupStatusWarn", "14m", "16m",
+                   {"group": "slow", "status": "WARN", "severity": "warning"},
+                   summary="Consumer group slow is in WARN: its lag has not decreased over "
+                           "Burrow's window"),
+            *fires("ConsumerGroupLagSecondsHigh", "4m", "6m",
+                   {"group": "late", "severity": "warning"},
+                   summary="Consumer group late is 11m 40s behind its log",
+                   description="As of its newest lag sample, which trails real time by " + TRAILS),
+            *fires("ConsumerGroupRecordsLost", "2m", "3m",
+                   {"group": "lossy", "severity": "critical"},
+                   summary="Consumer group lossy lost 5 records to retention before reading "
+                           "them",
+                   description="A partition's log start passed the group's committed offset; "
+                               "partition_lag.lost_since says since when."),
+            # safe never; risky after 10m
+            *fires("ConsumerGroupRecordsAtRisk", "9m", "10m",
+                   {"group": "risky", "severity": "warning"},
+                   summary="Consumer group risky will lose records to retention in 43m 20s at "
+                           "its current rates"),
+            *fires("ConsumerGroupLagGrowing", "5m", "25m", growing,
+                   summary="Consumer group growing's lag keeps growing (1350 messages)",
+                   description="Over its lag samples, which trail real time by " + TRAILS),
             # older than 1800 s from 31m, then 10m of it
-            alert("ConsumerGroupLagSamplesStale", "40m"),
-            alert("ConsumerGroupLagSamplesStale", "42m", {"group": "quiet",
-                                                          "severity": "warning"},
-                  summary="Consumer group quiet's newest lag sample is 42m 0s old",
-                  description="The end-offset sampler, the ingest, or the replay behind it "
-                              "has stopped for this group: its lag gauges show old values. "
-                              "See the ingest's log ('end-offset round ... wrote nothing') "
-                              "and the replay's."),
-            alert("ConsumerGroupLagAbsent", "45m"),  # a group has samples: not absent
+            *fires("ConsumerGroupLagSamplesStale", "40m", "42m",
+                   {"group": "quiet", "severity": "warning"},
+                   summary="Consumer group quiet's newest lag sample is 42m 0s old",
+                   description="The end-offset sampler, the ingest, or the replay behind it "
+                               "has stopped for this group: its lag gauges show old values. "
+                               "See the ingest's log ('end-offset round ... wrote nothing') "
+                               "and the replay's."),
+            silent("ConsumerGroupLagAbsent", "45m"),  # a group has samples: not absent
             # 600 s without a batch at 10m, then 5m of it
-            alert("ReplayStalled", "14m"),
-            alert("ReplayStalled", "16m", {"severity": "critical"},
-                  summary="The replay has finished no micro-batch for 16m 0s"),
+            *fires("ReplayStalled", "14m", "16m", {"severity": "critical"},
+                   summary="The replay has finished no micro-batch for 16m 0s"),
             # 900 s old at 15m, then 10m of it
-            alert("ReplayFallingBehind", "25m"),
-            alert("ReplayFallingBehind", "27m", {"severity": "warning"},
-                  summary="The newest event the replay has read is 27m 0s old",
-                  description="The replay trails the log (or the log has been quiet); its "
-                              "tables and lag are as old."),
-            alert("ReplayRejectingRows", "3m"),
-            alert("ReplayRejectingRows", "5m", {"severity": "warning"},
-                  summary="The replay refused 5 rows in 15 minutes: see rejected_events"),
-            alert("ReplayGroupsFailed", "1m"),
-            alert("ReplayGroupsFailed", "3m", {"severity": "critical"},
-                  summary="A group's fold raised: its rows went to rejected_events as "
-                          "INTERNAL; see the driver's log"),
-            alert("ReplayMetricsAbsent", "20m"),  # served: not absent
+            *fires("ReplayFallingBehind", "25m", "27m", {"severity": "warning"},
+                   summary="The newest event the replay has read is 27m 0s old",
+                   description="The replay trails the log (or the log has been quiet); its "
+                               "tables and lag are as old."),
+            *fires("ReplayRejectingRows", "3m", "5m", {"severity": "warning"},
+                   summary="The replay refused 5 rows in 15 minutes: see rejected_events"),
+            *fires("ReplayGroupsFailed", "1m", "3m", {"severity": "critical"},
+                   summary="A group's fold raised: its rows went to rejected_events as "
+                           "INTERNAL; see the driver's log"),
+            silent("ReplayMetricsAbsent", "20m"),  # served: not absent
         ],
     }, {
         "interval": "1m",  # nothing served at all: the replay is down, lag never sampled
-        "input_series": [{"series": 'up{job="replay"}', "values": "0x60"}],
+        "input_series": series({'up{job="replay"}': "0x60"}),
         "alert_rule_test": [
-            alert("ReplayMetricsAbsent", "9m"),
-            alert("ReplayMetricsAbsent", "11m", {"severity": "critical"},
-                  summary="No replay serves its progress: the replay is down or not scraped",
-                  description="Point Prometheus at jobs/replay.py --metrics-port "
-                              "(jobs/serve.py serves no cgr_replay_* series)."),
-            alert("ConsumerGroupLagAbsent", "29m"),
-            alert("ConsumerGroupLagAbsent", "31m", {"severity": "warning"},
-                  summary="No consumer group has a lag sample: lag is not being measured"),
+            *fires("ReplayMetricsAbsent", "9m", "11m", {"severity": "critical"},
+                   summary="No replay serves its progress: the replay is down or not scraped",
+                   description="Point Prometheus at jobs/replay.py --metrics-port "
+                               "(jobs/serve.py serves no cgr_replay_* series)."),
+            *fires("ConsumerGroupLagAbsent", "29m", "31m", {"severity": "warning"},
+                   summary="No consumer group has a lag sample: lag is not being measured"),
         ],
     }]}
     fired = {t["alertname"] for case in spec["tests"] for t in case["alert_rule_test"]
