@@ -27,13 +27,14 @@ from pipeline.fold import CoordinatorConfig
 from pipeline.lag import LagConfig
 from pipeline.metrics import MetricsServer, RowsCollector, serve
 from pipeline.properties import read_properties
+from pipeline.spark.events.validate import check_group, warehouse_tables
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.logs import LEVELS
 from pipeline.spark.runtime.session import CONF_DIR, build_session, profile_path, stop_session
 from pipeline.spark.stream.maintain import MIN_VACUUM_HOURS, Upkeep
 from pipeline.spark.tables import paths
-from pipeline.spark.tables.catalog import quote_name
+from pipeline.spark.tables.catalog import quote_name, register_views
 from pipeline.spark.tables.options import check_trigger, interval_ms
 from pipeline.times import event_time_ms
 
@@ -425,3 +426,13 @@ def job_session(name: str, profile: str, spark: SparkSession | None = None, *,
         yield session
     finally:
         stop_session(session)
+
+
+def open_warehouse(session: SparkSession, warehouse: str, group: str | None = None) -> list[str]:
+    """The tables of `warehouse` as SQL names (`register_views`), once the folder is checked
+    to be a warehouse and `group`, if given, to have a row in it: a question's opening, each
+    refusal one line. Returns the names."""
+    warehouse_tables(session, warehouse)
+    if group is not None:
+        check_group(session, warehouse, group)
+    return register_views(session, warehouse)

@@ -27,9 +27,9 @@ from pipeline.jobs._common import (
     cli,
     event_time_arg,
     job_session,
+    open_warehouse,
 )
-from pipeline.spark.events.validate import check_group, warehouse_tables
-from pipeline.spark.tables.catalog import as_of, register_views
+from pipeline.spark.tables.catalog import as_of
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,9 +53,7 @@ def offsets_csv(rows: list[tuple[str, int, int]], out: object) -> None:
 def main(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """Returns the exit status. A session passed in is used and left running."""
     with job_session("export-offsets", args.profile, spark, args=args) as session:
-        warehouse_tables(session, args.warehouse)
-        check_group(session, args.warehouse, args.group)
-        register_views(session, args.warehouse)
+        open_warehouse(session, args.warehouse, args.group)
         rows = [(r["topic"], r["partition"], r["committed_offset"]) for r in
                 as_of(session, "committed_offsets_as_of", args.as_of, args.group)
                 .select("topic", "partition", "committed_offset").collect()]

@@ -32,9 +32,9 @@ from pipeline.jobs._common import (
     cli,
     event_time_arg,
     job_session,
+    open_warehouse,
     positive_int,
 )
-from pipeline.spark.events.validate import check_group, warehouse_tables
 from pipeline.spark.tables.catalog import (
     AS_OF,
     DEMO_QUERIES,
@@ -42,7 +42,6 @@ from pipeline.spark.tables.catalog import (
     as_of,
     bind_as_of,
     names_help,
-    register_views,
     timestamp_sql,
 )
 from pipeline.spark.tables.errors import first_line, user_sql
@@ -96,10 +95,7 @@ def main(args: argparse.Namespace, spark: SparkSession | None = None) -> int:
     """Prints the answers; returns the exit status. A session passed in is used and left
     running (the docs' examples run in-process in one test session)."""
     with job_session("query", args.profile, spark, args=args) as session:
-        warehouse_tables(session, args.warehouse)
-        if args.group is not None:
-            check_group(session, args.warehouse, args.group)
-        register_views(session, args.warehouse)
+        open_warehouse(session, args.warehouse, args.group)
         with user_sql():
             results = answers(session, args)
         for title, df in results.items():

@@ -15,9 +15,11 @@ from pipeline.errors import UsageError
 from pipeline.fold import CoordinatorConfig
 from pipeline.generator import LogSpec, generate
 from pipeline.spark.events.eventlog import write_event_log
-from pipeline.spark.events.validate import check_event_log, check_partition_count
-from pipeline.spark.tables.contract import mismatch
+from pipeline.spark.events.validate import check_event_log, check_group, check_partition_count
+from pipeline.spark.tables.contract import as_table, mismatch
 from pipeline.spark.tables.warehouse import ensure_tables
+from pipeline.spark.tables.writes import append
+from schemas import WAREHOUSE_TABLES
 from tests.jobs.jobs import load_job
 
 KEYS = [("log_partition", T.IntegerType()), ("log_offset", T.LongType()),
@@ -188,6 +190,22 @@ def test_a_group_that_does_not_exist_is_said_so(
         capsys: pytest.CaptureFixture[str]) -> None:
     line = fails(job, ["--warehouse", warehouse, "--group", "nope", *argv], spark, capsys)
     assert line.startswith(f"{job}.py: error: --group nope: no such group in {warehouse}"), line
+
+
+@pytest.mark.spark
+def test_a_group_known_from_one_table_only_is_a_group(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """check_group asks the tables one by one: a row in any of them makes the group known,
+    refused rows included (it was asked about); one that is in none is refused."""
+    warehouse = str(tmp_path / "warehouse")
+    ensure_tables(spark, warehouse, None)
+    for table, group in (("rejected_events", "refused-only"), ("offset_history", "commits-only")):
+        row = spark.createDataFrame([(group,)], "group_id string")
+        append(spark, as_table(row, WAREHOUSE_TABLES[table], {}), f"{warehouse}/{table}")
+    check_group(spark, warehouse, "refused-only")
+    check_group(spark, warehouse, "commits-only")
+    with pytest.raises(UsageError, match="--group nope: no such group"):
+        check_group(spark, warehouse, "nope")
 
 
 @pytest.mark.spark
