@@ -141,10 +141,9 @@ class LagRun:
 def describe_at(broker: Broker, workload: Workload, sampler: EndOffsetSampler,
                 tick: int) -> Moment:
     """Kafka's tool run once the workload is at `tick`, the wall clock read around it; returned
-    once the sampler has written a round begun after it, so that a sample follows the moment
-    before the workload can end (the tool takes seconds on busy cores, the workload's ticks
-    go on meanwhile: a CI run saw the last moment's tool outlast the workload's last ticks,
-    and its rows had no sample after the moment, only ones 2 s before the tool read)."""
+    once the sampler has written a round begun after it, so that a sample follows every
+    moment however long the tool took (seconds on busy cores; run_live then keeps the
+    workload going until the backfill can evaluate that sample)."""
     until(f"the workload's tick {tick}", lambda: workload.ticks() >= tick or workload.errors(),
           timeout_s=_allowed_s(workload, tick))
     before = now_ms()
