@@ -44,31 +44,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         session.shouldfail = message
         items[:] = []
         return
-    groups: dict[str, str] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         group = "kafka" if path.startswith("tests/kafka/") else TOGETHER.get(path, path)
         item.add_marker(pytest.mark.xdist_group(group))
-        groups[item.nodeid] = group
-    items[:] = heavy_first(items, groups)
-
-
-def heavy_first(items: list[pytest.Item], groups: dict[str, str]) -> list[pytest.Item]:
-    """The items, a group's together, the groups in the order the workers should take them:
-    xdist hands a worker the next group in this order (`tests/run.sh` passes
-    --no-loadscope-reorder; xdist's own order puts the groups with the most tests first,
-    the pure ones, and left the few long JVM groups for the end, one worker busy with the
-    last of them while the others had finished). Longest first is what shortens a run, and
-    a group's kind says how long: the broker's (tests/kafka, real-time workloads), then the
-    cluster's, then Spark's, then the pure tests, which fill the gaps at the end; within a
-    kind, the groups with more tests first. Stable, so a group's files keep their order."""
-    kinds: dict[str, int] = {}
-    sizes: dict[str, int] = {}
-    for item in items:
-        group = groups[item.nodeid]
-        kind = next((rank for rank, mark in enumerate(("kafka", "cluster", "spark"))
-                     if item.get_closest_marker(mark)), 3)
-        kinds[group] = min(kinds.get(group, kind), kind)
-        sizes[group] = sizes.get(group, 0) + 1
-    return sorted(items, key=lambda item: (kinds[groups[item.nodeid]],
-                                           -sizes[groups[item.nodeid]], groups[item.nodeid]))

@@ -24,12 +24,9 @@ bash jobs/bootstrap.sh
 # Workers: a Spark test waits on its JVM and on Delta's commits more than it computes, and
 # the broker tests (all of tests/kafka on one worker: tests/conftest.py keeps a file's tests
 # together) wait on real-time workloads, so the full suite runs three workers on two cores
-# (docs/performance.md, "The suite"); the pure-Python tests of --fast two. Workers take the
-# groups in the order tests/conftest.py sorts them (heavy_first: the long JVM groups first),
-# not xdist's own (most tests first).
+# (docs/performance.md, "The suite"); the pure-Python tests of --fast two.
 if [ "$fast" = 1 ]; then
   JAVA_HOME="$root/.no-java-in-the-fast-loop" exec .venv/bin/python -m pytest -n 2 \
-    --dist loadgroup --no-loadscope-reorder --durations=10 -m "not spark and not kafka and not cluster" "$@"
+    --dist loadgroup --durations=10 -m "not spark and not kafka and not cluster" "$@"
 fi
-.venv/bin/python -m pytest -n 3 --dist loadgroup --no-loadscope-reorder \
-  --durations=25 "$@"
+.venv/bin/python -m pytest -n 3 --dist loadgroup --durations=25 "$@"

@@ -60,28 +60,3 @@ def test_under_xdist_the_run_stops_with_the_names(pytester: pytest.Pytester,
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.INTERNAL_ERROR)
     result.stdout.fnmatch_lines(["*carry no spark/kafka/cluster marker*test_probe.py::test_forgot*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-
-
-def test_workers_take_the_long_jvm_groups_first_and_the_pure_ones_last(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """xdist's own order hands out the groups with the most tests first, the pure ones, and
-    leaves the few long JVM groups for the end; tests/run.sh passes --no-loadscope-reorder, so
-    a worker takes them in tests/conftest.py's order: the broker's, Spark's, then the pure
-    groups, more tests first, a group's tests together."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    pytester.makeconftest("from tests.conftest import pytest_collection_modifyitems  # noqa: F401")
-    pytester.makeini("[pytest]\nmarkers =\n  spark\n  kafka\n  cluster\n")
-    pytester.makepyfile(**{
-        "test_a_few_pure": "def test_1(): ...\ndef test_2(): ...",
-        "test_b_many_pure": "".join(f"def test_{i}(): ...\n" for i in range(5)),
-        "test_c_spark": "import pytest\npytestmark = pytest.mark.spark\ndef test_1(): ...",
-        "tests/kafka/test_d_broker": "import pytest\n@pytest.mark.kafka\ndef test_1(): ...\n"
-                                     "def test_2(): ...",
-    })
-    result = pytester.runpytest_subprocess("-n", "1", "--dist", "loadgroup",
-                                           "--no-loadscope-reorder", "-v", "-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.OK
-    ran = [line.split(" PASSED ")[1].split("::")[0] for line in result.stdout.lines
-           if " PASSED " in line]
-    assert ran == ["tests/kafka/test_d_broker.py"] * 2 + ["test_c_spark.py"] + \
-        ["test_b_many_pure.py"] * 5 + ["test_a_few_pure.py"] * 2
