@@ -19,6 +19,9 @@ fi
 # Kept for --fast too: once installed it only checks (a stamp, the JAR cache's manifest),
 # and it runs with Java, which fills the JAR cache the settings tests read on a first run.
 bash jobs/bootstrap.sh
+# The Kafka JARs whose record schemas tests/decode/test_kafka_specs.py parametrizes over at
+# collection: fetched here, with Java, so a first --fast run (no Java) finds them cached.
+.venv/bin/python -c 'from tests.decode.kafka_specs import NEWEST, specs; specs(NEWEST)'
 .venv/bin/ruff check pipeline schemas jobs tests
 .venv/bin/mypy
 # Workers: a Spark test waits on its JVM and on Delta's commits more than it computes, and
