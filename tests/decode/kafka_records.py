@@ -32,6 +32,9 @@ PROGRAMS = {"4.2.1": ("kafka-group-coordinator", "4.2.1", "WriteRecords"),
             "share-state 4.0.0": ("kafka-share-coordinator", "4.0.0", "WriteShareState40")}
 EVERY_VERSION = "every version 4.4.0"
 PROGRAMS[EVERY_VERSION] = ("kafka-group-coordinator", "4.4.0", "WriteEveryVersion")
+# The sources every program is compiled with, and those only Kafka 4.0's classes compile.
+HELPERS = ("Print",)
+HELPERS_40 = ("Print", "Print40")
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
@@ -59,8 +62,9 @@ def run_java(fixture: str) -> list[dict[str, Any]]:
     from tests.java_programs import kafka_classpath, program_output
 
     artifact, version, program = PROGRAMS[fixture]
+    helpers = HELPERS_40 if version.startswith("4.0.") else HELPERS
     printed = program_output(kafka_classpath(artifact, version),
-                             [HERE / "java" / f"{name}.java" for name in (program, "Print")],
+                             [HERE / "java" / f"{name}.java" for name in (program, *helpers)],
                              program)
     entries = []
     for line in printed.splitlines():

@@ -1,5 +1,5 @@
-// What WriteRecords.java and WriteRecords40.java share: the two topic ids and the output line
-// (name, key hex, value hex or "null" for a tombstone). Compiled with either program.
+// What every program here shares: the two topic ids and the output line
+// (name, key hex, value hex or "null" for a tombstone). Compiled with each program.
 
 import org.apache.kafka.common.Uuid;
 

@@ -7,10 +7,8 @@
 import java.util.List;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.protocol.ApiMessage;
-import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
 import org.apache.kafka.coordinator.group.GroupCoordinatorRecordSerde;
 import org.apache.kafka.coordinator.group.generated.*;
-import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class WriteRecords40 {
     static final GroupCoordinatorRecordSerde SERDE = new GroupCoordinatorRecordSerde();
@@ -18,10 +16,7 @@ public class WriteRecords40 {
     static final Uuid TOPIC_B = Print.TOPIC_B;
 
     static void print(String name, int type, ApiMessage key, ApiMessage value) {
-        CoordinatorRecord record = new CoordinatorRecord(
-            new ApiMessageAndVersion(key, (short) type),
-            value == null ? null : new ApiMessageAndVersion(value, (short) 0));
-        Print.line(name, SERDE.serializeKey(record), SERDE.serializeValue(record));
+        Print40.record(SERDE, name, type, key, value);
     }
 
     public static void main(String[] args) {

@@ -6,19 +6,14 @@
 
 import java.util.List;
 import org.apache.kafka.common.protocol.ApiMessage;
-import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
 import org.apache.kafka.coordinator.share.ShareCoordinatorRecordSerde;
 import org.apache.kafka.coordinator.share.generated.*;
-import org.apache.kafka.server.common.ApiMessageAndVersion;
 
 public class WriteShareState40 {
     static final ShareCoordinatorRecordSerde SERDE = new ShareCoordinatorRecordSerde();
 
     static void print(String name, int type, ApiMessage key, ApiMessage value) {
-        CoordinatorRecord record = new CoordinatorRecord(
-            new ApiMessageAndVersion(key, (short) type),
-            value == null ? null : new ApiMessageAndVersion(value, (short) 0));
-        Print.line(name, SERDE.serializeKey(record), SERDE.serializeValue(record));
+        Print40.record(SERDE, name, type, key, value);
     }
 
     public static void main(String[] args) {
