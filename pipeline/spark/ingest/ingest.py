@@ -57,6 +57,7 @@ from pipeline.spark.events.records import RAW_COLUMNS, decode_batches
 from pipeline.spark.ingest.sampler import ISOLATION_LEVELS, EndOffsetSampler
 from pipeline.spark.lag.samples import check_samples
 from pipeline.spark.runtime.keep import kept
+from pipeline.spark.runtime.stopping import stoppable
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import arrow_schema, event_schema, share_log_schema
 from pipeline.spark.tables.creation import create_table
@@ -409,7 +410,7 @@ class ShareStateIngest:
 
         reader = spark.readStream.format("kafka").options(**kafka_reader_options(
             spark, opts, {SHARE_STATE_TOPIC: partitions}))
-        stream = (reader.load().writeStream.foreachBatch(write)
+        stream = (reader.load().writeStream.foreachBatch(stoppable(write))
                   .option("checkpointLocation", paths.join(opts.checkpoint,
                                                            SHARE_STATE_CHECKPOINT))
                   .queryName(SHARE_STATE_QUERY))
@@ -483,7 +484,7 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
             share.maybe_start(batch.sparkSession)
 
     try:  # the topic's partitions are asked of the cluster here: it may refuse
-        stream = (kafka_stream(spark, opts).writeStream.foreachBatch(write)
+        stream = (kafka_stream(spark, opts).writeStream.foreachBatch(stoppable(write))
                   .option("checkpointLocation", opts.checkpoint)
                   .queryName("consumer-offsets-ingest"))
         return with_trigger(stream, opts.trigger).start()

@@ -50,6 +50,7 @@ from pipeline.spark.lag.lagflow import (
     sample_stream,
 )
 from pipeline.spark.newest_rows import WarehouseRows
+from pipeline.spark.runtime.stopping import stoppable
 from pipeline.spark.share.replay import check_share_log
 from pipeline.spark.stream.lines import ProgressLine
 from pipeline.spark.stream.maintain import Upkeep
@@ -313,7 +314,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
                                after_version=None if manifest is None
                                else manifest.samples_version)
     stream = (wire.writeStream
-              .outputMode("append").foreachBatch(writer)
+              .outputMode("append").foreachBatch(stoppable(writer))
               .option("checkpointLocation", opts.checkpoint)
               .queryName("consumer-group-replay"))
     stream = with_trigger(stream, opts.trigger)

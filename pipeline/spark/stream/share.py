@@ -29,6 +29,7 @@ from pipeline.errors import UsageError
 from pipeline.spark.fold.handoff import after_backfill
 from pipeline.spark.runtime.keep import kept
 from pipeline.spark.runtime.session import COMMIT_METADATA, temporary_conf
+from pipeline.spark.runtime.stopping import stoppable
 from pipeline.spark.share.lag import (
     LAG_WRITES,
     ensure_lag_state,
@@ -172,7 +173,7 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
                               "of the share-state log"):
             return None, writer
         options["startingVersion"] = handoff.version + 1
-    stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(writer)
+    stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(stoppable(writer))
               .option("checkpointLocation", own).queryName(SHARE_QUERY))
     return with_trigger(stream, trigger).start(), writer
 
