@@ -4,6 +4,7 @@ stack trace made Spark's stream thread die of a StackOverflowError at every such
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from pathlib import Path
@@ -33,6 +34,15 @@ def test_what_a_stop_raises_is_told_from_a_failure() -> None:
     assert stopped(RuntimeError("java.nio.channels.ClosedByInterruptException"))
     assert not stopped(RuntimeError("[SPARK_JOB_CANCELLED] Job 3 cancelled by the user"))
     assert not stopped(chained("the write failed", "java.io.FileNotFoundException: gone"))
+
+
+def test_every_foreach_batch_of_the_jobs_is_stoppable() -> None:
+    package = Path(__file__).resolve().parents[2] / "pipeline"
+    calls = [f"{path.relative_to(package)}: {call}"
+             for path in sorted(package.rglob("*.py"))
+             for call in re.findall(r"\.foreachBatch\(([^)]*\)?)", path.read_text())]
+    assert len(calls) == 4, calls  # the replay, the share-state replay, both ingests
+    assert all(": stoppable(" in call for call in calls), calls
 
 
 def test_a_failure_passes_through_unchanged() -> None:
