@@ -4,6 +4,7 @@ stack trace made Spark's stream thread die of a StackOverflowError at every such
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import traceback
@@ -13,6 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.spark.runtime.stopping import StoppedMidBatch, stoppable, stopped
+
+LOG = logging.getLogger("test")
 
 
 def chained(outer: str, inner: str) -> BaseException:
@@ -50,7 +53,7 @@ def test_a_failure_passes_through_unchanged() -> None:
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        stoppable(failing)(None, 3)  # type: ignore[arg-type]
+        stoppable(failing, LOG)(None, 3)  # type: ignore[arg-type]
 
 
 @pytest.mark.spark
@@ -67,7 +70,7 @@ def test_a_query_stopped_mid_batch_ends_as_a_stop_by_sparks_own_test(
 
     def batch(df: DataFrame, batch_id: int) -> None:
         try:
-            stoppable(endless)(df, batch_id)
+            stoppable(endless, LOG)(df, batch_id)
         except Exception as e:
             raised.append(e)
             raise

@@ -410,7 +410,7 @@ class ShareStateIngest:
 
         reader = spark.readStream.format("kafka").options(**kafka_reader_options(
             spark, opts, {SHARE_STATE_TOPIC: partitions}))
-        stream = (reader.load().writeStream.foreachBatch(stoppable(write))
+        stream = (reader.load().writeStream.foreachBatch(stoppable(write, log))
                   .option("checkpointLocation", paths.join(opts.checkpoint,
                                                            SHARE_STATE_CHECKPOINT))
                   .queryName(SHARE_STATE_QUERY))
@@ -484,7 +484,7 @@ def start_ingest(spark: SparkSession, opts: IngestOptions,
             share.maybe_start(batch.sparkSession)
 
     try:  # the topic's partitions are asked of the cluster here: it may refuse
-        stream = (kafka_stream(spark, opts).writeStream.foreachBatch(stoppable(write))
+        stream = (kafka_stream(spark, opts).writeStream.foreachBatch(stoppable(write, log))
                   .option("checkpointLocation", opts.checkpoint)
                   .queryName("consumer-offsets-ingest"))
         return with_trigger(stream, opts.trigger).start()

@@ -12,7 +12,7 @@ dies of a `StackOverflowError` and prints a thousand frames at every stop mid-ba
 
 `stoppable` hands Spark a short text instead when the batch was stopped, worded so that the
 same expression recognizes it as the interruption it is; any other error passes unchanged.
-The batch is not committed either way, and the next start runs it again."""
+Spark does not record the batch as done either way, and the next start runs it again."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ import logging
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame
-
-log = logging.getLogger("replay")
 
 # The Java exceptions Spark counts as an interruption (`StreamExecution.IO_EXCEPTION_NAMES`).
 INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
@@ -60,9 +58,10 @@ def stopped(e: BaseException) -> bool:
         all(part in text for part in CANCELLED_BY_STOP) for text in _texts(e))
 
 
-def stoppable(func: BatchFunction) -> BatchFunction:
+def stoppable(func: BatchFunction, log: logging.Logger) -> BatchFunction:
     """`func` as a `foreachBatch` function whose batch, stopped mid-way, ends the query as a
-    stop (`StoppedMidBatch`) rather than killing Spark's stream thread."""
+    stop (`StoppedMidBatch`, one line on the job's `log`) rather than killing Spark's stream
+    thread."""
 
     def batch(df: DataFrame, batch_id: int) -> None:
         try:

@@ -314,7 +314,7 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
                                after_version=None if manifest is None
                                else manifest.samples_version)
     stream = (wire.writeStream
-              .outputMode("append").foreachBatch(stoppable(writer))
+              .outputMode("append").foreachBatch(stoppable(writer, log))
               .option("checkpointLocation", opts.checkpoint)
               .queryName("consumer-group-replay"))
     stream = with_trigger(stream, opts.trigger)

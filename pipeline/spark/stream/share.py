@@ -173,7 +173,7 @@ def start_share_replay(spark: SparkSession, source: str, warehouse: str, checkpo
                               "of the share-state log"):
             return None, writer
         options["startingVersion"] = handoff.version + 1
-    stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(stoppable(writer))
+    stream = (stream_delta(spark, source, **options).writeStream.foreachBatch(stoppable(writer, log))
               .option("checkpointLocation", own).queryName(SHARE_QUERY))
     return with_trigger(stream, trigger).start(), writer
 
