@@ -4,8 +4,12 @@ worker of one core against two, and their tables against a local-mode backfill's
     PYTHONPATH=. .venv/bin/python tests/benchmarks/bench_cluster.py --events 1000000 \\
         --groups 10000 --workers 1,2 --repeat 2
 
-The log (`jobs/generate.py`, an offsets-topic log in `--commits` Delta commits) is made once
-and kept in `--root`. Each round starts a master and N workers of one core each on 127.0.0.1
+The log is made once and kept in `--root`: with `--shape generated` (the default)
+`jobs/generate.py`'s offsets-topic log, clients simulated through the fold (~1,600 events/s
+to make); with `--shape busy` a busy cluster's log as the scale benchmark's feeder makes it
+(`scale_log.py`: `--groups` groups of 5 partitions each committing every 5 s, a rebalance an
+hour; millions of events in seconds), written by delta-rs; both in `--commits` Delta
+commits. Each round starts a master and N workers of one core each on 127.0.0.1
 (`tests/deploy/standalone.py`, Spark's own launcher), then `spark-submit`s, as
 docs/deploying.md's recipe does (the wheel as `--py-files`, a Python without the project),
 `jobs/backfill.py` and then `jobs/replay.py` (available-now, a fresh checkpoint) with
@@ -30,19 +34,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from deltalake import DeltaTable
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
 
 from pipeline.spark.runtime import jars
 from schemas import OUTPUT_TABLES
 from tests.deploy.standalone import BIN, ROOT, build_wheel, clean_env, executor_env, standalone
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_log import ScaleLog, ScaleSpec  # noqa: E402 - this folder, run as a script
+
 JOBS = ("backfill", "replay")
+BUSY_CHUNK_S = 60.0  # seconds of event time the busy log's feeder makes at a time
 
 
-def make_log(args: argparse.Namespace, events: Path) -> None:
+def make_log(args: argparse.Namespace, events: Path) -> int:
+    """The log's event count, made unless kept."""
     if (events / "_delta_log").is_dir():
         print(f"the log: {events} (kept)")
-        return
+        return len(DeltaTable(str(events)).to_pyarrow_dataset().to_table(columns=[]))
+    if args.shape == "busy":
+        return make_busy_log(args, events)
     started = time.perf_counter()
     subprocess.run([sys.executable, str(ROOT / "jobs" / "generate.py"), "--output", str(events),
                     "--events", str(args.events), "--groups", str(args.groups),
@@ -50,6 +62,32 @@ def make_log(args: argparse.Namespace, events: Path) -> None:
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     print(f"the log: {args.events:,} events of {args.groups:,} groups, made in "
           f"{time.perf_counter() - started:.0f} s")
+    return int(args.events)
+
+
+def make_busy_log(args: argparse.Namespace, events: Path) -> int:
+    from pipeline.spark.lag.samples import samples_schema
+    from pipeline.spark.runtime.session import build_session, stop_session
+    from pipeline.spark.tables.contract import arrow_schema, event_schema
+
+    started = time.perf_counter()
+    spark = build_session("bench-cluster-log", "local")  # the schemas' DDL is Spark's to parse
+    try:
+        schemas = arrow_schema(event_schema()), arrow_schema(samples_schema())
+    finally:
+        stop_session(spark)
+    spec = ScaleSpec(groups=args.groups)
+    count = max(1, round(args.events / spec.rate / BUSY_CHUNK_S))
+    chunks = [chunk for chunk, _ in ScaleLog(spec, *schemas).chunks(BUSY_CHUNK_S, count)]
+    per = -(-len(chunks) // args.commits)
+    for i in range(0, len(chunks), per):
+        write_deltalake(str(events), pa.concat_tables(chunks[i:i + per]),
+                        mode="overwrite" if i == 0 else "append")
+    made = sum(c.num_rows for c in chunks)
+    print(f"the log: {made:,} events of {args.groups:,} groups (a busy cluster's, "
+          f"{spec.rate:,.0f} commits/s for {count * BUSY_CHUNK_S:,.0f} s of event time), made "
+          f"in {time.perf_counter() - started:.0f} s")
+    return made
 
 
 def submit(master: str, python: Path, wheel: Path, workers: int, job: str, args: list[str],
@@ -89,7 +127,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--groups", type=int, default=10_000)
-    p.add_argument("--commits", type=int, default=8, help="Delta commits of the generated log")
+    p.add_argument("--commits", type=int, default=8, help="Delta commits of the log")
+    p.add_argument("--shape", choices=("generated", "busy"), default="generated",
+                   help="the log: jobs/generate.py's, or a busy cluster's (scale_log.py)")
     p.add_argument("--workers", default="1,2", help="worker counts, one core each")
     p.add_argument("--repeat", type=int, default=1, help="rounds per worker count")
     p.add_argument("--root", type=Path, help="kept between runs: the log, the wheel")
@@ -98,7 +138,7 @@ def main() -> None:
     root = args.root or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     root.mkdir(parents=True, exist_ok=True)
     events = root / "events"
-    make_log(args, events)
+    args.events = make_log(args, events)
     python = executor_env(root / "executor-env") if not (root / "executor-env").is_dir() \
         else root / "executor-env" / "bin" / "python"
     wheel = build_wheel(root / "dist")
