@@ -54,8 +54,8 @@ def _texts(e: BaseException) -> list[str]:
 
 def stopped(e: BaseException) -> bool:
     """Whether `e` is what a Spark call raises when the query is stopped under it."""
-    return any(name in text for text in _texts(e) for name in INTERRUPTIONS) or any(
-        all(part in text for part in CANCELLED_BY_STOP) for text in _texts(e))
+    return any(any(name in text for name in INTERRUPTIONS)
+               or all(part in text for part in CANCELLED_BY_STOP) for text in _texts(e))
 
 
 def stoppable(func: BatchFunction, log: logging.Logger) -> BatchFunction:
