@@ -8,7 +8,9 @@ Every declaration equals the JSON schema Kafka 4.4.0 ships in its coordinator JA
 under the same version 0, of ShareGroupMetadataValue and ShareGroupStatePartitionMetadataValue
 (`RecordType.legacy`; `pipeline.decode.records` tells the two apart by the bytes), equal 4.0.0's.
 Type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only) is declared by key only: its rows are
-labelled UNSUPPORTED_RECORD, as is anything unknown (18, 24+)."""
+labelled UNSUPPORTED_RECORD, as is anything unknown (18, 24+). Last, the records of the other
+coordinator topic, `__share_group_state` (`SHARE_STATE_TYPES`, from Kafka 4.4.0's share-coordinator
+JAR, and 4.0.0's other layouts), which `pipeline.decode.share_state` decodes."""
 
 from __future__ import annotations
 
@@ -380,3 +382,47 @@ EVENT_TO_RECORD_TYPE: dict[str, int] = {
     r.event_type: r.type for r in RECORD_TYPES.values()
     if r.value is not None and r.type != 0
 }
+
+# ---------------------------------------------------------------- the share-state log
+# `__share_group_state`, the share coordinator's topic (KIP-932): its own key, values and
+# record-type table, decoded by `pipeline.decode.share_state` (which says how).
+
+SHARE_STATE_KEY = message(
+    "ShareStateKey", "0", "none",
+    field("group_id", STRING), field("topic_id", UUID), field("partition", INT32),
+)
+STATE_BATCH = Struct("StateBatch", (
+    field("first_offset", INT64), field("last_offset", INT64),
+    field("delivery_state", INT8), field("delivery_count", INT16),
+))
+_DELIVERY_COMPLETE = field("delivery_complete_count", INT32, tag=0, default=-1)  # Kafka 4.2+
+
+SHARE_SNAPSHOT_VALUE = message(
+    "ShareSnapshotValue", "0", "0+",
+    field("snapshot_epoch", INT32), field("state_epoch", INT32), field("leader_epoch", INT32),
+    field("start_offset", INT64), _DELIVERY_COMPLETE,
+    field("create_timestamp", INT64), field("write_timestamp", INT64),
+    field("state_batches", ArrayOf(STATE_BATCH)),
+)
+SHARE_SNAPSHOT_VALUE_40 = message(
+    "ShareSnapshotValue(4.0)", "0", "0+",
+    field("snapshot_epoch", UINT16), field("state_epoch", INT32), field("leader_epoch", INT32),
+    field("start_offset", INT64), field("state_batches", ArrayOf(STATE_BATCH)),
+)
+SHARE_UPDATE_VALUE = message(
+    "ShareUpdateValue", "0", "0+",
+    field("snapshot_epoch", INT32), field("leader_epoch", INT32), field("start_offset", INT64),
+    _DELIVERY_COMPLETE, field("state_batches", ArrayOf(STATE_BATCH)),
+)
+SHARE_UPDATE_VALUE_40 = message(
+    "ShareUpdateValue(4.0)", "0", "0+",
+    field("snapshot_epoch", UINT16), field("leader_epoch", INT32), field("start_offset", INT64),
+    field("state_batches", ArrayOf(STATE_BATCH)),
+)
+
+SHARE_STATE_TYPES: dict[int, RecordType] = {r.type: r for r in (
+    RecordType(0, "ShareSnapshot", "SHARE_SNAPSHOT", SHARE_STATE_KEY, SHARE_SNAPSHOT_VALUE,
+               SHARE_SNAPSHOT_VALUE_40),
+    RecordType(1, "ShareUpdate", "SHARE_UPDATE", SHARE_STATE_KEY, SHARE_UPDATE_VALUE,
+               SHARE_UPDATE_VALUE_40),
+)}

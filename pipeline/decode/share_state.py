@@ -19,73 +19,21 @@ batch), or reads a non-nullable array's length from the second byte of the first
 first offset (an update: 0, null, below 2^48) or from the high byte of its delivery count (a
 snapshot: 0 below 256 deliveries; Kafka's limit is 10). A null value is a tombstone (Kafka
 writes them only under ShareSnapshot keys). Another type is UNSUPPORTED_RECORD, its key read
-when it can be; a corrupt record raises `DecodeError`. Standard library only."""
+when it can be; a corrupt record raises `DecodeError`. The key, values and record-type table are
+declared with `__consumer_offsets`'s, in `pipeline.decode.messages`. Standard library only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.decode.messages import RecordType
+from pipeline.decode.messages import SHARE_STATE_KEY, SHARE_STATE_TYPES
 from pipeline.decode.primitives import DecodeError, Reader
 from pipeline.decode.reader import read_message
 from pipeline.decode.records import as_bytes, read_either_layout, read_key, record_type_of
-from pipeline.decode.schema import (
-    INT8,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    UINT16,
-    UUID,
-    ArrayOf,
-    Struct,
-    field,
-    message,
-)
 
 __all__ = ["SHARE_STATE_TYPES", "decode_share_state"]
 
 UNSUPPORTED = "UNSUPPORTED_RECORD"
-
-SHARE_STATE_KEY = message(
-    "ShareStateKey", "0", "none",
-    field("group_id", STRING), field("topic_id", UUID), field("partition", INT32),
-)
-STATE_BATCH = Struct("StateBatch", (
-    field("first_offset", INT64), field("last_offset", INT64),
-    field("delivery_state", INT8), field("delivery_count", INT16),
-))
-_DELIVERY_COMPLETE = field("delivery_complete_count", INT32, tag=0, default=-1)  # Kafka 4.2+
-
-SHARE_SNAPSHOT_VALUE = message(
-    "ShareSnapshotValue", "0", "0+",
-    field("snapshot_epoch", INT32), field("state_epoch", INT32), field("leader_epoch", INT32),
-    field("start_offset", INT64), _DELIVERY_COMPLETE,
-    field("create_timestamp", INT64), field("write_timestamp", INT64),
-    field("state_batches", ArrayOf(STATE_BATCH)),
-)
-SHARE_SNAPSHOT_VALUE_40 = message(
-    "ShareSnapshotValue(4.0)", "0", "0+",
-    field("snapshot_epoch", UINT16), field("state_epoch", INT32), field("leader_epoch", INT32),
-    field("start_offset", INT64), field("state_batches", ArrayOf(STATE_BATCH)),
-)
-SHARE_UPDATE_VALUE = message(
-    "ShareUpdateValue", "0", "0+",
-    field("snapshot_epoch", INT32), field("leader_epoch", INT32), field("start_offset", INT64),
-    _DELIVERY_COMPLETE, field("state_batches", ArrayOf(STATE_BATCH)),
-)
-SHARE_UPDATE_VALUE_40 = message(
-    "ShareUpdateValue(4.0)", "0", "0+",
-    field("snapshot_epoch", UINT16), field("leader_epoch", INT32), field("start_offset", INT64),
-    field("state_batches", ArrayOf(STATE_BATCH)),
-)
-
-SHARE_STATE_TYPES: dict[int, RecordType] = {r.type: r for r in (
-    RecordType(0, "ShareSnapshot", "SHARE_SNAPSHOT", SHARE_STATE_KEY, SHARE_SNAPSHOT_VALUE,
-               SHARE_SNAPSHOT_VALUE_40),
-    RecordType(1, "ShareUpdate", "SHARE_UPDATE", SHARE_STATE_KEY, SHARE_UPDATE_VALUE,
-               SHARE_UPDATE_VALUE_40),
-)}
 
 # What a value puts in the row, by name, as it reads (state_epoch and the timestamps: a
 # snapshot's, and 4.1+'s; delivery_complete_count: -1 where the value does not carry it).
