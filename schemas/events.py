@@ -36,6 +36,12 @@ MEMBER = (
     f"session_timeout_ms:int,rebalance_timeout_ms:int,subscription:array<string>,assignment:array<{TP}>>"
 )
 
+
+def _filled_by(record: str, *columns: tuple[str, str]) -> tuple[Column, ...]:
+    """Columns (name, type) of the record type `record` that need no more doc than its name."""
+    return tuple(Column(name, type_, doc=record) for name, type_ in columns)
+
+
 EVENT_COLUMNS: tuple[Column, ...] = (
     Column("log_partition", "int", doc="partition of the log (required)"),
     Column("log_offset", "bigint", doc="offset in that partition (required)"),
@@ -86,17 +92,16 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("metadata_hash", "bigint", doc="CONSUMER_GROUP_METADATA: KIP-1101 hash; 0 if absent"),
     Column("topics_metadata", TOPICS_METADATA,
            doc="CONSUMER_GROUP_PARTITION_METADATA: the subscribed topics' metadata"),
-    Column("rack_id", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
-    Column("subscribed_topic_names", "array<string>", doc="CONSUMER_GROUP_MEMBER_METADATA"),
-    Column("subscribed_topic_regex", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
-    Column("server_assignor", "string", doc="CONSUMER_GROUP_MEMBER_METADATA"),
+    *_filled_by("CONSUMER_GROUP_MEMBER_METADATA", ("rack_id", "string"),
+                ("subscribed_topic_names", "array<string>"), ("subscribed_topic_regex", "string"),
+                ("server_assignor", "string")),
     Column("classic_protocols", "array<struct<name:string,metadata:binary>>",
            doc="CONSUMER_GROUP_MEMBER_METADATA of a classic-protocol member: JoinGroup protocols"),
     Column("assignment_epoch", "int", doc="CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA"),
     Column("assigned_partitions", TOPIC_ID_PARTITIONS,
            doc="CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER (target) or _CURRENT_MEMBER_ASSIGNMENT"),
-    Column("member_epoch", "int", doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
-    Column("previous_member_epoch", "int", doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
+    *_filled_by("CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT", ("member_epoch", "int"),
+                ("previous_member_epoch", "int")),
     Column("member_state", "int",
            doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: 0 STABLE, 1 UNREVOKED_PARTITIONS, "
                "2 UNRELEASED_PARTITIONS, 127 UNKNOWN"),
@@ -104,8 +109,8 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("partitions_pending_revocation", TOPIC_ID_PARTITIONS,
            doc="CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT"),
     Column("regular_expression", "string", doc="CONSUMER_GROUP_REGULAR_EXPRESSION (key)"),
-    Column("regex_topics", "array<string>", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
-    Column("regex_version", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION"),
+    *_filled_by("CONSUMER_GROUP_REGULAR_EXPRESSION", ("regex_topics", "array<string>"),
+                ("regex_version", "bigint")),
     Column("regex_timestamp_ms", "bigint", doc="CONSUMER_GROUP_REGULAR_EXPRESSION, epoch ms"),
     # Share-group (types 10-15) and streams-group (17, 19-23) records. They also fill the
     # columns above of the same meaning: group_epoch, metadata_hash (share: null in Kafka
