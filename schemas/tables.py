@@ -271,12 +271,17 @@ GROUP_HISTORY: tuple[Column, ...] = (
     *SHARE_STREAMS_GROUP,
 )
 
+def _group_then(when: str, type_note: str) -> tuple[Column, ...]:
+    """The group as it stood `when`: its state, generation and type (`type_note` adds to the
+    type's doc)."""
+    return (Column("group_state", "string", doc=f"the group's state {when}"),
+            Column("group_generation_id", "int"),
+            Column("group_type", "string", doc=f"the group's type {when}{type_note}"))
+
+
 REJECTED_EVENTS: tuple[Column, ...] = EVENT_COLUMNS + (
     Column("reason", "string", False, "Kafka's error name, MALFORMED: <what>, DUPLICATE, ..."),
-    Column("group_state", "string", doc="the group's state when the row was refused"),
-    Column("group_generation_id", "int"),
-    Column("group_type", "string",
-           doc="the group's type when the row was refused; null when there was no group"),
+    *_group_then("when the row was refused", "; null when there was no group"),
     Column("log_topic", "string",
            doc="null: a record of the event log (__consumer_offsets); __share_group_state: a "
                "record of the share-state log (--share-state), its key and value in raw_key "
@@ -288,10 +293,7 @@ ERROR_RESPONSES: tuple[Column, ...] = EVENT_COLUMNS + (
            "the error Kafka answered a request it applied with: MEMBER_ID_REQUIRED (a new "
            "member's first JoinGroup: its id is now pending) or REBALANCE_IN_PROGRESS (a "
            "heartbeat during PreparingRebalance: the session is kept alive)"),
-    Column("group_state", "string", doc="the group's state after the request"),
-    Column("group_generation_id", "int"),
-    Column("group_type", "string", doc="the group's type after the request (classic: only "
-                                       "classic requests are answered so)"),
+    *_group_then("after the request", " (classic: only classic requests are answered so)"),
 )
 
 # Not written by the fold (it cannot know names: Kafka 4.1+ writes no subscription metadata
