@@ -37,13 +37,7 @@ from pipeline.spark.stream.replay import ReplayOptions, run_replay
 from pipeline.spark.tables.creation import create_table, forget_uncreated, uncreated
 from pipeline.spark.tables.options import interval_ms
 from tests.jobs.jobs import job_file, load_job
-from tests.spark.backends import (
-    CONFIG,
-    assert_oracle_agrees,
-    assert_same_tables,
-    pure_tables,
-    read_tables,
-)
+from tests.spark.backends import CONFIG, assert_oracle_agrees, assert_same_tables, pure_tables, read_tables
 from tests.spark.test_job_errors import fails
 
 pytestmark = pytest.mark.spark
