@@ -271,6 +271,7 @@ GROUP_HISTORY: tuple[Column, ...] = (
     *SHARE_STREAMS_GROUP,
 )
 
+
 def _group_then(when: str, type_note: str) -> tuple[Column, ...]:
     """The group as it stood `when`: its state, generation and type (`type_note` adds to the
     type's doc)."""
