@@ -86,8 +86,8 @@ EVENT_COLUMNS: tuple[Column, ...] = (
            doc="OFFSET_COMMIT: the topic's id (base64), a tagged field of Kafka 4.3+; null "
                "where the record does not carry it. It names the topic that KIP-848 "
                "assignments give by id only"),
-    # KIP-848 consumer-group records (types 3-8, 16): the names and types the decoder emits
-    # (pipeline.decode.columns.EXTRA_COLUMNS), so its rows fit the event log as they are.
+    # KIP-848 consumer-group records (types 3-8, 16): the decoder emits these names (and
+    # the share and streams ones below), so its rows fit the event log as they are.
     Column("group_epoch", "int", doc="CONSUMER_GROUP_METADATA: the group epoch"),
     Column("metadata_hash", "bigint", doc="CONSUMER_GROUP_METADATA: KIP-1101 hash; 0 if absent"),
     Column("topics_metadata", TOPICS_METADATA,

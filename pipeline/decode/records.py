@@ -138,7 +138,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, object]:
     """Decode one record into an event-log row fragment (column name -> value).
 
     Every row has event_type, record_type, record_version (None for a tombstone), group_id,
-    raw_key and raw_value, plus the columns of its type (see `pipeline.decode.columns`).
+    raw_key and raw_value, plus the columns of its type: event-log columns
+    (`schemas.events`) and the decoder's own (`pipeline.decode.columns`).
     """
     if key is None:
         raise DecodeError("the record has a null key").within("record")

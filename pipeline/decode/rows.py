@@ -1,6 +1,7 @@
-"""Decoded record bodies as event-log columns (docs/contract.md §1, plus the extra columns listed in
-`pipeline.decode.columns`): one small projection per record type, independent of the version
-the body was read at, since the schema engine fills absent fields with Kafka's defaults.
+"""Decoded record bodies as event-log columns (docs/contract.md §1, `schemas.events`; plus the
+decoder's own few, `pipeline.decode.columns`): one small projection per record type,
+independent of the version the body was read at, since the schema engine fills absent fields
+with Kafka's defaults.
 Kafka's sentinels become nulls here: -1 for a leader epoch, a timestamp or a generation, and
 `""` for a protocol type. A GroupMetadata member's rebalance timeout falls back to its session
 timeout when absent (v0) or -1. Consumer-protocol bytes are decoded only when the protocol type
