@@ -29,11 +29,16 @@ from typing import Any
 from pipeline.decode.messages import SHARE_STATE_KEY, SHARE_STATE_TYPES
 from pipeline.decode.primitives import DecodeError, Reader
 from pipeline.decode.reader import read_message
-from pipeline.decode.records import as_bytes, read_either_layout, read_key, record_type_of
+from pipeline.decode.records import (
+    UNSUPPORTED,
+    as_bytes,
+    read_either_layout,
+    read_key,
+    record_type_of,
+)
 
 __all__ = ["SHARE_STATE_TYPES", "decode_share_state"]
 
-UNSUPPORTED = "UNSUPPORTED_RECORD"
 
 # What a value puts in the row, by name, as it reads (state_epoch and the timestamps: a
 # snapshot's, and 4.1+'s; delivery_complete_count: -1 where the value does not carry it).

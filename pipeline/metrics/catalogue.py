@@ -21,6 +21,7 @@ PREFIX = "cgr_"
 PROGRESS = "progress"  # the replay's own snapshot (`ReplayProgress`), not a table
 TABLES: dict[str, tuple[Column, ...]] = {
     "partition_lag": PARTITION_LAG, "group_lag": GROUP_LAG, "group_state": GROUP_STATE}
+LAG = ("group_lag", "partition_lag")  # the lag readings: a scrape's new rows add to those shown
 # What makes a row one series: the table's key without its time (the newest row per key wins).
 KEYS: dict[str, tuple[str, ...]] = {
     t: tuple(c for c in {**LAG_KEYS, **TABLE_KEYS}[t] if c != "sampled_at") for t in TABLES}

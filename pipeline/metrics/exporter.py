@@ -27,12 +27,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from pipeline.metrics import catalogue
-from pipeline.metrics.catalogue import GROUP_METRICS, KEYS, PARTITION_METRICS, PROGRESS_METRICS
+from pipeline.metrics.catalogue import GROUP_METRICS, KEYS, LAG, PARTITION_METRICS, PROGRESS_METRICS
 from pipeline.metrics.replay_progress import ReplayProgress
 from schemas.lag import STATUS_CODES
 
 Row = Mapping[str, Any]
-LAG = ("group_lag", "partition_lag")  # the tables whose rows `merge` adds to those published
 
 
 @dataclass(frozen=True)

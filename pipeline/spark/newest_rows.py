@@ -29,11 +29,9 @@ from pyspark.sql import functions as F
 
 from pipeline.fold.states import DEAD
 from pipeline.metrics import ReplayProgress, RowsCollector
-from pipeline.metrics.catalogue import KEYS, METRICS, TABLES
+from pipeline.metrics.catalogue import KEYS, LAG, METRICS, TABLES
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.options import read_delta
-
-LAG = ("group_lag", "partition_lag")
 
 
 def columns(table: str) -> list[str]:

@@ -105,19 +105,19 @@ def warehouse_tables(spark: SparkSession, warehouse: str, flag: str = "--warehou
     return found
 
 
-GROUP_TABLES = ("group_state", "group_transitions", "offset_history", "rejected_events")
+TABLES_NAMING_GROUPS = ("group_state", "group_transitions", "offset_history", "rejected_events")
 
 
 def check_group(spark: SparkSession, warehouse: str, group: str, flag: str = "--group") -> None:
     """`group` has a row in one of the warehouse's tables (a group known only from refused
-    rows counts: it was asked about). The tables are asked in GROUP_TABLES' order, one job
-    each, group_state first: one row a group, so a group that exists costs a scan of the
-    smallest table, not of offset_history's every commit."""
+    rows counts: it was asked about). The tables are asked in TABLES_NAMING_GROUPS' order,
+    one job each, group_state first: one row a group, so a group that exists costs a scan of
+    the smallest table, not of offset_history's every commit."""
     root = warehouse.rstrip("/")
-    for table in GROUP_TABLES:
+    for table in TABLES_NAMING_GROUPS:
         path = f"{root}/{table}"
         if DeltaTable.isDeltaTable(spark, path) and read_delta(spark, path).select("group_id") \
                 .filter(F.col("group_id") == F.lit(group)).limit(1).count():
             return
     raise UsageError(f"{flag} {group}: no such group in {warehouse} (no row of it in "
-                     f"{', '.join(GROUP_TABLES)}); group ids are matched exactly")
+                     f"{', '.join(TABLES_NAMING_GROUPS)}); group ids are matched exactly")
