@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline.errors import UsageError
 from pipeline.fold import Event
 from pipeline.generator import LogSpec, end_offset_samples, generate, last_event_ms
 from pipeline.lag import LagConfig
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.fold.handoff import read_manifest
 from pipeline.spark.lag.lagflow import LagOptions
-from pipeline.spark.lag.samples import write_samples
+from pipeline.spark.lag.samples import CHANGE_FEED, samples_schema, write_samples
+from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import interval_ms
 from pipeline.times import ms_text
 from schemas.lag import LAG_KEYS, LAG_TABLES
@@ -120,15 +123,20 @@ def _keys(table: DataFrame, name: str) -> Counter[tuple[Any, ...]]:
 
 def test_a_stream_continues_a_backfills_lag_and_takes_a_late_sample_once(
         spark: SparkSession, tmp_path: Path, lagged: Lagged) -> None:
-    """The backfill reads the log's first commit and the samples' first; the stream takes the
-    rest from there on a new checkpoint (the backfill's pending samples first): together the
-    same lag as one backfill of everything. Then a sample taken long ago arrives: the next
-    run writes its rows at once, and a run after that nothing more."""
+    """The backfill reads the log's first commit and the samples' first (a table made without
+    Delta's change data feed, as a user's may be: the backfill turns it on); the stream
+    takes the rest from there on a new checkpoint (the backfill's pending samples first, the
+    rest from the feed): together the same lag as one backfill of everything. Then a sample
+    taken long ago arrives: the next run writes its rows at once, and a run after that
+    nothing more. The checkpoint, started with the samples, refuses a run without them."""
     warehouse = tmp_path / "warehouse"
     first, samples = str(tmp_path / "events"), str(tmp_path / "samples")
     write_event_log(spark, lagged.events[0], first)
+    create_table(spark, samples, samples_schema())  # no change data feed
     write_samples(spark, lagged.sample_rounds[0], samples)
+    assert not _change_feed(spark, samples)
     backfill_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
+    assert _change_feed(spark, samples)
     manifest = read_manifest(spark, str(warehouse))
     assert manifest is not None and manifest.samples_version is not None
     for chunk, sampled in zip(lagged.events[1:], lagged.sample_rounds[1:], strict=True):
@@ -159,3 +167,10 @@ def test_a_stream_continues_a_backfills_lag_and_takes_a_late_sample_once(
     assert all(n == 1 for keys in counted.values() for n in keys.values())
     streaming_tables(spark, first, tmp_path, delay=DELAY, lag=LagOptions(samples))
     assert {name: _keys(again[name], name) for name in counted} == counted
+    with pytest.raises(UsageError, match="was started with --end-offsets"):
+        streaming_tables(spark, first, tmp_path, delay=DELAY)
+
+
+def _change_feed(spark: SparkSession, path: str) -> bool:
+    properties = DeltaTable.forPath(spark, path).detail().first()["properties"]
+    return properties.get(CHANGE_FEED) == "true"

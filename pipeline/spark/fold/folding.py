@@ -36,7 +36,13 @@ from pipeline.fold.events import EventColumns
 from pipeline.fold.group_replay import FAILED, Tables, failed_tables, replay_group
 from pipeline.spark.events.packing import columns_from_packed
 from pipeline.spark.fold.left import LEFT_COLUMNS, wire_order
-from pipeline.spark.fold.wire import Checks, packed_tables, wire_checks, wire_table_of
+from pipeline.spark.fold.wire import (
+    Checks,
+    packed_tables,
+    wire_checks,
+    wire_table_of,
+    with_newest,
+)
 from pipeline.spark.runtime.logs import quiet_padded_concat
 from pipeline.spark.tables.contract import SEED
 
@@ -225,7 +231,9 @@ def bucket_fold(cfg: CoordinatorConfig, arrow: pa.Schema) -> Callable[..., Itera
                                  start_of=lambda g: stored.states.get(g, seeds.get(g)),
                                  due=[g for g in stored.due(now) if g not in present])
         except Exception as exc:  # noqa: BLE001 - the last line of defence, see FAILED
-            yield _failed_bucket(rows, seeds, stored, state, watermark, exc, checks, cfg)
+            yield frame_of(with_newest(
+                _failed_bucket(rows, seeds, stored, state, watermark, exc, checks, cfg),
+                newest_ms(rows)))
             return
         for group_id, after in folded.after.items():
             if group_id is None:
@@ -236,7 +244,7 @@ def bucket_fold(cfg: CoordinatorConfig, arrow: pa.Schema) -> Callable[..., Itera
                 continue
             stored.keep(group_id, after, cfg, watermark)
         stored.store(state, watermark)
-        yield frame_of(folded.wire)
+        yield frame_of(with_newest(folded.wire, newest_ms(rows)))
 
     return fold_bucket
 
@@ -256,7 +264,7 @@ def _rows_and_seeds(frames: Iterable[pd.DataFrame], arrow: pa.Schema, events: pa
 
 def _failed_bucket(rows: pa.Table, seeds: Mapping[str, bytes], stored: BucketState, state: Any,
                    watermark: int, exc: Exception, checks: Checks,
-                   cfg: CoordinatorConfig) -> pd.DataFrame:
+                   cfg: CoordinatorConfig) -> pa.Table:
     """A bucket whose call raised outside any group's fold: every group's rows rejected as
     INTERNAL, every state kept as it was (a seed brought too)."""
     for group_id, seeded in seeds.items():
@@ -274,8 +282,16 @@ def _failed_bucket(rows: pa.Table, seeds: Mapping[str, bytes], stored: BucketSta
         for name, table_rows in failed_tables(gid, events, before, exc).items():
             tables.setdefault(name, []).extend(table_rows)
     names, texts = packed_tables(tables, checks)
-    return frame_of(wire_table_of(names, texts, rows.select(list(LEFT_COLUMNS)).slice(0, 0), 0,
-                                  []))
+    return wire_table_of(names, texts, rows.select(list(LEFT_COLUMNS)).slice(0, 0), 0, [])
+
+
+def newest_ms(rows: pa.Table) -> int | None:
+    """The newest `event_time` of a call's rows in epoch ms, as Spark's watermark takes it
+    (microseconds divided down); None: no row has one."""
+    if not rows.num_rows:
+        return None
+    top = pc.max(rows.column("event_time").cast(pa.int64())).as_py()
+    return None if top is None else top // 1000
 
 
 # The crossings applyInPandasWithState imposes, both ways: its pandas frames in as Arrow, the

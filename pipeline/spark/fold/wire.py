@@ -61,11 +61,18 @@ from schemas.lag import LOG_END_OFFSETS
 TABLE = "_table"  # the wire's column naming a row's table
 ROW = "_row"  # the wire's column holding the row as JSON
 SAMPLE = "_sample"  # an end-offset sample, the stream's second source (lagflow.py)
+# One row of each stream fold call given rows: the newest event time among them (epoch ms, as
+# its `ROW`), what Spark's watermark is computed from; the lag step keeps its own (lagflow.py).
+NEWEST = "_newest"
+# A sample's wire row also carries the samples table's commit it came in, as Delta's change
+# data feed names it.
+COMMIT_VERSION = "_commit_version"
 # Wire columns a table's rows carry beyond its schemas/ columns.
 EXTRA_COLUMNS = {"committed_offsets": (DELETES_KEY,)}
-__all__ = ["EXTRA_COLUMNS", "FAILED", "ROW", "SAMPLE", "BACKFILL_STATE", "TABLE", "counted",
-           "from_wire_json", "log_failed_groups", "row_schema", "table_count", "table_rows",
-           "wire_checks", "wire_json", "wire_schema", "wire_table_of"]
+__all__ = ["BACKFILL_STATE", "COMMIT_VERSION", "EXTRA_COLUMNS", "FAILED", "NEWEST", "ROW",
+           "SAMPLE", "TABLE", "counted", "from_wire_json", "log_failed_groups", "row_schema",
+           "table_count", "table_rows", "wire_checks", "wire_json", "wire_schema",
+           "wire_table_of", "with_newest"]
 log = logging.getLogger("wire")
 # One file (and one task) per this many rows of a write: a small micro-batch writes each table
 # as one file instead of one per shuffle partition, a big batch keeps its parallelism.
@@ -96,14 +103,18 @@ def row_schema(table: str) -> StructType:
                            StructField("reason", StringType()),
                            StructField("rejected_as", StringType())])
     if table == SAMPLE:
-        return struct_of(LOG_END_OFFSETS)
+        return StructType([*struct_of(LOG_END_OFFSETS).fields,
+                           StructField(COMMIT_VERSION, LongType())])
     extra = [StructField(name, BooleanType()) for name in EXTRA_COLUMNS.get(table, ())]
     return StructType([*table_schema(table).fields, *extra])
 
 
 def counted(wire: DataFrame) -> dict[str, int]:
-    """Rows of each table on the (kept) wire: one Spark job, which runs the fold."""
-    return {r[TABLE]: r["count"] for r in wire.groupBy(TABLE).count().collect()}
+    """Rows of each table on the (kept) wire: one Spark job, which runs the fold. Under
+    `NEWEST` (a stream's), not a count: the newest event time its fold calls were given."""
+    newest = F.max(F.when(F.col(TABLE) == NEWEST, F.col(ROW).cast("long")))
+    found = wire.groupBy(TABLE).agg(F.count(F.lit(1)).alias("n"), newest.alias("newest"))
+    return {r[TABLE]: r["newest"] if r[TABLE] == NEWEST else r["n"] for r in found.collect()}
 
 
 @contextmanager
@@ -179,6 +190,14 @@ def wire_table_of(names: list[str], texts: list[str], left: pa.Table | None,
         columns.append(pa.array([None] * n + types, pa.string()))
         fields.append(pa.field(LEFT_TYPE, pa.string()))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def with_newest(wire: pa.Table, newest_ms: int | None) -> pa.Table:
+    """`wire` and its `NEWEST` row (none when the call was given no event time)."""
+    if newest_ms is None:
+        return wire
+    return pa.concat_tables([wire, pa.Table.from_pylist([{TABLE: NEWEST, ROW: str(newest_ms)}],
+                                                        schema=wire.schema)])
 
 
 def _base64(value: Any) -> str:

@@ -7,20 +7,23 @@ state, each lag table is replaced in one commit, and the later samples are left 
 `<warehouse>/_lag_pending` (the version in the hand-off manifest) and the step's states in
 `_lag_state`, for a stream to continue from.
 
-Stream: the samples table is a second streaming source of the replay, unioned after the fold
-as wire rows tagged `_sample`, so Spark's checkpoint delivers each sample once. A sample's
-rows are written once the replay's event-time watermark has passed `sampled_at`, so a
-commit that reaches the log late (but inside the watermark delay) is not missed: until
-then it waits in `_lag_pending`. Each micro-batch reads its watermark and the samples
-table's version it read from the checkpoint's offset log (`batch_offsets`), takes the
-pending and new samples the watermark has passed, computes their rows with the incremental
-engine over the batch's own history rows and the state rows of the keys they touch
-(`pipeline.spark.lag.lagstate`: on the executors, or on the driver for a small batch; the
-history tables and the samples table at that version are read only where the state cannot
-answer), then rewrites the pending set and MERGEs the touched keys' states. A sample
-arriving after the watermark passed it is used at once. Every write carries the batch's mark
-(`sinks.BatchWriter`), pending and state last, so a batch run again after a crash computes
-the same rows and skips what it had written.
+Stream: the samples table's change data feed is a second streaming source of the replay,
+unioned after the fold as wire rows tagged `_sample`, each with the commit it came in, so
+Spark's checkpoint delivers each sample once. A sample's rows are written once the stream's
+watermark has passed `sampled_at`, so a commit that reaches the log late (but inside the
+watermark delay) is not missed: until then it waits in `_lag_pending`. The watermark and the
+samples' version are the stream's own record (`Read`, a row of `_lag_state`), never Spark's
+checkpoint files: the newest event time the fold was given before the batch (its `NEWEST`
+wire rows) less the watermark delay, as Spark computes the watermark the batch runs with,
+and the newest commit a sample came in. Each micro-batch takes the pending and new samples that watermark has
+passed, computes their rows with the incremental engine over the batch's own history rows
+and the state rows of the keys they touch (`pipeline.spark.lag.lagstate`: on the executors,
+or on the driver for a small batch; the history tables and the samples table at that version
+are read only where the state cannot answer), then rewrites the pending set and MERGEs the
+touched keys' states and the record. A sample arriving after the watermark passed it is used
+at once. Every write carries the batch's mark (`sinks.BatchWriter`), pending and state last,
+so a batch run again after a crash computes the same rows (the record's maxima are those it
+had) and skips what it had written.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,8 +41,9 @@ from pyspark.sql import functions as F
 
 from pipeline.errors import UsageError
 from pipeline.lag import LagConfig
-from pipeline.spark.fold.wire import ROW, SAMPLE, TABLE, wire_json
+from pipeline.spark.fold.wire import COMMIT_VERSION, ROW, SAMPLE, TABLE, row_schema, wire_json
 from pipeline.spark.lag.lagstate import (
+    READ,
     Step,
     Tables,
     ensure_state,
@@ -49,13 +52,21 @@ from pipeline.spark.lag.lagstate import (
     read_states,
     save_states,
     state_path,
+    state_schema,
 )
 from pipeline.spark.lag.lagstate import step as lag_step
-from pipeline.spark.lag.samples import REASON, read_samples, samples_schema, select_samples
+from pipeline.spark.lag.samples import (
+    REASON,
+    read_samples,
+    samples_schema,
+    select_samples,
+    with_change_feed,
+)
 from pipeline.spark.runtime.keep import keep, release
 from pipeline.spark.tables import paths, writes
+from pipeline.spark.tables.contract import arrow_schema
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import delta_table, latest_version, stream_delta
+from pipeline.spark.tables.options import latest_version, read_delta, stream_delta
 from pipeline.times import ms_text
 from schemas.internal import INTERNAL_KEYS, LAG_PENDING, LAG_STATE
 from schemas.lag import LAG_TABLES, SAMPLE_KEY
@@ -85,27 +96,26 @@ def ensure_pending(spark: SparkSession, warehouse: str) -> None:
     ensure_state(spark, warehouse)
 
 
-def table_id(spark: SparkSession, source: str) -> str:
-    """The Delta table's id (what the streaming source records as its reservoirId)."""
-    row = delta_table(spark, source).detail().select("id").first()
-    assert row is not None
-    return str(row[0])
+CHANGE_TYPE = "_change_type"  # a change-feed row's kind: insert, delete, update_pre/postimage
 
 
 def sample_wire(samples: DataFrame) -> DataFrame:
-    """Sample rows as wire rows (`_table`, `_row`: the sample as JSON, times in epoch ms), the
-    form `wire.table_rows` parses back; the samples' own columns, whatever the table has
-    beyond them."""
-    typed = select_samples(samples).drop(REASON)
-    return typed.select(F.lit(SAMPLE).alias(TABLE), wire_json(samples_schema()).alias(ROW))
+    """Change-feed rows of the samples table as wire rows (`_table`, `_row`: the sample and
+    its `_commit_version` as JSON, times in epoch ms), the form `wire.table_rows` parses back;
+    the samples' own columns, whatever the table has beyond them. Only inserts: a row the
+    table's owner deletes or updates later changes no lag already written."""
+    typed = select_samples(samples.where(F.col(CHANGE_TYPE) == "insert"),
+                           COMMIT_VERSION).drop(REASON)
+    return typed.select(F.lit(SAMPLE).alias(TABLE), wire_json(row_schema(SAMPLE)).alias(ROW))
 
 
 def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | None,
                   max_files_per_trigger: int | None = None) -> DataFrame:
-    """The samples table as a stream of wire rows, from the version after `after_version`
-    (a backfill's) or from its beginning, at most `max_files_per_trigger` of its files a
-    micro-batch (the replay's `--max-files-per-trigger`, as for the event log)."""
-    options: dict[str, str | int] = {}
+    """The samples table's change data feed as a stream of wire rows, from the version after
+    `after_version` (a backfill's) or from its beginning (its rows then, and every insert
+    after), at most `max_files_per_trigger` of its files a micro-batch (the replay's
+    `--max-files-per-trigger`, as for the event log)."""
+    options: dict[str, str | int] = {"readChangeFeed": "true"}
     if after_version is not None:
         options["startingVersion"] = after_version + 1
     if max_files_per_trigger:
@@ -113,42 +123,46 @@ def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | No
     return sample_wire(stream_delta(spark, opts.end_offsets, **options))
 
 
-OFFSET_LOG_VERSION = "v1"  # Spark's OffsetSeqLog.VERSION, the first line of each batch's file
+@dataclass(frozen=True)
+class Read:
+    """The stream's own record of what its lag step was given: the newest event time the fold
+    saw (epoch ms) and the newest commit of the samples table a sample came in. Kept as the
+    state table's `READ` row; both only rise, so a batch run again finds the record it made."""
+
+    newest_ms: int | None = None
+    version: int | None = None
+
+    def then(self, newest_ms: int | None, version: int | None) -> Read:
+        """The record after a batch that brought events up to `newest_ms` and samples up to
+        commit `version` (None: none)."""
+        return Read(_max(self.newest_ms, newest_ms), _max(self.version, version))
+
+    def watermark(self, delay_ms: int) -> int:
+        """Spark's rule for its event-time watermark (the newest event time less the delay,
+        never below 0): over the record a batch starts from, the watermark its fold runs
+        with. A batch run again after its writes went in starts from the record it made,
+        and the marks skip those writes."""
+        return 0 if self.newest_ms is None else max(0, self.newest_ms - delay_ms)
+
+    def row(self) -> pa.Table:
+        """The record as the state table's row."""
+        text = json.dumps({"newest_ms": self.newest_ms, "version": self.version})
+        return pa.Table.from_pylist([{"kind": READ, "key": "", "state": text}],
+                                    schema=arrow_schema(state_schema()))
+
+    @classmethod
+    def stored(cls, spark: SparkSession, warehouse: str) -> Read:
+        """The record in the state table, or an empty one."""
+        found = read_delta(spark, state_path(warehouse)).where(
+            F.col("kind") == READ).select("state").collect()
+        if not found:
+            return cls()
+        record = json.loads(found[0][0])
+        return cls(record.get("newest_ms"), record.get("version"))
 
 
-def batch_offsets(spark: SparkSession, checkpoint: str, batch_id: int
-                  ) -> tuple[int, list[dict[str, Any]]]:
-    """The event-time watermark batch `batch_id` ran with and its sources' end offsets, from
-    the checkpoint's offset log (`offsets/<batch>`: a version line, the batch's metadata,
-    then one line per source, `-` for a source without an offset yet).
-
-    Spark gives no public way to learn, inside `foreachBatch`, the watermark the batch ran
-    with (its progress reports it after the batch, and a batch run again after a restart
-    has no progress at all); the offset log is what Spark itself reruns a batch from. Its
-    format (`OffsetSeq`, "v1") is checked, so a Spark that changes it stops here with one
-    line instead of computing lag at a wrong watermark."""
-    text = paths.read_text(spark, paths.join(checkpoint, "offsets", str(batch_id)))
-    if text is None:
-        raise RuntimeError(f"no offset log for batch {batch_id} under {checkpoint}")
-    lines = text.splitlines()
-    if not lines or lines[0] != OFFSET_LOG_VERSION or len(lines) < 2:
-        raise RuntimeError(f"{checkpoint}/offsets/{batch_id}: not the offset log format "
-                           f"{OFFSET_LOG_VERSION} this release reads (first line "
-                           f"{lines[0] if lines else ''!r})")
-    meta = json.loads(lines[1])
-    sources = [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines[2:]]
-    return int(meta.get("batchWatermarkMs", 0)), sources
-
-
-def read_version(sources: list[dict[str, Any]], reservoir_id: str) -> int | None:
-    """The samples table's version a batch had read up to (a Delta source's offset names the
-    next file: `index` -1 means nothing of `reservoirVersion` yet)."""
-    for s in sources:
-        if s.get("reservoirId") == reservoir_id:
-            version = int(s["reservoirVersion"])
-            return version - 1 if int(s.get("index", -1)) < 0 and not s.get("isStartingVersion") \
-                else version
-    return None
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 Writes = dict[str, Callable[[], None]]
@@ -160,34 +174,38 @@ class StreamLag:
 
     opts: LagOptions
     warehouse: str
-    checkpoint: str
+    delay_ms: int  # --watermark-delay
     after_version: int | None = None  # the samples' version a backfill read, if continued
     written: dict[str, int] = field(default_factory=dict)  # the last batch's lag rows, by table
     held: Held | None = None  # the samples the last batch left waiting, and its watermark
     watermark_ms: int | None = None
-    _id: str | None = None
+    read: Read | None = None  # the record as the last batch left it (None: not loaded yet)
+    _saved: Read | None = None  # the record as the state table holds it
     _steps: list[Step] = field(default_factory=list)
 
-    def writes(self, spark: SparkSession, new: DataFrame | None, batch_id: int,
+    def writes(self, spark: SparkSession, new: DataFrame | None, newest_ms: int | None,
                history: Mapping[str, DataFrame] | None = None) -> tuple[Writes, Writes]:
-        """(the lag tables' appends, then the pending set's and the state's rewrites) for
-        batch `batch_id`; `new`: the batch's sample rows, parsed (None when it has none);
-        `history`: the batch's rows of each history table it wrote."""
-        if self._id is None:
-            self._id = table_id(spark, self.opts.end_offsets)
+        """(the lag tables' appends, then the pending set's and the state's rewrites) for a
+        batch; `new`: its sample rows, parsed (None when it has none); `newest_ms`: the newest
+        event time its fold was given (`wire.NEWEST`); `history`: its rows of each history
+        table it wrote."""
+        if self.read is None:
+            self.read = self._saved = Read.stored(spark, self.warehouse)
         history = history or {}
         self.written = {}
-        watermark, sources = batch_offsets(spark, self.checkpoint, batch_id)
-        version = read_version(sources, self._id)
-        if version is None:
-            version = self.after_version
         # The pending set, the batch's new samples and what the watermark passed are a few
         # hundred rows: held on the driver as Arrow (no Spark job each), the pending set
         # read and written by delta-rs where the driver writes the tables (`writes`).
         pending = writes.read(spark, pending_path(self.warehouse))
-        checked = select_samples(new).toArrow() if new is not None else None
+        checked = select_samples(new, COMMIT_VERSION).toArrow() if new is not None else None
+        came = None if checked is None else pc.max(checked.column(COMMIT_VERSION)).as_py()
+        # Spark's watermark for this batch: from the events of the batches before it.
+        watermark = self.read.watermark(self.delay_ms)
+        self.read = self.read.then(newest_ms, came)
+        version = self.read.version if self.read.version is not None else self.after_version
         good = rejected = None
         if checked is not None:
+            checked = checked.drop_columns([COMMIT_VERSION])
             malformed = pc.is_valid(checked.column(REASON))
             rejected = checked.filter(malformed)
             good = writes.conformed(checked.filter(pc.invert(malformed)), pending.schema)
@@ -211,10 +229,14 @@ class StreamLag:
                 self._append_rows(spark, first, local.partition_lag, local.group_lag,
                                   local.rows, local.group_rows)
                 if local.states.num_rows:
-                    then[LAG_STATE] = partial(writes.merge, spark, local.states, path,
-                                              INTERNAL_KEYS[LAG_STATE])
+                    then[LAG_STATE] = partial(
+                        writes.merge, spark, pa.concat_tables([local.states, self._record()]),
+                        path, INTERNAL_KEYS[LAG_STATE])
             else:
                 self._step_on_executors(spark, tables, history, ready, watermark, first, then)
+        if LAG_STATE not in then and self.read != self._saved:  # the record alone
+            then[LAG_STATE] = partial(writes.merge, spark, self._record(),
+                                      state_path(self.warehouse), INTERNAL_KEYS[LAG_STATE])
         if rejected is not None and rejected.num_rows:
             first["rejected_samples"] = partial(writes.append, spark, rejected,
                                                 paths.join(self.warehouse, "rejected_samples"))
@@ -237,7 +259,14 @@ class StreamLag:
         self._steps.append(step)
         self._append_rows(spark, first, step.partition_lag, step.group_lag, step.rows,
                           step.group_rows)
-        then[LAG_STATE] = partial(save_states, spark, self.warehouse, step)
+        then[LAG_STATE] = partial(save_states, spark, self.warehouse, step, self._record())
+
+    def _record(self) -> pa.Table:
+        """The record's row, written with the batch's states (or alone): what the state table
+        holds once the batch's writes are in."""
+        assert self.read is not None
+        self._saved = self.read
+        return self.read.row()
 
     def _append_rows(self, spark: SparkSession, first: Writes, partition_lag: DataFrame | pa.Table,
                      group_lag: DataFrame | pa.Table, rows: int, group_rows: int) -> None:
@@ -255,14 +284,22 @@ class StreamLag:
         self._steps.clear()
 
 
+SOURCES = "_replay_sources.json"  # in a checkpoint: the sources its stream reads (ours)
+
+
 def check_lag_checkpoint(spark: SparkSession, checkpoint: str, lag: bool) -> None:
     """A checkpoint keeps its sources: one started without --end-offsets cannot take the
     samples stream later, nor one started with it lose it (Spark refuses a changed source
-    list); say so before Spark fails on it."""
-    text = paths.read_text(spark, paths.join(checkpoint, "offsets", "0"))
+    list); say so before Spark fails on it. The replay records its sources beside Spark's
+    files when it starts a checkpoint (one from before the record is not checked)."""
+    record = paths.join(checkpoint, SOURCES)
+    if paths.is_empty(spark, paths.join(checkpoint, "offsets")):  # new: its sources from now
+        paths.write_text(spark, record, json.dumps({"end_offsets": lag}))
+        return
+    text = paths.read_text(spark, record)
     if text is None:
         return
-    had = len(text.splitlines()) - 2 >= 3  # events, the backfill's seeds, the samples
+    had = bool(json.loads(text).get("end_offsets"))
     if had != lag:
         raise UsageError(
             f"--checkpoint {checkpoint} was started {'with' if had else 'without'} "
@@ -306,6 +343,7 @@ class BackfillLag:
 
     @classmethod
     def read(cls, spark: SparkSession, opts: LagOptions) -> BackfillLag:
+        with_change_feed(spark, opts.end_offsets)  # a stream continues from its next version
         version = latest_version(spark, opts.end_offsets)
         checked = keep(read_samples(spark, opts.end_offsets, version))
         return cls(opts, version, checked)

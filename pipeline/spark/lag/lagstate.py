@@ -68,6 +68,7 @@ from schemas.lag import SAMPLE_KEY
 log = logging.getLogger(__name__)
 
 PARTITION, GROUP, META = "partition", "group", "meta"
+READ = "read"  # the stream's record of what its lag step was given (lagflow.Read)
 # The state table's version (its meta row's): the engine's state format, so states of an older
 # engine are not read but rebuilt from the history by the next step.
 TABLE_FORMAT = ENGINE_FORMAT
@@ -539,14 +540,18 @@ def read_states(spark: SparkSession, warehouse: str) -> DataFrame | None:
     return table
 
 
-def save_states(spark: SparkSession, warehouse: str, step_: Step) -> None:
-    """The step's states into the state table: replacing it when they are every key's,
-    else MERGEd by (kind, key) (from the driver when they are few)."""
+def save_states(spark: SparkSession, warehouse: str, step_: Step,
+                also: pa.Table | None = None) -> None:
+    """The step's states, and `also`'s rows, into the state table: replacing it when they are
+    every key's, else MERGEd by (kind, key) (from the driver when they are few)."""
     path = state_path(warehouse)
+    states = step_.states
+    if also is not None:
+        states = states.unionByName(spark.createDataFrame(also, state_schema()))
     if step_.whole:
-        writes.overwrite(spark, step_.states, path)
+        writes.overwrite(spark, states, path)
     else:
-        writes.merge(spark, step_.states, path, INTERNAL_KEYS[LAG_STATE])
+        writes.merge(spark, states, path, INTERNAL_KEYS[LAG_STATE])
 
 
 def epoch_ms(times: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

@@ -11,6 +11,7 @@ with the reason, for `rejected_samples`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
@@ -27,11 +28,12 @@ from pipeline.spark.events.validate import check_columns
 from pipeline.spark.tables import paths
 from pipeline.spark.tables.contract import arrow_schema, struct_of
 from pipeline.spark.tables.creation import create_table
-from pipeline.spark.tables.options import read_delta
+from pipeline.spark.tables.options import delta_table, latest_version, read_delta
 from pipeline.spark.tables.warehouse import insert_missing
 from schemas.lag import LOG_END_OFFSETS, SAMPLE_KEY, SAMPLE_REQUIRED
 
 REASON = "reason"
+log = logging.getLogger(__name__)
 
 
 @cache
@@ -59,8 +61,28 @@ def samples_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> Dat
     return spark.createDataFrame(samples_arrow(rows), samples_schema())
 
 
+# Delta's change data feed on the samples table: each row a stream reads carries the commit it
+# came in (`wire.COMMIT_VERSION`), the replay's record of the table's version a batch read.
+CHANGE_FEED = "delta.enableChangeDataFeed"
+
+
 def ensure_samples_table(spark: SparkSession, path: str) -> None:
-    create_table(spark, path, samples_schema())
+    create_table(spark, path, samples_schema(), {CHANGE_FEED: "true"})
+
+
+def with_change_feed(spark: SparkSession, source: str) -> None:
+    """The samples table (a path or a table name) with its change data feed on: turned on,
+    said in one line, on a table made without it (a metadata commit; its rows are untouched).
+    A stream reads the table's changes from the version it was turned on at."""
+    table = delta_table(spark, source)
+    row = table.detail().select("properties").first()
+    if row is not None and str((row[0] or {}).get(CHANGE_FEED, "")).lower() == "true":
+        return
+    target = f"delta.`{source}`" if paths.is_path(source) else source
+    spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ('{CHANGE_FEED}' = 'true')")
+    log.info("turned on Delta's change data feed of the end-offset samples %s at version %d: "
+             "the replay learns from it which version of the table each batch read",
+             source, latest_version(spark, source))
 
 
 def merge_samples(spark: SparkSession, target: str, rows: pa.Table) -> int:
@@ -93,13 +115,14 @@ def check_samples(spark: SparkSession, source: str, flag: str = "--end-offsets")
                   "end-offset samples need", "schemas/lag.py")
 
 
-def select_samples(df: DataFrame) -> DataFrame:
+def select_samples(df: DataFrame, *keep: str) -> DataFrame:
     """A samples table's rows in the contract's columns and types (optional columns it lacks
-    read as null), with `reason` set on a row that cannot be a sample."""
+    read as null), `keep`'s columns as they are, with `reason` set on a row that cannot be a
+    sample."""
     columns = [(F.col(f.name).cast(f.dataType) if f.name in df.columns
                 else F.lit(None).cast(f.dataType)).alias(f.name)
                for f in samples_schema().fields]
-    typed = df.select(*columns)
+    typed = df.select(*columns, *keep)
     return typed.withColumn(REASON, malformed_reason())
 
 

@@ -49,6 +49,7 @@ from pipeline.spark.lag.lagflow import (
     ensure_pending,
     sample_stream,
 )
+from pipeline.spark.lag.samples import with_change_feed
 from pipeline.spark.newest_rows import WarehouseRows
 from pipeline.spark.runtime.stopping import stoppable
 from pipeline.spark.share.replay import check_share_log
@@ -307,10 +308,11 @@ def start_replay(spark: SparkSession, opts: ReplayOptions) -> Replay:
     wire = folded_stream(read_events(spark, opts, manifest), opts)
     if opts.lag is not None:
         ensure_pending(spark, opts.warehouse)
+        with_change_feed(spark, opts.lag.end_offsets)
         wire = wire.unionByName(sample_stream(
             spark, opts.lag, None if manifest is None else manifest.samples_version,
             opts.max_files_per_trigger), allowMissingColumns=True)
-        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.checkpoint,
+        writer.lag = StreamLag(opts.lag, opts.warehouse, opts.delay_ms,
                                after_version=None if manifest is None
                                else manifest.samples_version)
     stream = (wire.writeStream

@@ -33,7 +33,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.spark.fold.wire import FAILED, SAMPLE, folded, table_count, table_rows
+from pipeline.spark.fold.wire import FAILED, NEWEST, SAMPLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import StreamLag
 from pipeline.spark.lag.lagstate import ENGINE_INPUTS
 from pipeline.spark.runtime.session import COMMIT_METADATA, TXN_APP_ID, TXN_VERSION, temporary_conf
@@ -146,7 +146,7 @@ class BatchWriter:
                     history = {t: table_rows(wire, t, count=table_count(counts, t))
                                for t in ENGINE_INPUTS if table_count(counts, t)}
                     try:
-                        for phase in self.lag.writes(spark, new, batch_id, history):
+                        for phase in self.lag.writes(spark, new, counts.get(NEWEST), history):
                             self.write_phase(spark, batch_id, phase, seconds)
                     finally:
                         self.lag.release()

@@ -90,3 +90,13 @@ def read_text(spark: SparkSession, path: str) -> str | None:
     """A small file's text (UTF-8), through the filesystem that serves it; None if missing."""
     data = read_bytes(spark, path)
     return None if data is None else data.decode("utf-8")
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """A small file written whole (UTF-8), through the filesystem that serves it."""
+    fs, hpath = hadoop_path(spark, path)
+    stream = fs.create(hpath, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
