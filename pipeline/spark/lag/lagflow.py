@@ -15,15 +15,15 @@ watermark delay) is not missed: until then it waits in `_lag_pending`. The water
 samples' version are the stream's own record (`Read`, a row of `_lag_state`), never Spark's
 checkpoint files: the newest event time the fold was given before the batch (its `NEWEST`
 wire rows) less the watermark delay, as Spark computes the watermark the batch runs with,
-and the newest commit a sample came in. Each micro-batch takes the pending and new samples that watermark has
-passed, computes their rows with the incremental engine over the batch's own history rows
-and the state rows of the keys they touch (`pipeline.spark.lag.lagstate`: on the executors,
-or on the driver for a small batch; the history tables and the samples table at that version
-are read only where the state cannot answer), then rewrites the pending set and MERGEs the
-touched keys' states and the record. A sample arriving after the watermark passed it is used
-at once. Every write carries the batch's mark (`sinks.BatchWriter`), pending and state last,
-so a batch run again after a crash computes the same rows (the record's maxima are those it
-had) and skips what it had written.
+and the newest commit a sample came in. Each micro-batch takes the pending and new samples
+that watermark has passed, computes their rows with the incremental engine over the batch's
+own history rows and the state rows of the keys they touch (`pipeline.spark.lag.lagstate`:
+on the executors, or on the driver for a small batch; the history tables and the samples
+table at that version are read only where the state cannot answer), then rewrites the
+pending set and MERGEs the touched keys' states and the record. A sample arriving after the
+watermark passed it is used at once. Every write carries the batch's mark
+(`sinks.BatchWriter`), pending and state last, so a batch run again after a crash computes
+the same rows (from the record it started from) and skips what it had written.
 """
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ def sample_stream(spark: SparkSession, opts: LagOptions, after_version: int | No
 class Read:
     """The stream's own record of what its lag step was given: the newest event time the fold
     saw (epoch ms) and the newest commit of the samples table a sample came in. Kept as the
-    state table's `READ` row; both only rise, so a batch run again finds the record it made."""
+    state table's `READ` row, with the record the batch that last changed it started from:
+    a batch run again after its writes went in starts from that one, as the first run did."""
 
     newest_ms: int | None = None
     version: int | None = None
@@ -140,25 +141,32 @@ class Read:
     def watermark(self, delay_ms: int) -> int:
         """Spark's rule for its event-time watermark (the newest event time less the delay,
         never below 0): over the record a batch starts from, the watermark its fold runs
-        with. A batch run again after its writes went in starts from the record it made,
-        and the marks skip those writes."""
+        with."""
         return 0 if self.newest_ms is None else max(0, self.newest_ms - delay_ms)
 
-    def row(self) -> pa.Table:
-        """The record as the state table's row."""
-        text = json.dumps({"newest_ms": self.newest_ms, "version": self.version})
+    def row(self, before: Read, mark: str) -> pa.Table:
+        """The record as the state table's row, made by the batch of `mark` from `before`."""
+        text = json.dumps({"mark": mark, "before": [before.newest_ms, before.version],
+                           "after": [self.newest_ms, self.version]})
         return pa.Table.from_pylist([{"kind": READ, "key": "", "state": text}],
                                     schema=arrow_schema(state_schema()))
 
     @classmethod
-    def stored(cls, spark: SparkSession, warehouse: str) -> Read:
-        """The record in the state table, or an empty one."""
+    def of_row(cls, text: str | None, mark: str) -> tuple[Read, Read]:
+        """(what the batch of `mark` starts from, the record the row holds), from the row's
+        text (None: no record yet)."""
+        if text is None:
+            return cls(), cls()
+        record = json.loads(text)
+        after = cls(*record["after"])
+        return (cls(*record["before"]) if record["mark"] == mark else after), after
+
+    @classmethod
+    def stored(cls, spark: SparkSession, warehouse: str, mark: str) -> tuple[Read, Read]:
+        """`of_row` of the state table's record."""
         found = read_delta(spark, state_path(warehouse)).where(
             F.col("kind") == READ).select("state").collect()
-        if not found:
-            return cls()
-        record = json.loads(found[0][0])
-        return cls(record.get("newest_ms"), record.get("version"))
+        return cls.of_row(found[0][0] if found else None, mark)
 
 
 def _max(a: int | None, b: int | None) -> int | None:
@@ -181,16 +189,19 @@ class StreamLag:
     watermark_ms: int | None = None
     read: Read | None = None  # the record as the last batch left it (None: not loaded yet)
     _saved: Read | None = None  # the record as the state table holds it
+    _before: Read = field(default_factory=Read)  # the record the batch started from
+    _mark: str = ""  # the batch's mark
     _steps: list[Step] = field(default_factory=list)
 
     def writes(self, spark: SparkSession, new: DataFrame | None, newest_ms: int | None,
-               history: Mapping[str, DataFrame] | None = None) -> tuple[Writes, Writes]:
-        """(the lag tables' appends, then the pending set's and the state's rewrites) for a
-        batch; `new`: its sample rows, parsed (None when it has none); `newest_ms`: the newest
-        event time its fold was given (`wire.NEWEST`); `history`: its rows of each history
-        table it wrote."""
+               mark: str, history: Mapping[str, DataFrame] | None = None
+               ) -> tuple[Writes, Writes]:
+        """(the lag tables' appends, then the pending set's and the state's rewrites) for the
+        batch of `mark` (`sinks.batch_mark`); `new`: its sample rows, parsed (None when it
+        has none); `newest_ms`: the newest event time its fold was given (`wire.NEWEST`);
+        `history`: its rows of each history table it wrote."""
         if self.read is None:
-            self.read = self._saved = Read.stored(spark, self.warehouse)
+            self.read, self._saved = Read.stored(spark, self.warehouse, mark)
         history = history or {}
         self.written = {}
         # The pending set, the batch's new samples and what the watermark passed are a few
@@ -201,6 +212,7 @@ class StreamLag:
         came = None if checked is None else pc.max(checked.column(COMMIT_VERSION)).as_py()
         # Spark's watermark for this batch: from the events of the batches before it.
         watermark = self.read.watermark(self.delay_ms)
+        self._before, self._mark = self.read, mark
         self.read = self.read.then(newest_ms, came)
         version = self.read.version if self.read.version is not None else self.after_version
         good = rejected = None
@@ -266,7 +278,7 @@ class StreamLag:
         holds once the batch's writes are in."""
         assert self.read is not None
         self._saved = self.read
-        return self.read.row()
+        return self.read.row(self._before, self._mark)
 
     def _append_rows(self, spark: SparkSession, first: Writes, partition_lag: DataFrame | pa.Table,
                      group_lag: DataFrame | pa.Table, rows: int, group_rows: int) -> None:

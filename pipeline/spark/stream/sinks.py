@@ -146,7 +146,8 @@ class BatchWriter:
                     history = {t: table_rows(wire, t, count=table_count(counts, t))
                                for t in ENGINE_INPUTS if table_count(counts, t)}
                     try:
-                        for phase in self.lag.writes(spark, new, counts.get(NEWEST), history):
+                        for phase in self.lag.writes(spark, new, counts.get(NEWEST),
+                                                     batch_mark(self.app_id, batch_id), history):
                             self.write_phase(spark, batch_id, phase, seconds)
                     finally:
                         self.lag.release()
