@@ -153,7 +153,7 @@ def fold_stages(spark: Any, batch_id: int) -> dict[str, float]:
 def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]:
 
     from pipeline.spark.lag.lagflow import LagOptions
-    from pipeline.spark.lag.samples import samples_schema
+    from pipeline.spark.lag.samples import ensure_samples_table, samples_schema
     from pipeline.spark.runtime.session import build_session
     from pipeline.spark.stream.maintain import Upkeep
     from pipeline.spark.stream.replay import ReplayOptions, start_replay
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, spec: ScaleSpec, root: Path) -> dict[str, Any]
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000")
     log, samples, wh = str(root / "events"), str(root / "samples"), str(root / "wh")
     create_table(spark, log, event_schema())
-    create_table(spark, samples, samples_schema())
+    ensure_samples_table(spark, samples)  # with its change data feed, as the sampler makes it
     schemas = (arrow_schema(event_schema()),
                arrow_schema(samples_schema()))
     count = int(args.minutes * 60 / args.chunk)
