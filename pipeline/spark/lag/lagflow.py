@@ -189,8 +189,6 @@ class StreamLag:
     watermark_ms: int | None = None
     read: Read | None = None  # the record as the last batch left it (None: not loaded yet)
     _saved: Read | None = None  # the record as the state table holds it
-    _before: Read = field(default_factory=Read)  # the record the batch started from
-    _mark: str = ""  # the batch's mark
     _steps: list[Step] = field(default_factory=list)
 
     def writes(self, spark: SparkSession, new: DataFrame | None, newest_ms: int | None,
@@ -212,8 +210,8 @@ class StreamLag:
         came = None if checked is None else pc.max(checked.column(COMMIT_VERSION)).as_py()
         # Spark's watermark for this batch: from the events of the batches before it.
         watermark = self.read.watermark(self.delay_ms)
-        self._before, self._mark = self.read, mark
-        self.read = self.read.then(newest_ms, came)
+        before, self.read = self.read, self.read.then(newest_ms, came)
+        record = self.read.row(before, mark)  # written with the batch's states, or alone
         version = self.read.version if self.read.version is not None else self.after_version
         good = rejected = None
         if checked is not None:
@@ -242,13 +240,16 @@ class StreamLag:
                                   local.rows, local.group_rows)
                 if local.states.num_rows:
                     then[LAG_STATE] = partial(
-                        writes.merge, spark, pa.concat_tables([local.states, self._record()]),
+                        writes.merge, spark, pa.concat_tables([local.states, record]),
                         path, INTERNAL_KEYS[LAG_STATE])
             else:
-                self._step_on_executors(spark, tables, history, ready, watermark, first, then)
+                self._step_on_executors(spark, tables, history, ready, watermark, record,
+                                        first, then)
         if LAG_STATE not in then and self.read != self._saved:  # the record alone
-            then[LAG_STATE] = partial(writes.merge, spark, self._record(),
-                                      state_path(self.warehouse), INTERNAL_KEYS[LAG_STATE])
+            then[LAG_STATE] = partial(writes.merge, spark, record, state_path(self.warehouse),
+                                      INTERNAL_KEYS[LAG_STATE])
+        if LAG_STATE in then:
+            self._saved = self.read
         if rejected is not None and rejected.num_rows:
             first["rejected_samples"] = partial(writes.append, spark, rejected,
                                                 paths.join(self.warehouse, "rejected_samples"))
@@ -260,7 +261,7 @@ class StreamLag:
 
     def _step_on_executors(self, spark: SparkSession, tables: Tables,
                            history: Mapping[str, DataFrame], ready: pa.Table, watermark: int,
-                           first: Writes, then: Writes) -> None:
+                           record: pa.Table, first: Writes, then: Writes) -> None:
         states = read_states(spark, self.warehouse)
         if states is None and not ready.num_rows:
             return  # no state and no sample yet: built at the first batch with samples
@@ -271,14 +272,7 @@ class StreamLag:
         self._steps.append(step)
         self._append_rows(spark, first, step.partition_lag, step.group_lag, step.rows,
                           step.group_rows)
-        then[LAG_STATE] = partial(save_states, spark, self.warehouse, step, self._record())
-
-    def _record(self) -> pa.Table:
-        """The record's row, written with the batch's states (or alone): what the state table
-        holds once the batch's writes are in."""
-        assert self.read is not None
-        self._saved = self.read
-        return self.read.row(self._before, self._mark)
+        then[LAG_STATE] = partial(save_states, spark, self.warehouse, step, record)
 
     def _append_rows(self, spark: SparkSession, first: Writes, partition_lag: DataFrame | pa.Table,
                      group_lag: DataFrame | pa.Table, rows: int, group_rows: int) -> None:
