@@ -10,13 +10,12 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType, TimestampType
 
 from pipeline.fold import CoordinatorConfig, Event
 from pipeline.spark.events.validate import check_event_schema
-from pipeline.spark.tables import paths, writes
+from pipeline.spark.tables import paths, sqltext, writes
 from pipeline.spark.tables.catalog import quote_path
 from pipeline.spark.tables.contract import arrow_schema, event_schema
 from pipeline.spark.tables.creation import forget_uncreated
@@ -50,20 +49,23 @@ def select_events(df: DataFrame) -> DataFrame:
     a column no lossless cast turns into the contract's type, is refused here, on its schema,
     before any row is read (`validate.check_event_schema`)."""
     check_event_schema(df.schema)
-    columns: dict[str, Column] = {}
-    problems: list[Column] = []
+    columns: dict[str, str] = {}
+    problems: list[str] = []
+    low, high = (ms * 1000 for ms in PANDAS_MS_RANGE)
     for f in event_schema().fields:
-        column = F.col(f.name).cast(f.dataType) if f.name in df.columns else F.lit(None).cast(f.dataType)
-        if isinstance(f.dataType, TimestampType) and f.name in df.columns:
-            micros = F.unix_micros(column)
-            outside = ~micros.between(*(ms * 1000 for ms in PANDAS_MS_RANGE))
-            problems.append(F.when(outside, F.concat(
-                F.lit(f"{f.name} "), micros.cast("string"),
-                F.lit(" us is outside the years 1677-2262 the replay can hold"))))
-            column = F.when(outside, F.lit(None).cast(f.dataType)).otherwise(column)
+        present = f.name in df.columns
+        column = (f"CAST({sqltext.ident(f.name)} AS {sqltext.type_sql(f.dataType)})" if present
+                  else sqltext.null(f.dataType))
+        if isinstance(f.dataType, TimestampType) and present:
+            micros = f"unix_micros({column})"
+            outside = f"NOT ({micros} >= {low} AND {micros} <= {high})"
+            note = sqltext.string(" us is outside the years 1677-2262 the replay can hold")
+            problems.append(f"CASE WHEN {outside} THEN concat({sqltext.string(f.name + ' ')}, "
+                            f"CAST({micros} AS STRING), {note}) END")
+            column = f"CASE WHEN {outside} THEN {sqltext.null(f.dataType)} ELSE {column} END"
         columns[f.name] = column
-    columns["decode_error"] = F.coalesce(columns["decode_error"], *problems)
-    return df.select(*[c.alias(name) for name, c in columns.items()])
+    columns["decode_error"] = f"coalesce({', '.join([columns['decode_error'], *problems])})"
+    return df.selectExpr(*[sqltext.named(text, name) for name, text in columns.items()])
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

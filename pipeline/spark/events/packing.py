@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import base64
 import json
-import operator
 import re
-from functools import reduce
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from pyspark.sql.types import (
     BinaryType,
     StructType,
@@ -37,6 +34,7 @@ from pyspark.sql.types import (
 
 from pipeline.fold.events import EventColumns
 from pipeline.fold.runs import QUIET_COLUMNS
+from pipeline.spark.tables import sqltext
 from pipeline.spark.tables.contract import event_schema, holds
 from schemas.events import EVENT_COLUMNS
 
@@ -54,19 +52,22 @@ def packed_events(events: DataFrame, *keep: str) -> DataFrame:
     left out, times as epoch milliseconds), null when the row holds none of them (a plain
     commit). `columns_from_packed` reads it back. `keep`: columns to carry as well."""
     as_is = unpacked_schema().names
-    packed: list[Column] = []
+    packed: list[str] = []
     for f in event_schema().fields:
         if f.name in as_is:
             continue
+        name = sqltext.ident(f.name)
         if isinstance(f.dataType, TimestampType):
-            packed.append(F.unix_millis(F.col(f.name)).alias(f.name))
+            packed.append(f"{sqltext.string(f.name)}, unix_millis({name})")
         elif holds(f.dataType, TimestampType):
             raise TypeError(f"{f.name}: a time inside a nested column cannot be packed as ms")
         else:
-            packed.append(F.col(f.name))
-    held = [F.col(f.name).isNotNull() for f in event_schema().fields if f.name not in as_is]
-    text = F.when(reduce(operator.or_, held), F.to_json(F.struct(*packed)))
-    return events.select(*as_is, text.alias(PACKED), *keep)
+            packed.append(f"{sqltext.string(f.name)}, {name}")
+    held = " OR ".join(f"{sqltext.ident(f.name)} IS NOT NULL" for f in event_schema().fields
+                       if f.name not in as_is)
+    text = f"CASE WHEN {held} THEN to_json(named_struct({', '.join(packed)})) END"
+    return events.selectExpr(*map(sqltext.ident, as_is), sqltext.named(text, PACKED),
+                             *map(sqltext.ident, keep))
 
 
 def unpacked_schema() -> StructType:

@@ -18,10 +18,9 @@ from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, sqltext
 from pipeline.spark.tables.contract import SEED, event_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import AVAILABLE_NOW, latest_version, trigger_seconds
@@ -105,11 +104,10 @@ def seed_rows(spark: SparkSession, warehouse: str, manifest: Manifest | None) ->
     """The hand-off as a stream: one row per group, its state in `_seed`, at the backfill's
     latest event time (so the stream's watermark starts where the backfill's stood)."""
     latest = None if manifest is None else manifest.max_event_time_ms
-    stamp = (F.lit(None).cast("timestamp") if latest is None
-             else F.timestamp_millis(F.lit(latest)))
+    stamp = "CAST(NULL AS TIMESTAMP)" if latest is None else f"timestamp_millis({latest})"
     seeds = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1_000_000)
              .load(seed_path(warehouse)))
-    columns = [F.col("group_id") if f.name == "group_id" else
-               stamp.alias(f.name) if f.name == "event_time" else
-               F.lit(None).cast(f.dataType).alias(f.name) for f in event_schema().fields]
-    return seeds.select(*columns, F.col("_state").alias(SEED))
+    columns = [sqltext.named(sqltext.ident("group_id") if f.name == "group_id" else
+                             stamp if f.name == "event_time" else sqltext.null(f.dataType),
+                             f.name) for f in event_schema().fields]
+    return seeds.selectExpr(*columns, sqltext.named("_state", SEED))

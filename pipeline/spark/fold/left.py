@@ -16,10 +16,10 @@ in the columns of either table.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from pipeline.fold.context import Left
+from pipeline.spark.tables import sqltext
 from pipeline.spark.tables.contract import table_schema
 
 __all__ = ["LEFT", "LEFT_COLUMNS", "LEFT_CURRENT", "LEFT_TAGS", "LEFT_TYPE", "left_rows",
@@ -52,9 +52,9 @@ def left_tags(current: int, count: int) -> list[str]:
     return [LEFT_CURRENT] * current + [LEFT] * (count - current)
 
 
-def _ms(c: Column) -> Column:
+def _ms(c: str) -> str:
     """A time as the fold holds it: whole epoch milliseconds."""
-    return F.timestamp_millis(F.unix_millis(c))
+    return f"timestamp_millis(unix_millis({c}))"
 
 
 def left_rows(records: DataFrame, table: str) -> DataFrame:
@@ -63,14 +63,16 @@ def left_rows(records: DataFrame, table: str) -> DataFrame:
     `offsets.from_request` stores a commit (metadata "" for none, the time for no commit
     timestamp, no member for an empty member id) at its own time: the fold leaves only
     records whose time is the group's clock."""
-    at = _ms(F.col("event_time"))
-    values: dict[str, Column] = {
-        "commit_metadata": F.coalesce(F.col("commit_metadata"), F.lit("")),
-        "commit_timestamp": F.coalesce(_ms(F.col("commit_timestamp")), at),
-        "expire_timestamp": _ms(F.col("expire_timestamp")),
-        "member_id": F.when(F.col("member_id") != "", F.col("member_id")),
-        "event_time": at, "change": F.lit("COMMIT"),
+    at = _ms("event_time")
+    values = {
+        "commit_metadata": "coalesce(commit_metadata, '')",
+        "commit_timestamp": f"coalesce({_ms('commit_timestamp')}, {at})",
+        "expire_timestamp": _ms("expire_timestamp"),
+        "member_id": "CASE WHEN member_id != '' THEN member_id END",
+        "event_time": at, "change": "'COMMIT'",
     }
-    return records.select(*[values.get(f.name, F.col(f.name) if f.name in (*LEFT_COLUMNS, LEFT_TYPE)
-                                       else F.lit(None)).cast(f.dataType).alias(f.name)
-                            for f in table_schema(table).fields])
+    return records.selectExpr(*[sqltext.named(
+        "CAST({} AS {})".format(values.get(f.name, sqltext.ident(f.name)
+                                            if f.name in (*LEFT_COLUMNS, LEFT_TYPE) else "NULL"),
+                                 sqltext.type_sql(f.dataType)), f.name)
+        for f in table_schema(table).fields])

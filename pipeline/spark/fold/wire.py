@@ -52,6 +52,7 @@ from pipeline.spark.fold.left import (
     left_tags,
 )
 from pipeline.spark.runtime.keep import kept
+from pipeline.spark.tables import sqltext
 from pipeline.spark.tables.contract import event_schema, holds, struct_of, table_schema
 from pipeline.times import PANDAS_MS_RANGE
 from schemas import OUTPUT_TABLES
@@ -271,7 +272,7 @@ def table_rows(wire: DataFrame, table: str, extra: bool = False,
     if parts is not None:
         rows = rows.coalesce(parts)
     keep = schema.fields if extra or table not in OUTPUT_TABLES else table_schema(table).fields
-    found = rows.select(*from_wire_json(F.col(ROW), schema, StructType(keep), failfast=True))
+    found = rows.selectExpr(*from_wire_json(ROW, schema, StructType(keep), failfast=True))
     tags = LEFT_TAGS.get(table)
     if tags is None:
         return found
@@ -295,29 +296,31 @@ def table_count(counts: dict[str, int], table: str) -> int:
 def wire_json(schema: StructType) -> Column:
     """The columns of `schema` as one JSON object the way the wire holds a row: times as
     epoch ms, bytes as base64 (the JVM's side of what `packed_tables` writes in Python)."""
-    return F.to_json(F.struct(*[_as_written(F.col(f.name), f.dataType).alias(f.name)
-                                for f in schema.fields]))
+    fields = ", ".join(f"{sqltext.string(f.name)}, {_as_written(sqltext.ident(f.name), f.dataType)}"
+                       for f in schema.fields)
+    return F.expr(f"to_json(named_struct({fields}))")
 
 
-def from_wire_json(text: Column, schema: StructType, keep: StructType | None = None,
-                   failfast: bool = False) -> list[Column]:
-    """The columns of `keep` (default: all of `schema`) out of `text`, a wire row's JSON
-    holding `schema`'s, each restored to its type; `failfast`: a malformed row fails the
-    query instead of reading as nulls."""
+def from_wire_json(text: str, schema: StructType, keep: StructType | None = None,
+                   failfast: bool = False) -> list[str]:
+    """The columns (`selectExpr` items) of `keep` (default: all of `schema`) out of the column `text`, a wire
+    row's JSON holding `schema`'s, each restored to its type; `failfast`: a malformed row
+    fails the query instead of reading as nulls."""
     as_json = _as_json(schema)
-    assert isinstance(as_json, StructType)
-    parsed = F.from_json(text, as_json, {"mode": "FAILFAST"} if failfast else None)
-    return [_restored(parsed.getField(f.name), f.dataType).alias(f.name)
+    options = ", map('mode', 'FAILFAST')" if failfast else ""
+    parsed = (f"from_json({sqltext.ident(text)}, {sqltext.string(sqltext.type_sql(as_json))}"
+              f"{options})")
+    return [sqltext.named(_restored(f"{parsed}.{sqltext.ident(f.name)}", f.dataType), f.name)
             for f in (schema if keep is None else keep).fields]
 
 
-def _as_written(c: Column, t: DataType) -> Column:
-    """`c` of type `t` as the wire's JSON holds it (top-level times and bytes; nested values
-    of those types never travel this way)."""
+def _as_written(c: str, t: DataType) -> str:
+    """The SQL expression `c` of type `t` as the wire's JSON holds it (top-level times and
+    bytes; nested values of those types never travel this way)."""
     if isinstance(t, TimestampType):
-        return F.unix_millis(c)
+        return f"unix_millis({c})"
     if isinstance(t, BinaryType):
-        return F.base64(c)
+        return f"base64({c})"
     assert not holds(t, (TimestampType, BinaryType)), t
     return c
 
@@ -336,18 +339,21 @@ def _as_json(t: DataType) -> DataType:
     return t
 
 
-def _restored(c: Column, t: DataType) -> Column:
-    """The value `c` of JSON type `_as_json(t)` as type `t`, at any depth."""
+def _restored(c: str, t: DataType, depth: int = 0) -> str:
+    """The SQL expression `c`, of JSON type `_as_json(t)`, as type `t`, at any depth."""
     if not holds(t, (TimestampType, BinaryType)):
         return c
     if isinstance(t, TimestampType):
-        return F.timestamp_millis(c)
+        return f"timestamp_millis({c})"
     if isinstance(t, BinaryType):
-        return F.unbase64(c)
+        return f"unbase64({c})"
     if isinstance(t, ArrayType):
-        return F.transform(c, lambda x: _restored(x, t.elementType))
+        x = f"x{depth}"
+        return f"transform({c}, {x} -> {_restored(x, t.elementType, depth + 1)})"
     assert isinstance(t, StructType)
-    return F.when(c.isNull(), F.lit(None)).otherwise(F.struct(
-        *[_restored(c.getField(f.name), f.dataType).alias(f.name) for f in t.fields]))
+    fields = ", ".join(f"{sqltext.string(f.name)}, "
+                       f"{_restored(f'{c}.{sqltext.ident(f.name)}', f.dataType, depth)}"
+                       for f in t.fields)
+    return f"CASE WHEN {c} IS NULL THEN NULL ELSE named_struct({fields}) END"
 
 
