@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.errors import UsageError
 from pipeline.spark.events.validate import check_columns
-from pipeline.spark.tables import paths
+from pipeline.spark.tables import paths, sqltext
 from pipeline.spark.tables.contract import arrow_schema, struct_of
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import delta_table, latest_version, read_delta
@@ -119,10 +119,10 @@ def select_samples(df: DataFrame, *keep: str) -> DataFrame:
     """A samples table's rows in the contract's columns and types (optional columns it lacks
     read as null), `keep`'s columns as they are, with `reason` set on a row that cannot be a
     sample."""
-    columns = [(F.col(f.name).cast(f.dataType) if f.name in df.columns
-                else F.lit(None).cast(f.dataType)).alias(f.name)
+    columns = [sqltext.named(f"CAST({sqltext.ident(f.name)} AS {sqltext.type_sql(f.dataType)})"
+                             if f.name in df.columns else sqltext.null(f.dataType), f.name)
                for f in samples_schema().fields]
-    typed = df.select(*columns, *keep)
+    typed = df.selectExpr(*columns, *map(sqltext.ident, keep))
     return typed.withColumn(REASON, malformed_reason())
 
 

@@ -31,14 +31,13 @@ from functools import partial
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from pipeline.spark.fold.wire import FAILED, NEWEST, SAMPLE, folded, table_count, table_rows
 from pipeline.spark.lag.lagflow import StreamLag
 from pipeline.spark.lag.lagstate import ENGINE_INPUTS
 from pipeline.spark.runtime.session import COMMIT_METADATA, TXN_APP_ID, TXN_VERSION, temporary_conf
 from pipeline.spark.stream.maintain import Upkeep
-from pipeline.spark.tables import paths, writes
+from pipeline.spark.tables import paths, sqltext, writes
 from pipeline.spark.tables.contract import table_schema
 from pipeline.spark.tables.parallel import WRITERS, run_all
 from schemas import OUTPUT_TABLES, TABLE_KEYS
@@ -199,8 +198,8 @@ class BatchWriter:
         path = self.path(table)
         if table == "committed_offsets":
             rows = table_rows(wire, table, extra=True, count=count)
-            source = rows.select(*[F.col(f.name) for f in table_schema(table).fields],
-                                 F.coalesce(F.col("_deleted"), F.lit(False)).alias("_deleted"))
+            source = rows.selectExpr(*map(sqltext.ident, table_schema(table).names),
+                                     sqltext.named("coalesce(_deleted, false)", "_deleted"))
         else:
             source = table_rows(wire, table, count=count)
         if table in TABLE_KEYS:
