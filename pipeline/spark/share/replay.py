@@ -29,7 +29,7 @@ from pyspark.sql.types import BinaryType, BooleanType, StringType, StructField, 
 
 from pipeline.errors import UsageError
 from pipeline.share.state import replay, resumed
-from pipeline.spark.tables import paths, writes
+from pipeline.spark.tables import paths, sqltext, writes
 from pipeline.spark.tables.contract import arrow_schema, table_schema
 from pipeline.spark.tables.creation import create_table
 from pipeline.spark.tables.options import read_delta
@@ -90,17 +90,17 @@ def rejected_rows(out: DataFrame) -> DataFrame:
     columns = []
     for f in table_schema("rejected_events").fields:
         if f.name == "reason":
-            value = F.col(REASON)
+            value = sqltext.ident(REASON)
         elif f.name == "log_topic":
-            value = F.lit(SHARE_STATE_TOPIC)
+            value = sqltext.string(SHARE_STATE_TOPIC)
         elif f.name in _REFUSED_COLUMNS:
-            value = F.col(_REFUSED_COLUMNS[f.name])
+            value = sqltext.ident(_REFUSED_COLUMNS[f.name])
         elif f.name in have and f.name != "leader_epoch":  # a refused row has no state
-            value = F.col(f.name)
+            value = sqltext.ident(f.name)
         else:
-            value = F.lit(None)
-        columns.append(value.cast(f.dataType).alias(f.name))
-    return refused.select(*columns)
+            value = "NULL"
+        columns.append(sqltext.named(f"CAST({value} AS {sqltext.type_sql(f.dataType)})", f.name))
+    return refused.selectExpr(*columns)
 
 
 def check_share_log(spark: SparkSession, source: str) -> None:
