@@ -32,7 +32,7 @@ from pipeline.spark.backfill import BackfillOptions, run_backfill
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import write_samples
-from pipeline.spark.runtime.session import build_session
+from pipeline.spark.runtime.session import build_session, stop_session
 from pipeline.spark.stream.replay import ReplayOptions, run_replay
 
 PACKAGE = str(Path(__file__).resolve().parents[2] / "pipeline")
@@ -111,7 +111,7 @@ def main() -> None:
             for site, calls in counter.sites.most_common(args.top):
                 print(f"  {calls:6,}  {site}")
     finally:
-        spark.stop()
+        stop_session(spark)
         shutil.rmtree(root, ignore_errors=True)
 
 

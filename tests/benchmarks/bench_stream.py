@@ -41,7 +41,7 @@ from pipeline.generator import LogSpec, end_offset_samples, generate, last_event
 from pipeline.spark.events.eventlog import write_event_log
 from pipeline.spark.lag.lagflow import LagOptions
 from pipeline.spark.lag.samples import samples_frame
-from pipeline.spark.runtime.session import build_session
+from pipeline.spark.runtime.session import build_session, stop_session
 from pipeline.spark.stream.replay import ReplayOptions, start_replay
 from pipeline.spark.tables.parallel import WRITERS
 
@@ -160,7 +160,7 @@ def main() -> None:
                   f"({median / floor:.2f}x the trivial stream's whole batch)")
     replay.stop()
     trivial.stop()
-    spark.stop()
+    stop_session(spark)  # the state stores' maintenance too: no warning after the stop
 
 
 def until(samples: list[dict[str, Any]], moment: int) -> int:
