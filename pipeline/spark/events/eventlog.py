@@ -54,8 +54,7 @@ def select_events(df: DataFrame) -> DataFrame:
     low, high = (ms * 1000 for ms in PANDAS_MS_RANGE)
     for f in event_schema().fields:
         present = f.name in df.columns
-        column = (f"CAST({sqltext.ident(f.name)} AS {sqltext.type_sql(f.dataType)})" if present
-                  else sqltext.null(f.dataType))
+        column = sqltext.cast(sqltext.ident(f.name) if present else "NULL", f.dataType)
         if isinstance(f.dataType, TimestampType) and present:
             micros = f"unix_micros({column})"
             outside = f"NOT ({micros} >= {low} AND {micros} <= {high})"

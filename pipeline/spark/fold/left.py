@@ -72,7 +72,7 @@ def left_rows(records: DataFrame, table: str) -> DataFrame:
         "event_time": at, "change": "'COMMIT'",
     }
     return records.selectExpr(*[sqltext.named(
-        "CAST({} AS {})".format(values.get(f.name, sqltext.ident(f.name)
-                                            if f.name in (*LEFT_COLUMNS, LEFT_TYPE) else "NULL"),
-                                 sqltext.type_sql(f.dataType)), f.name)
+        sqltext.cast(values.get(f.name, sqltext.ident(f.name)
+                                if f.name in (*LEFT_COLUMNS, LEFT_TYPE) else "NULL"),
+                     f.dataType), f.name)
         for f in table_schema(table).fields])

@@ -119,8 +119,8 @@ def select_samples(df: DataFrame, *keep: str) -> DataFrame:
     """A samples table's rows in the contract's columns and types (optional columns it lacks
     read as null), `keep`'s columns as they are, with `reason` set on a row that cannot be a
     sample."""
-    columns = [sqltext.named(f"CAST({sqltext.ident(f.name)} AS {sqltext.type_sql(f.dataType)})"
-                             if f.name in df.columns else sqltext.null(f.dataType), f.name)
+    columns = [sqltext.named(sqltext.cast(sqltext.ident(f.name) if f.name in df.columns
+                                          else "NULL", f.dataType), f.name)
                for f in samples_schema().fields]
     typed = df.selectExpr(*columns, *map(sqltext.ident, keep))
     return typed.withColumn(REASON, malformed_reason())

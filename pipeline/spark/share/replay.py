@@ -99,7 +99,7 @@ def rejected_rows(out: DataFrame) -> DataFrame:
             value = sqltext.ident(f.name)
         else:
             value = "NULL"
-        columns.append(sqltext.named(f"CAST({value} AS {sqltext.type_sql(f.dataType)})", f.name))
+        columns.append(sqltext.named(sqltext.cast(value, f.dataType), f.name))
     return refused.selectExpr(*columns)
 
 

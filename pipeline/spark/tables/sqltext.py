@@ -36,9 +36,14 @@ def type_sql(t: DataType) -> str:
     return t.simpleString()
 
 
+def cast(text: str, t: DataType) -> str:
+    """The SQL expression `text` cast to type `t`."""
+    return f"CAST({text} AS {type_sql(t)})"
+
+
 def null(t: DataType) -> str:
     """A null of type `t`."""
-    return f"CAST(NULL AS {type_sql(t)})"
+    return cast("NULL", t)
 
 
 def named(text: str, name: str) -> str:
